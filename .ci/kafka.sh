@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Single-node Apache Kafka 4.x broker in KRaft mode, from jars resolved through Maven.
+#
+#   .ci/kafka.sh resolve          fetch the broker jars into .ci/kafka/lib (idempotent)
+#   .ci/kafka.sh start RUNDIR     format storage, start a broker on free loopback ports,
+#                                 wait until it accepts connections, print host:port
+#   .ci/kafka.sh stop RUNDIR      stop the broker started in RUNDIR (no-op if none)
+#
+# The broker listens on 127.0.0.1 only. Its log is RUNDIR/broker.log.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+lib="$here/kafka/lib"
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+resolve() {
+  if [ -f "$lib/.resolved" ]; then return 0; fi
+  (cd "$here/kafka" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime)
+  touch "$lib/.resolved"
+}
+
+start() {
+  local run="$1"
+  resolve
+  mkdir -p "$run"
+  run="$(cd "$run" && pwd)"
+  local port cport
+  port=$(free_port); cport=$(free_port)
+  while [ "$cport" = "$port" ]; do cport=$(free_port); done
+  rm -rf "$run/data"
+  cat > "$run/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$run/data
+num.partitions=4
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.flush.interval.messages=1000000
+PROPS
+  local java_opts="-Xms256m -Xmx768m -XX:+UseSerialGC -Djava.awt.headless=true -Dlog4j2.configurationFile=$here/kafka/log4j2.properties"
+  local cluster
+  cluster=$(java $java_opts -cp "$lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
+  java $java_opts -cp "$lib/*" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
+    >"$run/format.log" 2>&1 || { echo "kafka: storage format failed:" >&2; tail -n 20 "$run/format.log" >&2; return 1; }
+  nohup java $java_opts -cp "$lib/*" kafka.Kafka "$run/server.properties" >"$run/broker.log" 2>&1 &
+  echo $! > "$run/broker.pid"
+  for _ in $(seq 1 240); do
+    if ! kill -0 "$(cat "$run/broker.pid")" 2>/dev/null; then
+      echo "kafka: broker exited during start-up:" >&2; tail -n 30 "$run/broker.log" >&2; return 1
+    fi
+    if grep -qE "Kafka Server started|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$run/broker.log" 2>/dev/null \
+       && python3 -c "import socket; socket.create_connection(('127.0.0.1',$port),1)" 2>/dev/null; then
+      echo "127.0.0.1:$port" > "$run/bootstrap"
+      echo "127.0.0.1:$port"
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "kafka: broker did not start within 120 s:" >&2; tail -n 30 "$run/broker.log" >&2
+  stop "$run"; return 1
+}
+
+stop() {
+  local run="$1"
+  [ -f "$run/broker.pid" ] || return 0
+  local pid; pid=$(cat "$run/broker.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$run/broker.pid"
+}
+
+cmd="${1:-}"; shift || true
+case "$cmd" in
+  resolve) resolve ;;
+  start) start "${1:?RUNDIR}" ;;
+  stop) stop "${1:?RUNDIR}" ;;
+  *) echo "usage: $0 resolve | start RUNDIR | stop RUNDIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,21 @@
+//! `audita`: the command line of the audit layer.
+//!
+//! Exit codes follow one rule across subcommands: 0 for a clean result, 1 for a
+//! result that names problems (suspect or missing evidence, a broken seal), 2 when
+//! the input cannot be read at all.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "audita", version, about = "Certified auditing and causal attribution for multi-agent fleets")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {}
+
+fn main() {
+    let _cli = Cli::parse();
+}
