@@ -1,3 +1,184 @@
-//! The transport the stages share: one `Bus` interface with an embedded in-process
-//! implementation and an Apache Kafka implementation (rdkafka).
+//! The transport the pipeline stages share.
+//!
+//! Every stage talks to one [`Bus`]: either the embedded in-process log
+//! ([`embedded::EmbeddedBus`], used by `audita demo` with no external service) or an
+//! Apache Kafka cluster ([`kafka::KafkaBus`], used in tests and deployments). The
+//! stages do not know which one they run on: one code path, two transports.
+//!
+//! Design constraints:
+//! - A topic is a set of partitions; a record's partition is a pure function of its
+//!   key ([`partition_for`] on the embedded bus, librdkafka's default partitioner on
+//!   Kafka), so all records of one key keep their order.
+//! - Delivery is at-least-once: a consumer sees every record of its assigned
+//!   partitions from the group's committed offset on, and a record is re-delivered
+//!   after a crash unless its offset was committed. Stages make processing idempotent
+//!   (the sealer dedupes by message id) so re-delivery never changes a result.
+//! - Errors say whether retrying can help ([`BusError::is_transient`]); back-pressure
+//!   is its own kind ([`BusError::Backpressure`]).
+
 #![warn(missing_docs)]
+
+pub mod embedded;
+pub mod kafka;
+pub mod testing;
+
+use std::time::Duration;
+
+/// The topics of the pipeline. Keys and partitioning are documented in ARCHITECTURE.md.
+pub mod topics {
+    /// Signed envelopes as submitted by fleet principals (key: author principal).
+    pub const ENVELOPES: &str = "audita.envelopes";
+    /// Delivery receipts signed by recipients (key: recipient principal).
+    pub const RECEIPTS: &str = "audita.receipts";
+    /// Input that failed a form or signature check, with the reason (key: source topic).
+    pub const SUSPECT: &str = "audita.suspect";
+    /// Envelopes that passed ingest checks, in acceptance order (key: author).
+    pub const ACCEPTED: &str = "audita.accepted";
+    /// Sealed epochs: headers and checkpoints (key: log origin).
+    pub const EPOCHS: &str = "audita.epochs";
+    /// Adverse-outcome declarations from the world/work state (key: incident id).
+    pub const ADVERSE: &str = "audita.adverse";
+    /// Incident slices fanned out to engine workers (key: incident id).
+    pub const SLICES: &str = "audita.slices";
+    /// Verdicts for alerting and analytics (key: incident id).
+    pub const VERDICTS: &str = "audita.verdicts";
+}
+
+/// A record read from the bus.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Topic the record was read from.
+    pub topic: String,
+    /// Partition within the topic.
+    pub partition: u32,
+    /// Offset within the partition.
+    pub offset: u64,
+    /// The record key.
+    pub key: Vec<u8>,
+    /// The record bytes, exactly as produced.
+    pub payload: Vec<u8>,
+}
+
+/// Failure of a bus operation.
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    /// The broker could not be reached or timed out; retrying with backoff can help.
+    #[error("bus temporarily unavailable: {0}")]
+    Transient(String),
+    /// The request can never succeed as made (bad configuration, unknown topic, oversized record).
+    #[error("bus rejected the request: {0}")]
+    Permanent(String),
+    /// The topic is full for now: the producer must slow down and retry.
+    #[error("back-pressure on topic {topic}: {pending} records pending (limit {limit})")]
+    Backpressure {
+        /// The topic that pushed back.
+        topic: String,
+        /// Records not yet consumed by the slowest group.
+        pending: u64,
+        /// The configured limit.
+        limit: u64,
+    },
+}
+
+impl BusError {
+    /// Whether retrying the same operation later can succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, BusError::Transient(_) | BusError::Backpressure { .. })
+    }
+}
+
+/// Sends records to topics.
+pub trait Producer: Send {
+    /// Queues one record; it is durable once [`Producer::flush`] returns `Ok`.
+    fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError>;
+    /// Blocks until every queued record is acknowledged, or fails naming why.
+    fn flush(&mut self) -> Result<(), BusError>;
+}
+
+/// Reads records of the partitions assigned to this member of a consumer group.
+pub trait Consumer: Send {
+    /// Returns the next record, or `None` when nothing arrived within `timeout`.
+    fn poll(&mut self, timeout: Duration) -> Result<Option<Delivery>, BusError>;
+    /// Commits the group's offset past `delivery` (and everything before it in its partition).
+    fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError>;
+}
+
+/// A topic to create, with its partition count.
+#[derive(Clone, Debug)]
+pub struct TopicSpec {
+    /// Topic name.
+    pub name: String,
+    /// Number of partitions (at least 1).
+    pub partitions: u32,
+}
+
+/// One of the two transports.
+#[derive(Clone)]
+pub enum Bus {
+    /// In-process log, no external service.
+    Embedded(embedded::EmbeddedBus),
+    /// An Apache Kafka cluster.
+    Kafka(kafka::KafkaBus),
+}
+
+impl Bus {
+    /// A producer on this bus.
+    pub fn producer(&self) -> Result<Box<dyn Producer>, BusError> {
+        match self {
+            Bus::Embedded(b) => Ok(Box::new(b.producer())),
+            Bus::Kafka(b) => Ok(Box::new(b.producer()?)),
+        }
+    }
+
+    /// A member of consumer group `group` subscribed to `topics`.
+    pub fn consumer(&self, group: &str, topics: &[&str]) -> Result<Box<dyn Consumer>, BusError> {
+        match self {
+            Bus::Embedded(b) => Ok(Box::new(b.consumer(group, topics)?)),
+            Bus::Kafka(b) => Ok(Box::new(b.consumer(group, topics)?)),
+        }
+    }
+
+    /// Creates the topics that do not exist yet (existing ones are left as they are).
+    pub fn ensure_topics(&self, specs: &[TopicSpec]) -> Result<(), BusError> {
+        match self {
+            Bus::Embedded(b) => {
+                for s in specs {
+                    b.create_topic(&s.name, s.partitions)?;
+                }
+                Ok(())
+            }
+            Bus::Kafka(b) => b.ensure_topics(specs),
+        }
+    }
+
+    /// A short name of the transport for logs and summaries.
+    pub fn transport(&self) -> &'static str {
+        match self {
+            Bus::Embedded(_) => "embedded",
+            Bus::Kafka(_) => "kafka",
+        }
+    }
+}
+
+/// The partition of `key` among `partitions`: FNV-1a of the key, so the embedded bus
+/// is deterministic across runs and platforms.
+pub fn partition_for(key: &[u8], partitions: u32) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % u64::from(partitions.max(1))) as u32
+}
+
+/// Polls `consumer` until `n` records arrived or `deadline` passed; returns what arrived.
+pub fn drain(consumer: &mut dyn Consumer, n: usize, deadline: Duration) -> Result<Vec<Delivery>, BusError> {
+    let start = std::time::Instant::now();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n && start.elapsed() < deadline {
+        if let Some(d) = consumer.poll(Duration::from_millis(100))? {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
