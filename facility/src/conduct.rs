@@ -1,0 +1,216 @@
+//! Conduct attacks by valid-key insiders and the blame-shift certificate on the world.
+//!
+//! Design constraints:
+//! - A conduct attack is protocol-valid: every message is signed by its author's own
+//!   key. Each principal's declared reference policy is "do not issue the commands
+//!   marked `deviation`"; those commands are the selector variables.
+//! - The certificate is computed by exact re-execution: for every subset `R` of the
+//!   deviations, the world is re-run with `R` reverted (absent) and the victim's causal
+//!   grade recomputed by the oracle; the meta-outcome is "the victim's grade exceeds
+//!   its reference grade" (all deviations reverted). Minimal reversion sets are the
+//!   minimal transversals of that meta-function, graded `1/|R|` (`ρ_frame`).
+//! - At most [`MAX_DEVIATIONS`] selector variables are tabulated.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::oracle::{minimal_causes, truth_given, OracleError};
+use crate::scenario::{arrival_tick, Builder, Planted};
+use crate::world::{Action, CommandId, Point, Role, WorldSpec};
+
+/// Largest number of deviations the certificate tabulates.
+pub const MAX_DEVIATIONS: usize = 10;
+
+/// A blame-shift certificate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Certificate {
+    /// The victim.
+    pub victim: String,
+    /// Victim's causal grade under realised conduct.
+    pub realised: f64,
+    /// Victim's causal grade under reference conduct.
+    pub reference: f64,
+    /// Minimal reversion sets (deviating command ids).
+    pub sets: Vec<Vec<CommandId>>,
+    /// Framers and their grade `ρ_frame`; every deviating principal is listed.
+    pub framers: BTreeMap<String, f64>,
+}
+
+/// Computes the blame-shift certificate for `victim`. Returns `None` when the
+/// deviations did not raise the victim's involvement.
+pub fn certificate(spec: &WorldSpec, victim: &str) -> Result<Option<Certificate>, OracleError> {
+    let devs: Vec<CommandId> = spec
+        .commands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.deviation)
+        .map(|(i, _)| CommandId(i as u32))
+        .collect();
+    if devs.len() > MAX_DEVIATIONS {
+        return Err(OracleError::TooManyCandidates(devs.len()));
+    }
+    let n = devs.len();
+    let mut grade = Vec::with_capacity(1 << n);
+    // mask bit i set = deviation i kept (at its actual value).
+    for mask in 0..1u64 << n {
+        let reverted: BTreeSet<CommandId> = devs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) == 0)
+            .map(|(_, c)| *c)
+            .collect();
+        let t = truth_given(spec, &reverted)?;
+        grade.push(t.causal.get(victim).copied().unwrap_or(0.0));
+    }
+    let full = (1usize << n) - 1;
+    let realised = grade[full];
+    let reference = grade[0];
+    if realised <= reference {
+        return Ok(None);
+    }
+    let table: Vec<bool> = grade.iter().map(|g| *g > reference).collect();
+    let causes = minimal_causes(n, &table)?;
+    let mut framers: BTreeMap<String, f64> = devs
+        .iter()
+        .map(|c| {
+            (
+                spec.name(spec.commands[c.0 as usize].author).to_string(),
+                0.0,
+            )
+        })
+        .collect();
+    for x in &causes {
+        let g = 1.0 / x.len() as f64;
+        for &i in x {
+            let e = framers
+                .entry(
+                    spec.name(spec.commands[devs[i].0 as usize].author)
+                        .to_string(),
+                )
+                .or_insert(0.0);
+            if g > *e {
+                *e = g;
+            }
+        }
+    }
+    let sets = causes
+        .iter()
+        .map(|x| x.iter().map(|&i| devs[i]).collect())
+        .collect();
+    Ok(Some(Certificate {
+        victim: victim.to_string(),
+        realised,
+        reference,
+        sets,
+        framers,
+    }))
+}
+
+fn p(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn s(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+pub(crate) fn build(family: crate::scenario::Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    use crate::scenario::Family;
+    let mut b = Builder::new(600);
+    let a = b.aisle(rng, false, false);
+    let victim = b.principal("planner-1", Role::Planner);
+    let d = b.principal("dispatcher", Role::Dispatcher);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let i1 = b.principal("insider-1", Role::Planner);
+    let i2 = b.principal("insider-2", Role::Planner);
+    let checker = b.principal("checker", Role::Checker);
+    let route = Action::MoveTo {
+        robot: a.robot,
+        to: Point::new(40_000, 0),
+    };
+    let fast = Action::SetSpeed {
+        robot: a.robot,
+        speed: a.fast,
+    };
+    let t0 = a.t0;
+    let mv = b.origin(victim, t0, d, route);
+    let md = b.relay(d, t0 + 1, Some(r), route, vec![mv], false);
+    b.relay(r, t0 + 2, None, route, vec![md], false);
+    let lag = rng.gen_range(1..=4);
+    let planted = match family {
+        Family::Conditioning => {
+            let x = b.relay(i1, t0 + lag, Some(r), fast, vec![mv], true);
+            b.cmd_mut(x).deviation = true;
+            b.relay(r, t0 + lag + 1, None, fast, vec![x], false);
+            Planted {
+                adverse: true,
+                causal: p(&[
+                    ("planner-1", 1.0),
+                    ("dispatcher", 1.0),
+                    ("controller-agv-1", 1.0),
+                    ("insider-1", 1.0),
+                ]),
+                breach: s(&["insider-1"]),
+                conduit: s(&["dispatcher", "controller-agv-1"]),
+                victim: Some("planner-1".into()),
+                framers: p(&[("insider-1", 1.0)]),
+            }
+        }
+        Family::InevitabilityRigging => {
+            let x1 = b.relay(i1, t0 + lag, Some(r), fast, vec![mv], true);
+            let x2 = b.relay(i2, t0 + lag, Some(r), fast, vec![mv], true);
+            b.cmd_mut(x1).deviation = true;
+            b.cmd_mut(x2).deviation = true;
+            b.relay(r, t0 + lag + 1, None, fast, vec![x1, x2], false);
+            Planted {
+                adverse: true,
+                causal: p(&[
+                    ("planner-1", 1.0),
+                    ("dispatcher", 1.0),
+                    ("controller-agv-1", 1.0),
+                    ("insider-1", 0.5),
+                    ("insider-2", 0.5),
+                ]),
+                breach: s(&["insider-1", "insider-2"]),
+                conduit: s(&["dispatcher", "controller-agv-1"]),
+                victim: Some("planner-1".into()),
+                framers: p(&[("insider-1", 0.5), ("insider-2", 0.5)]),
+            }
+        }
+        _ => {
+            // Level 2: the framer conditions on the victim and on a benign advisory
+            // the checker issued off-policy; a second insider's deviation is an inert decoy.
+            let advice = Action::SetSpeed {
+                robot: a.robot,
+                speed: a.compliant,
+            };
+            let c = b.origin(checker, t0, i1, advice);
+            b.cmd_mut(c).deviation = true;
+            let decoy = b.origin(i2, t0, d, advice);
+            b.cmd_mut(decoy).deviation = true;
+            let x = b.relay(i1, t0 + lag, Some(r), fast, vec![mv, c], true);
+            b.cmd_mut(x).deviation = true;
+            b.relay(r, t0 + lag + 1, None, fast, vec![x], false);
+            Planted {
+                adverse: true,
+                causal: p(&[
+                    ("planner-1", 1.0),
+                    ("dispatcher", 1.0),
+                    ("controller-agv-1", 1.0),
+                    ("insider-1", 1.0),
+                    ("checker", 1.0),
+                ]),
+                breach: s(&["insider-1"]),
+                conduit: s(&["dispatcher", "controller-agv-1"]),
+                victim: Some("planner-1".into()),
+                framers: p(&[("insider-1", 1.0), ("checker", 1.0), ("insider-2", 0.0)]),
+            }
+        }
+    };
+    let hit =
+        arrival_tick(a.crossing_x, a.slow, t0 + 3, &[(t0 + lag + 2, a.fast)], 600).unwrap_or(600);
+    b.crossing_worker(a.crossing_x, hit);
+    (b.spec, planted)
+}

@@ -1,0 +1,728 @@
+//! The scenario library (SPEC §5): named families generated from seeds, each with its
+//! planted ground truth.
+//!
+//! Design constraints:
+//! - A scenario is a pure function of `(family, seed)`: geometry, speeds and issue
+//!   ticks are drawn from a ChaCha8 stream seeded with the seed; principal names are
+//!   fixed per family so profiles line up across draws.
+//! - The planted truth is written down by construction (the paper's slice-model
+//!   composition of each family); tests check it against the oracle's exact
+//!   re-execution for many seeds. The planted causal profile includes conduits at
+//!   their but-for grade; the culpable profile is the causal one restricted to
+//!   principals in breach.
+//! - Safety geometry: one AGV drives along the x axis of an aisle zone whose speed
+//!   envelope is 1.0 m/s; a worker crosses the aisle at `x_c` timed so that the robot
+//!   reaches the crossing together with the worker only when the planted hazard is
+//!   effective. A registered halt, once actuated, stops the robot at least 1 m short.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::world::{
+    Action, Batch, BatchId, Command, CommandId, Derivation, Destination, Duty, Exogenous, Human,
+    Point, Principal, PrincipalId, Robot, RobotId, RobotKind, Role, WorldSpec, Zone,
+};
+
+/// Speed envelope of the aisle (mm per tick): 1.0 m/s.
+pub const AISLE_LIMIT: i64 = 100;
+/// Ticks a worker needs from the aisle edge to the crossing point.
+const EDGE_TO_CROSSING: u32 = 20;
+/// Worker path half-length (mm).
+const WALK: i64 = 4000;
+/// Worker walking speed (mm per tick): 1.0 m/s.
+const WALK_SPEED: i64 = 100;
+
+/// A scenario family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Family {
+    /// Two independently sufficient hazardous commands: ½, ½.
+    Redundancy,
+    /// Transcript-identical to redundancy; the second command is never consumed.
+    InertTwin,
+    /// The accused command is vetoed before effect; a later command is the cause.
+    Preemption,
+    /// A registered halt is never issued.
+    Omission,
+    /// A reckless transformation relayed by faithful conduits.
+    Chain,
+    /// Worker struck during maintenance; the pre-entry halt was never issued.
+    UnexpectedStartup,
+    /// Exogenous event: nobody is responsible.
+    NoCause,
+    /// One culprit, ρ = 1.
+    Trivial,
+    /// Conduct attack: an insider conditions its hazard on a compliant victim.
+    Conditioning,
+    /// Conduct attack: redundant insider hazards make the harm inevitable given the
+    /// compliant victim's command.
+    InevitabilityRigging,
+    /// Level-2 conduct attack: a framer cites a benign scapegoat and a victim; a decoy
+    /// deviation is inert.
+    Scapegoat,
+}
+
+impl Family {
+    /// Every named family.
+    pub const ALL: [Family; 11] = [
+        Family::Redundancy,
+        Family::InertTwin,
+        Family::Preemption,
+        Family::Omission,
+        Family::Chain,
+        Family::UnexpectedStartup,
+        Family::NoCause,
+        Family::Trivial,
+        Family::Conditioning,
+        Family::InevitabilityRigging,
+        Family::Scapegoat,
+    ];
+    /// The five core structures of the paper's Table 2.
+    pub const CORE: [Family; 5] = [
+        Family::Redundancy,
+        Family::InertTwin,
+        Family::Preemption,
+        Family::Omission,
+        Family::Chain,
+    ];
+
+    /// Stable snake-case name (used in JSON output).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Redundancy => "redundancy",
+            Family::InertTwin => "inert_twin",
+            Family::Preemption => "preemption",
+            Family::Omission => "omission",
+            Family::Chain => "chain",
+            Family::UnexpectedStartup => "unexpected_startup",
+            Family::NoCause => "no_cause",
+            Family::Trivial => "trivial",
+            Family::Conditioning => "conditioning",
+            Family::InevitabilityRigging => "inevitability_rigging",
+            Family::Scapegoat => "scapegoat",
+        }
+    }
+
+    /// Whether the family is a conduct attack.
+    pub fn is_conduct_attack(self) -> bool {
+        matches!(
+            self,
+            Family::Conditioning | Family::InevitabilityRigging | Family::Scapegoat
+        )
+    }
+}
+
+/// Planted ground truth of a scenario.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Planted {
+    /// Whether the outcome is adverse.
+    pub adverse: bool,
+    /// Causal profile (conduits included at their grade); unlisted principals are 0.
+    pub causal: BTreeMap<String, f64>,
+    /// Principals in breach.
+    pub breach: BTreeSet<String>,
+    /// Conduit-flagged principals.
+    pub conduit: BTreeSet<String>,
+    /// Conduct attacks: the compliant victim.
+    pub victim: Option<String>,
+    /// Conduct attacks: framers and their certificate grade `ρ_frame` (deviating
+    /// principals absent from the map have grade 0).
+    pub framers: BTreeMap<String, f64>,
+}
+
+impl Planted {
+    /// Culpable profile over `principals`: causal grade where in breach, else 0.
+    pub fn culpable(&self, principals: &[String]) -> BTreeMap<String, f64> {
+        principals
+            .iter()
+            .map(|p| {
+                let v = if self.breach.contains(p) {
+                    self.causal.get(p).copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                (p.clone(), v)
+            })
+            .collect()
+    }
+    /// Causal profile over `principals`, zero-filled.
+    pub fn causal_over(&self, principals: &[String]) -> BTreeMap<String, f64> {
+        principals
+            .iter()
+            .map(|p| (p.clone(), self.causal.get(p).copied().unwrap_or(0.0)))
+            .collect()
+    }
+}
+
+/// A generated incident with its planted truth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Family name (a [`Family::name`] or `"generator"`).
+    pub family: &'static str,
+    /// Seed it was generated from.
+    pub seed: u64,
+    /// The world (initial state, command record, duty registry).
+    pub spec: WorldSpec,
+    /// Planted truth.
+    pub planted: Planted,
+}
+
+impl Scenario {
+    /// Names of the principals that carry responsibility profiles (non-sensors).
+    pub fn principals(&self) -> Vec<String> {
+        self.spec
+            .principals
+            .iter()
+            .filter(|p| p.role != Role::Sensor)
+            .map(|p| p.name.clone())
+            .collect()
+    }
+}
+
+/// Incremental world construction.
+#[derive(Debug)]
+pub(crate) struct Builder {
+    pub spec: WorldSpec,
+}
+
+impl Builder {
+    pub fn new(horizon: u32) -> Self {
+        Self {
+            spec: WorldSpec {
+                principals: Vec::new(),
+                robots: Vec::new(),
+                humans: Vec::new(),
+                zones: Vec::new(),
+                batches: Vec::new(),
+                commands: Vec::new(),
+                duties: Vec::new(),
+                exogenous: Vec::new(),
+                horizon,
+                latency: 1,
+            },
+        }
+    }
+    pub fn principal(&mut self, name: &str, role: Role) -> PrincipalId {
+        self.spec.principals.push(Principal {
+            name: name.to_string(),
+            role,
+        });
+        PrincipalId((self.spec.principals.len() - 1) as u16)
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub fn command(
+        &mut self,
+        author: PrincipalId,
+        tick: u32,
+        destination: Destination,
+        action: Action,
+        cites: Vec<CommandId>,
+        derivation: Derivation,
+    ) -> CommandId {
+        self.spec.commands.push(Command {
+            author,
+            tick,
+            destination,
+            action,
+            cites,
+            cites_reports: Vec::new(),
+            derivation,
+            reviewed: true,
+            deviation: false,
+        });
+        CommandId((self.spec.commands.len() - 1) as u32)
+    }
+    pub fn origin(
+        &mut self,
+        author: PrincipalId,
+        tick: u32,
+        to: PrincipalId,
+        action: Action,
+    ) -> CommandId {
+        self.command(
+            author,
+            tick,
+            Destination::Principal(to),
+            action,
+            Vec::new(),
+            Derivation::Origin,
+        )
+    }
+    pub fn relay(
+        &mut self,
+        author: PrincipalId,
+        tick: u32,
+        to: Option<PrincipalId>,
+        action: Action,
+        cites: Vec<CommandId>,
+        all: bool,
+    ) -> CommandId {
+        let dest = to
+            .map(Destination::Principal)
+            .unwrap_or(Destination::Actuator);
+        let d = if all {
+            Derivation::RelayAll
+        } else {
+            Derivation::RelayAny
+        };
+        self.command(author, tick, dest, action, cites, d)
+    }
+    pub fn cmd_mut(&mut self, c: CommandId) -> &mut Command {
+        &mut self.spec.commands[c.0 as usize]
+    }
+}
+
+/// The aisle geometry shared by the safety families.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Aisle {
+    pub robot: RobotId,
+    pub crossing_x: i64,
+    pub slow: i64,
+    pub fast: i64,
+    pub compliant: i64,
+    pub t0: u32,
+    pub zone: u16,
+}
+
+/// First tick at which a robot starting at x = 0 reaches `x_c`, given its speed
+/// profile: `moving_from` (tick at which motion starts, after actuation) and speed
+/// changes `(tick, speed)` (actuation ticks).
+pub(crate) fn arrival_tick(
+    x_c: i64,
+    v0: i64,
+    moving_from: u32,
+    changes: &[(u32, i64)],
+    horizon: u32,
+) -> Option<u32> {
+    let mut x = 0i64;
+    let mut v = v0;
+    for t in 1..=horizon {
+        for &(ct, cv) in changes {
+            if ct == t {
+                v = cv;
+            }
+        }
+        if t >= moving_from {
+            x += v;
+        }
+        if x >= x_c - 100 {
+            return Some(t);
+        }
+    }
+    None
+}
+
+impl Builder {
+    /// Adds the aisle: a sensed zone with the 1.0 m/s envelope and one AGV at the
+    /// origin. `moving` gives the AGV its route from the start.
+    pub fn aisle(&mut self, rng: &mut ChaCha8Rng, moving: bool, sensor: bool) -> Aisle {
+        let crossing_x = rng.gen_range(80..=120) * 100;
+        let slow = rng.gen_range(30..=45);
+        let fast = rng.gen_range(130..=180);
+        let compliant = rng.gen_range(70..=AISLE_LIMIT);
+        let t0 = rng.gen_range(2..=8);
+        let sensor_id = if sensor {
+            Some(self.principal("sensor-aisle", Role::Sensor))
+        } else {
+            None
+        };
+        self.spec.zones.push(Zone {
+            name: "aisle".into(),
+            min: Point::new(-1000, -2000),
+            max: Point::new(40_000, 2000),
+            speed_limit: AISLE_LIMIT,
+            sensor: sensor_id,
+        });
+        self.spec.robots.push(Robot {
+            name: "agv-1".into(),
+            kind: RobotKind::Agv,
+            mass_kg: rng.gen_range(300..=900),
+            pos: Point::new(0, 0),
+            target: if moving {
+                Some(Point::new(40_000, 0))
+            } else {
+                None
+            },
+            speed: slow,
+        });
+        Aisle {
+            robot: RobotId((self.spec.robots.len() - 1) as u16),
+            crossing_x,
+            slow,
+            fast,
+            compliant,
+            t0,
+            zone: (self.spec.zones.len() - 1) as u16,
+        }
+    }
+    /// A worker crossing the aisle at `x` who reaches the robot's line at tick `at`.
+    pub fn crossing_worker(&mut self, x: i64, at: u32) {
+        let start = at.saturating_sub(2 * EDGE_TO_CROSSING);
+        self.spec.humans.push(Human {
+            name: "worker-1".into(),
+            path: vec![Point::new(x, -WALK), Point::new(x, WALK)],
+            speed: WALK_SPEED,
+            start_tick: start,
+        });
+    }
+}
+
+fn rng_for(seed: u64, salt: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ salt)
+}
+
+fn profile(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+/// Generates a scenario of a named family from a seed.
+pub fn generate(family: Family, seed: u64) -> Scenario {
+    let mut rng = rng_for(seed, family as u64 + 1);
+    let (spec, planted) = match family {
+        Family::Redundancy | Family::InertTwin => redundancy(&mut rng, family == Family::InertTwin),
+        Family::Preemption => preemption(&mut rng),
+        Family::Omission => omission(&mut rng),
+        Family::Chain => chain(&mut rng),
+        Family::UnexpectedStartup => startup(&mut rng),
+        Family::NoCause => no_cause(&mut rng),
+        Family::Trivial => trivial(&mut rng),
+        Family::Conditioning | Family::InevitabilityRigging | Family::Scapegoat => {
+            crate::conduct::build(family, &mut rng)
+        }
+    };
+    Scenario {
+        family: family.name(),
+        seed,
+        spec,
+        planted,
+    }
+}
+
+const HORIZON: u32 = 600;
+
+/// Hazardous speed-up through dispatcher and controller; returns the tick at which
+/// the controller's actuation takes effect.
+fn redundancy(rng: &mut ChaCha8Rng, inert: bool) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
+    let a = b.aisle(rng, true, false);
+    let p1 = b.principal("planner-1", Role::Planner);
+    let p2 = b.principal("planner-2", Role::Planner);
+    let d = b.principal("dispatcher", Role::Dispatcher);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let _s = b.principal("supervisor", Role::Supervisor);
+    let fast = Action::SetSpeed {
+        robot: a.robot,
+        speed: a.fast,
+    };
+    let m1 = b.origin(p1, a.t0, d, fast);
+    let m2 = b.origin(p2, a.t0, d, fast);
+    let cites = if inert { vec![m1] } else { vec![m1, m2] };
+    let md = b.relay(d, a.t0 + 1, Some(r), fast, cites, false);
+    b.relay(r, a.t0 + 2, None, fast, vec![md], false);
+    if inert {
+        b.cmd_mut(m2).reviewed = false;
+        b.spec.duties.push(Duty::ReviewRequired { principal: p2 });
+    }
+    let hit =
+        arrival_tick(a.crossing_x, a.slow, 1, &[(a.t0 + 3, a.fast)], HORIZON).unwrap_or(HORIZON);
+    b.crossing_worker(a.crossing_x, hit);
+    let planted = if inert {
+        Planted {
+            adverse: true,
+            causal: profile(&[
+                ("planner-1", 1.0),
+                ("dispatcher", 1.0),
+                ("controller-agv-1", 1.0),
+            ]),
+            breach: set(&["planner-1", "planner-2"]),
+            conduit: set(&["dispatcher", "controller-agv-1"]),
+            ..Planted::default()
+        }
+    } else {
+        Planted {
+            adverse: true,
+            causal: profile(&[
+                ("planner-1", 0.5),
+                ("planner-2", 0.5),
+                ("dispatcher", 1.0),
+                ("controller-agv-1", 1.0),
+            ]),
+            breach: set(&["planner-1", "planner-2"]),
+            conduit: set(&["dispatcher", "controller-agv-1"]),
+            ..Planted::default()
+        }
+    };
+    (b.spec, planted)
+}
+
+fn preemption(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
+    let a = b.aisle(rng, true, false);
+    let p1 = b.principal("planner-1", Role::Planner);
+    let p3 = b.principal("planner-3", Role::Planner);
+    let d = b.principal("dispatcher", Role::Dispatcher);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let s = b.principal("supervisor", Role::Supervisor);
+    let fast = Action::SetSpeed {
+        robot: a.robot,
+        speed: a.fast,
+    };
+    let m1 = b.origin(p1, a.t0, d, fast);
+    // The supervisor's veto reaches the dispatcher first; the dispatcher discards m1.
+    let veto = b.origin(s, a.t0, d, Action::Halt { robot: a.robot });
+    b.cmd_mut(veto).cites = vec![m1];
+    let later = a.t0 + rng.gen_range(5..=15);
+    let m3 = b.origin(p3, later, d, fast);
+    let md = b.relay(d, later + 1, Some(r), fast, vec![m3], false);
+    b.relay(r, later + 2, None, fast, vec![md], false);
+    let hit =
+        arrival_tick(a.crossing_x, a.slow, 1, &[(later + 3, a.fast)], HORIZON).unwrap_or(HORIZON);
+    b.crossing_worker(a.crossing_x, hit);
+    let planted = Planted {
+        adverse: true,
+        causal: profile(&[
+            ("planner-3", 1.0),
+            ("dispatcher", 1.0),
+            ("controller-agv-1", 1.0),
+        ]),
+        breach: set(&["planner-1", "planner-3"]),
+        conduit: set(&["dispatcher", "controller-agv-1"]),
+        ..Planted::default()
+    };
+    (b.spec, planted)
+}
+
+fn omission(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
+    let a = b.aisle(rng, false, true);
+    let p = b.principal("planner-1", Role::Planner);
+    let d = b.principal("dispatcher", Role::Dispatcher);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let s = b.principal("supervisor", Role::Supervisor);
+    b.spec.robots[a.robot.0 as usize].speed = a.compliant;
+    let route = Action::MoveTo {
+        robot: a.robot,
+        to: Point::new(40_000, 0),
+    };
+    let m = b.origin(p, a.t0, d, route);
+    let md = b.relay(d, a.t0 + 1, Some(r), route, vec![m], false);
+    b.relay(r, a.t0 + 2, None, route, vec![md], false);
+    b.spec.duties.push(Duty::HaltOnEntry {
+        supervisor: s,
+        zone: a.zone,
+        robot: a.robot,
+        deadline: 5,
+    });
+    let hit = arrival_tick(a.crossing_x, a.compliant, a.t0 + 3, &[], HORIZON).unwrap_or(HORIZON);
+    b.crossing_worker(a.crossing_x, hit);
+    let planted = Planted {
+        adverse: true,
+        causal: profile(&[
+            ("planner-1", 1.0),
+            ("dispatcher", 1.0),
+            ("controller-agv-1", 1.0),
+            ("supervisor", 1.0),
+        ]),
+        breach: set(&["supervisor"]),
+        conduit: set(&["dispatcher", "controller-agv-1"]),
+        ..Planted::default()
+    };
+    (b.spec, planted)
+}
+
+fn chain(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
+    let a = b.aisle(rng, true, false);
+    let depth = rng.gen_range(1..=3usize);
+    let u = b.principal("user", Role::User);
+    let p1 = b.principal("planner-1", Role::Planner);
+    let relays: Vec<PrincipalId> = (0..depth)
+        .map(|i| b.principal(&format!("planner-{}", i + 2), Role::Planner))
+        .collect();
+    let d = b.principal("dispatcher", Role::Dispatcher);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let fast = Action::SetSpeed {
+        robot: a.robot,
+        speed: a.fast,
+    };
+    let ask = b.origin(
+        u,
+        a.t0,
+        p1,
+        Action::SetSpeed {
+            robot: a.robot,
+            speed: a.compliant,
+        },
+    );
+    let mut t = a.t0 + 1;
+    let first = relays.first().copied().unwrap_or(d);
+    let mut prev = b.relay(p1, t, Some(first), fast, vec![ask], false);
+    for (i, &p) in relays.iter().enumerate() {
+        t += 1;
+        let to = relays.get(i + 1).copied().unwrap_or(d);
+        prev = b.relay(p, t, Some(to), fast, vec![prev], false);
+    }
+    t += 1;
+    let md = b.relay(d, t, Some(r), fast, vec![prev], false);
+    t += 1;
+    b.relay(r, t, None, fast, vec![md], false);
+    let hit = arrival_tick(a.crossing_x, a.slow, 1, &[(t + 1, a.fast)], HORIZON).unwrap_or(HORIZON);
+    b.crossing_worker(a.crossing_x, hit);
+    let mut causal = profile(&[
+        ("user", 1.0),
+        ("planner-1", 1.0),
+        ("dispatcher", 1.0),
+        ("controller-agv-1", 1.0),
+    ]);
+    let mut conduit = set(&["dispatcher", "controller-agv-1"]);
+    for i in 0..depth {
+        causal.insert(format!("planner-{}", i + 2), 1.0);
+        conduit.insert(format!("planner-{}", i + 2));
+    }
+    let planted = Planted {
+        adverse: true,
+        causal,
+        breach: set(&["planner-1"]),
+        conduit,
+        ..Planted::default()
+    };
+    (b.spec, planted)
+}
+
+fn startup(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
+    let a = b.aisle(rng, false, true);
+    let d = b.principal("dispatcher", Role::Dispatcher);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let s = b.principal("supervisor", Role::Supervisor);
+    b.spec.robots[a.robot.0 as usize].speed = a.compliant;
+    // The worker walks in for maintenance and stays on the robot's line.
+    let x_w = rng.gen_range(30..=60) * 100;
+    let enter = rng.gen_range(5..=20);
+    b.spec.humans.push(Human {
+        name: "worker-1".into(),
+        path: vec![Point::new(x_w, -WALK), Point::new(x_w, 0)],
+        speed: WALK_SPEED,
+        start_tick: enter,
+    });
+    let start = enter + 2 * EDGE_TO_CROSSING + rng.gen_range(10..=40);
+    let route = Action::MoveTo {
+        robot: a.robot,
+        to: Point::new(40_000, 0),
+    };
+    let md = b.origin(d, start, r, route);
+    b.relay(r, start + 1, None, route, vec![md], false);
+    b.spec.duties.push(Duty::HaltOnEntry {
+        supervisor: s,
+        zone: a.zone,
+        robot: a.robot,
+        deadline: 5,
+    });
+    let planted = Planted {
+        adverse: true,
+        causal: profile(&[
+            ("dispatcher", 1.0),
+            ("controller-agv-1", 1.0),
+            ("supervisor", 1.0),
+        ]),
+        breach: set(&["supervisor"]),
+        conduit: set(&["controller-agv-1"]),
+        ..Planted::default()
+    };
+    (b.spec, planted)
+}
+
+fn no_cause(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
+    let a = b.aisle(rng, true, false);
+    let p = b.principal("planner-1", Role::Planner);
+    let d = b.principal("dispatcher", Role::Dispatcher);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let _s = b.principal("supervisor", Role::Supervisor);
+    let line = b.principal("line-controller", Role::Controller);
+    b.spec.batches.push(Batch {
+        name: "batch-1".into(),
+        value: 5000,
+        range: (4000, 6000),
+    });
+    // Routine, compliant traffic: a speed change and a parameter adjustment in range.
+    let ok = Action::SetSpeed {
+        robot: a.robot,
+        speed: a.compliant,
+    };
+    let m = b.origin(p, a.t0, d, ok);
+    let md = b.relay(d, a.t0 + 1, Some(r), ok, vec![m], false);
+    b.relay(r, a.t0 + 2, None, ok, vec![md], false);
+    let adj = Action::SetParam {
+        batch: BatchId(0),
+        value: rng.gen_range(4500..=5500),
+    };
+    let mp = b.origin(p, a.t0 + 3, line, adj);
+    b.relay(line, a.t0 + 4, None, adj, vec![mp], false);
+    let when = a.t0 + rng.gen_range(20..=80);
+    if rng.gen_bool(0.5) {
+        b.spec.exogenous.push(Exogenous::Drift {
+            tick: when,
+            batch: BatchId(0),
+            value: rng.gen_range(6500..=9000),
+        });
+    } else {
+        // A second, idle robot lurches into a worker standing next to it.
+        b.spec.robots.push(Robot {
+            name: "arm-2".into(),
+            kind: RobotKind::Arm,
+            mass_kg: rng.gen_range(50..=200),
+            pos: Point::new(20_000, 8000),
+            target: None,
+            speed: 0,
+        });
+        b.spec.humans.push(Human {
+            name: "worker-2".into(),
+            path: vec![Point::new(21_500, 8000)],
+            speed: 0,
+            start_tick: 0,
+        });
+        let to = Point::new(22_000, 8000);
+        b.spec.exogenous.push(Exogenous::Lurch {
+            tick: when,
+            robot: RobotId(1),
+            to,
+            speed: 80,
+        });
+    }
+    let planted = Planted {
+        adverse: true,
+        ..Planted::default()
+    };
+    (b.spec, planted)
+}
+
+fn trivial(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
+    let a = b.aisle(rng, true, false);
+    let p = b.principal("planner-1", Role::Planner);
+    let r = b.principal("controller-agv-1", Role::Controller);
+    let _s = b.principal("supervisor", Role::Supervisor);
+    let fast = Action::SetSpeed {
+        robot: a.robot,
+        speed: a.fast,
+    };
+    let m = b.origin(p, a.t0, r, fast);
+    b.relay(r, a.t0 + 1, None, fast, vec![m], false);
+    let hit =
+        arrival_tick(a.crossing_x, a.slow, 1, &[(a.t0 + 2, a.fast)], HORIZON).unwrap_or(HORIZON);
+    b.crossing_worker(a.crossing_x, hit);
+    let planted = Planted {
+        adverse: true,
+        causal: profile(&[("planner-1", 1.0), ("controller-agv-1", 1.0)]),
+        breach: set(&["planner-1"]),
+        conduit: set(&["controller-agv-1"]),
+        ..Planted::default()
+    };
+    (b.spec, planted)
+}
