@@ -1,0 +1,307 @@
+//! A deterministic, signed and sealed sample fleet record for demos, tests and
+//! benchmarks.
+//!
+//! Design constraints:
+//! - Pure and deterministic in `(seed, messages)`: keys come from
+//!   [`derive_signing_key`], times are synthetic ticks (ms), no clock is read.
+//! - The record is valid end to end: every derived command cites what it acts on,
+//!   every message has its destination's receipt, the messages are sealed into at
+//!   least two epochs, and every checkpoint carries every keeper's co-signature.
+//! - Episodes follow a warehouse shift: operator order → planner text → dispatcher
+//!   `move_to`/`set_speed` → robot report; sensor reports → supervisor `halt`;
+//!   quality checks → `set_param` on a batch.
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use crate::envelope::{Effect, Envelope, MessageId, Payload, ReplayPins, SignedEnvelope, ToolPin};
+use crate::epoch::{SealedEpoch, Sealer};
+use crate::principal::{derive_signing_key, KeyRegistry, PrincipalId};
+use crate::receipt::Receipt;
+use crate::verify::Record;
+use crate::SigningKey;
+
+/// Log origin of the sample record.
+pub const SAMPLE_ORIGIN: &str = "audita.example/fleet-log";
+/// Principals of the sample record.
+pub const SAMPLE_PRINCIPALS: &[&str] = &[
+    "operator",
+    "planner",
+    "dispatcher",
+    "supervisor",
+    "agv-1",
+    "agv-2",
+    "arm-1",
+    "lidar-3",
+    "qc-station",
+];
+/// Keepers of the sample record.
+pub const SAMPLE_KEEPERS: &[&str] = &[
+    "operator.example/keeper",
+    "vendor.example/keeper",
+    "insurer.example/keeper",
+];
+
+/// A generated record with its public keys and, for tests, the in-memory parts.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// The raw record.
+    pub record: Record,
+    /// Public keys of principals, keepers and the log.
+    pub keys: KeyRegistry,
+    /// The signed envelopes in record order.
+    pub envelopes: Vec<SignedEnvelope>,
+    /// The receipts in record order.
+    pub receipts: Vec<Receipt>,
+    /// The sealed epochs (checkpoints co-signed).
+    pub epochs: Vec<SealedEpoch>,
+}
+
+struct Fleet {
+    seed: u64,
+    rng: ChaCha20Rng,
+    time: u64,
+    out: Vec<(SignedEnvelope, Receipt)>,
+}
+
+impl Fleet {
+    fn key(&self, name: &str) -> SigningKey {
+        derive_signing_key(self.seed, name)
+    }
+    fn send(&mut self, env: Envelope) -> MessageId {
+        self.time += 1 + self.rng.next_u64() % 250;
+        let mut env = env;
+        env.timestamp = self.time;
+        let author = env.author.to_string();
+        let dest = env.destination.clone();
+        // Sample envelopes are built to satisfy the citation rule.
+        let signed = match env.sign(&self.key(&author)) {
+            Ok(s) => s,
+            Err(e) => unreachable_sample(e),
+        };
+        let id = signed.id().clone();
+        let receipt = Receipt::sign(
+            id.clone(),
+            dest.clone(),
+            self.time + 3,
+            &self.key(dest.as_str()),
+        );
+        self.out.push((signed, receipt));
+        id
+    }
+}
+
+fn unreachable_sample(e: crate::EnvelopeError) -> SignedEnvelope {
+    panic!("sample generator built an invalid envelope: {e}")
+}
+
+fn p(name: &str) -> PrincipalId {
+    PrincipalId::new(name).unwrap_or_else(|e| panic!("sample principal {name}: {e}"))
+}
+
+/// Builds a sample record of about `messages` messages (at least 8).
+pub fn sample_record(seed: u64, messages: usize) -> Sample {
+    let messages = messages.max(8);
+    let mut f = Fleet {
+        seed,
+        rng: ChaCha20Rng::seed_from_u64(seed),
+        time: 1_000,
+        out: Vec::new(),
+    };
+    let mut episode = 0u64;
+    while f.out.len() < messages {
+        episode += 1;
+        let robot = if episode % 2 == 0 { "agv-2" } else { "agv-1" };
+        let (x, y) = (
+            (f.rng.next_u64() % 40_000) as i64,
+            (f.rng.next_u64() % 20_000) as i64,
+        );
+        let order = f.send(Envelope::new(
+            p("operator"),
+            p("planner"),
+            0,
+            Payload::ExternalInput {
+                source: "wms".into(),
+                text: format!("deliver crate {episode} to dock {}", episode % 4),
+            },
+        ));
+        let plan = f.send(
+            Envelope::new(
+                p("planner"),
+                p("dispatcher"),
+                0,
+                Payload::AgentText {
+                    text: format!("route {robot} via aisle {}", episode % 7),
+                },
+            )
+            .cite([order])
+            .with_effect(Effect::Claim(format!(
+                "crate {episode} assigned to {robot}"
+            )))
+            .with_pins(ReplayPins {
+                model_id: Some("planner-llm-8b".into()),
+                model_hash: Some(crate::sha256(b"planner-llm-8b weights")),
+                seed: Some(seed ^ episode),
+                tools: vec![ToolPin {
+                    name: "route-planner".into(),
+                    version: "2.3.1".into(),
+                }],
+            }),
+        );
+        let mv = f.send(
+            Envelope::new(
+                p("dispatcher"),
+                p(robot),
+                0,
+                Payload::MoveTo {
+                    target: robot.into(),
+                    x_mm: x,
+                    y_mm: y,
+                },
+            )
+            .cite([plan.clone()])
+            .with_effect(Effect::AtPosition {
+                target: robot.into(),
+                x_mm: x,
+                y_mm: y,
+                tolerance_mm: 50,
+            }),
+        );
+        let speed = 800 + f.rng.next_u64() % 1200;
+        f.send(
+            Envelope::new(
+                p("dispatcher"),
+                p(robot),
+                0,
+                Payload::SetSpeed {
+                    target: robot.into(),
+                    mm_per_s: speed,
+                },
+            )
+            .cite([plan])
+            .with_effect(Effect::Speed {
+                target: robot.into(),
+                mm_per_s: speed,
+            }),
+        );
+        let seen = f.send(Envelope::new(
+            p("lidar-3"),
+            p("supervisor"),
+            0,
+            Payload::SensorReport {
+                sensor: "lidar-3".into(),
+                reading: format!("human@{},{}", x + 900, y),
+            },
+        ));
+        f.send(
+            Envelope::new(
+                p("supervisor"),
+                p(robot),
+                0,
+                Payload::Halt {
+                    target: robot.into(),
+                },
+            )
+            .cite([seen, mv.clone()])
+            .with_effect(Effect::Halted {
+                target: robot.into(),
+            }),
+        );
+        f.send(
+            Envelope::new(
+                p(robot),
+                p("planner"),
+                0,
+                Payload::ToolOutput {
+                    tool: "nav".into(),
+                    output: "halted short of target".into(),
+                },
+            )
+            .cite([mv.clone()]),
+        );
+        if episode % 2 == 0 {
+            let qc = f.send(Envelope::new(
+                p("qc-station"),
+                p("supervisor"),
+                0,
+                Payload::SensorReport {
+                    sensor: "qc-station".into(),
+                    reading: format!("batch-{episode} temp 71.5C"),
+                },
+            ));
+            f.send(
+                Envelope::new(
+                    p("supervisor"),
+                    p("arm-1"),
+                    0,
+                    Payload::SetParam {
+                        target: format!("batch-{episode}"),
+                        name: "temp_c".into(),
+                        value: 70_000,
+                    },
+                )
+                .cite([qc])
+                .with_effect(Effect::Param {
+                    target: format!("batch-{episode}"),
+                    name: "temp_c".into(),
+                    value: 70_000,
+                }),
+            );
+        }
+    }
+
+    let mut keys = KeyRegistry::new();
+    for name in SAMPLE_PRINCIPALS {
+        keys.add_principal(p(name), derive_signing_key(seed, name).verifying_key());
+    }
+    for name in SAMPLE_KEEPERS {
+        let _ = keys.add_keeper(name, derive_signing_key(seed, name).verifying_key());
+    }
+    let log_key = derive_signing_key(seed, SAMPLE_ORIGIN);
+    let _ = keys.add_log(SAMPLE_ORIGIN, log_key.verifying_key());
+    let mut sealer = match Sealer::new(SAMPLE_ORIGIN, log_key) {
+        Ok(s) => s,
+        Err(e) => panic!("sample origin: {e}"),
+    };
+
+    let per_epoch = f.out.len().div_ceil(3);
+    let mut record = Record::new();
+    let mut epochs = Vec::new();
+    let (envelopes, receipts): (Vec<_>, Vec<_>) = f.out.into_iter().unzip();
+    let mut last_time = 0;
+    for env in &envelopes {
+        sealer.append_envelope(env);
+        last_time = env.envelope().timestamp;
+        if sealer.pending() == per_epoch {
+            epochs.push(sealer.close_epoch(last_time + 10));
+        }
+    }
+    if sealer.pending() > 0 {
+        epochs.push(sealer.close_epoch(last_time + 10));
+    }
+    for e in &mut epochs {
+        for k in SAMPLE_KEEPERS {
+            e.checkpoint.cosign(
+                k,
+                &derive_signing_key(seed, k),
+                1_790_000_000 + e.header.number,
+            );
+        }
+    }
+    for env in &envelopes {
+        record.push_envelope(env);
+    }
+    for r in &receipts {
+        record.push_receipt(r);
+    }
+    for e in &epochs {
+        record.push_epoch(e);
+    }
+    Sample {
+        record,
+        keys,
+        envelopes,
+        receipts,
+        epochs,
+    }
+}

@@ -1,0 +1,841 @@
+//! Verification of a whole record into the partition certified / suspect / missing.
+//!
+//! Design constraints:
+//! - Input is raw stored bytes ([`Record`]); every decode happens here, so a
+//!   corrupted item becomes a typed finding, never an error of the whole run and
+//!   never a panic. Output order is deterministic (record order, or id order).
+//! - A message is **certified** iff all of these hold:
+//!   1. it decodes, its author is registered and its signature verifies over the
+//!      stored bytes; it obeys the citation rule;
+//!   2. it is the first copy of its id in the record;
+//!   3. a valid receipt signed by its destination names its id;
+//!   4. its id is a leaf of an **intact** epoch (see below); membership is proved
+//!      by recomputing the signed roots from the sealed leaves, which implies
+//!      every per-leaf inclusion proof;
+//!   5. every citation resolves: the cited message is certified, or it is absent
+//!      from the record (then it is reported **missing** with this message among
+//!      its certified citers). Citing a *present* message that is not certified
+//!      makes the citer suspect ([`SuspectReason::CitesSuspect`]).
+//! - A message that fails any check is **suspect** with every failed check as a
+//!   typed [`SuspectReason`].
+//! - An id is **missing** when it is cited by a certified message, named by a
+//!   signature-valid receipt, or sealed in an intact epoch, and no decodable item
+//!   of the record hashes to it. The id carries its author, so a deletion is always
+//!   attributed.
+//! - An epoch is **intact** iff its header decodes and is signed by the log, its
+//!   number, `prev` hash and `start` continue the previous header, its leaves
+//!   decode, are unique, and reproduce both signed roots, and a log-signed
+//!   checkpoint with the same origin, size and root carries co-signatures of the
+//!   required keepers ([`Policy::required_keepers`], default: every registered
+//!   keeper). Every checkpoint must match an epoch header and carry only lines
+//!   that verify. Equivocating checkpoints are reported as [`Equivocation`]s.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::checkpoint::{
+    find_equivocations, Checkpoint, Equivocation, SignatureLine, SignedCheckpoint,
+};
+use crate::dsse::{self, ENVELOPE_TYPE};
+use crate::envelope::{Hash, MessageCheck, MessageId, Payload, SignedEnvelope, Verified};
+use crate::epoch::{EpochHeader, SealedEpoch};
+use crate::error::{DecodeError, EnvelopeError, NoteError, SignatureError};
+use crate::merkle::{leaf_hash, root_from_leaf_hashes, CompactRange, InclusionProof};
+use crate::principal::{KeyRegistry, PrincipalId};
+use crate::receipt::Receipt;
+use crate::store::{PayloadStatus, PayloadStore};
+
+/// One sealed epoch as stored: header bytes and leaf bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RawEpoch {
+    /// Signed header bytes.
+    pub header: Vec<u8>,
+    /// Leaves ([`MessageId::leaf_bytes`]) in log order.
+    pub leaves: Vec<Vec<u8>>,
+}
+
+/// A record as stored: envelopes, receipts, epochs and checkpoint notes, all raw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    /// Signed envelope bytes.
+    pub envelopes: Vec<Vec<u8>>,
+    /// Signed receipt bytes.
+    pub receipts: Vec<Vec<u8>>,
+    /// Epochs in chain order.
+    pub epochs: Vec<RawEpoch>,
+    /// Checkpoint notes (text bytes).
+    pub checkpoints: Vec<Vec<u8>>,
+}
+
+impl Record {
+    /// An empty record.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Appends an envelope's stored bytes.
+    pub fn push_envelope(&mut self, env: &SignedEnvelope) {
+        self.envelopes.push(env.as_bytes().to_vec());
+    }
+    /// Appends a receipt's stored bytes.
+    pub fn push_receipt(&mut self, r: &Receipt) {
+        self.receipts.push(r.as_bytes().to_vec());
+    }
+    /// Appends a sealed epoch and its checkpoint (with whatever co-signatures it has).
+    pub fn push_epoch(&mut self, e: &SealedEpoch) {
+        self.epochs.push(RawEpoch {
+            header: e.header.as_bytes().to_vec(),
+            leaves: e.leaves.iter().map(MessageId::leaf_bytes).collect(),
+        });
+        self.checkpoints.push(e.checkpoint.to_text().into_bytes());
+    }
+}
+
+/// Verification policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Keepers that must co-sign each epoch's checkpoint; `None` = every keeper in
+    /// the registry.
+    pub required_keepers: Option<Vec<String>>,
+    /// Verify envelope signatures with one Ed25519 batch first (falls back to
+    /// single strict verification on failure). Off by default: batch
+    /// verification may accept edge-case signatures (small-order components made
+    /// by the key holder) that strict verification rejects.
+    pub batch_signatures: bool,
+}
+
+/// A certified message: the precondition type for attribution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Certified {
+    /// The verified envelope.
+    pub envelope: Verified<SignedEnvelope>,
+    /// Epoch that seals it.
+    pub epoch: u64,
+    /// Its leaf index in the log.
+    pub leaf_index: u64,
+    /// Position in [`Record::envelopes`].
+    pub record_index: usize,
+}
+
+/// What a suspect finding is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SuspectItem {
+    /// A decodable message.
+    Message {
+        /// Its id.
+        id: MessageId,
+        /// Position in [`Record::envelopes`].
+        record_index: usize,
+    },
+    /// Bytes that do not decode as an envelope.
+    Undecodable {
+        /// Position in [`Record::envelopes`].
+        record_index: usize,
+    },
+}
+
+/// A failed check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SuspectReason {
+    /// The bytes do not decode.
+    Undecodable(DecodeError),
+    /// Unknown author or bad signature.
+    Signature(SignatureError),
+    /// A rule violation (e.g. uncited derived command).
+    Rule(EnvelopeError),
+    /// Another copy of the same id appears earlier in the record.
+    Duplicate,
+    /// No valid receipt signed by the destination.
+    Unreceipted,
+    /// Not a leaf of any epoch.
+    Unsealed,
+    /// Sealed only in an epoch whose seal is broken.
+    SealBroken {
+        /// Epoch number (or record position if the header is unreadable).
+        epoch: u64,
+    },
+    /// Cites a message that is present but not certified.
+    CitesSuspect(MessageId),
+}
+
+impl SuspectReason {
+    /// A short stable code for summaries.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Undecodable(_) => "undecodable",
+            Self::Signature(SignatureError::UnknownSigner(_)) => "unknown_author",
+            Self::Signature(SignatureError::BadSignature(_)) => "bad_signature",
+            Self::Rule(_) => "rule_violation",
+            Self::Duplicate => "duplicate",
+            Self::Unreceipted => "unreceipted",
+            Self::Unsealed => "unsealed",
+            Self::SealBroken { .. } => "seal_broken",
+            Self::CitesSuspect(_) => "cites_suspect",
+        }
+    }
+    /// Human-readable detail.
+    pub fn detail(&self) -> String {
+        match self {
+            Self::Undecodable(e) => e.to_string(),
+            Self::Signature(e) => e.to_string(),
+            Self::Rule(e) => e.to_string(),
+            Self::Duplicate => "duplicate copy of an earlier message".into(),
+            Self::Unreceipted => "no valid delivery receipt from the destination".into(),
+            Self::Unsealed => "not sealed in any epoch".into(),
+            Self::SealBroken { epoch } => format!("sealed only in broken epoch {epoch}"),
+            Self::CitesSuspect(id) => format!("cites suspect message {id}"),
+        }
+    }
+}
+
+/// A present item that failed at least one check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suspect {
+    /// The item.
+    pub item: SuspectItem,
+    /// Every failed check.
+    pub reasons: Vec<SuspectReason>,
+}
+
+/// An id the record attests to but does not contain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The absent message id (its author included).
+    pub id: MessageId,
+    /// Certified messages citing it.
+    pub certified_citers: Vec<MessageId>,
+    /// Recipients whose valid receipts name it.
+    pub receipted_by: Vec<PrincipalId>,
+    /// Intact epoch that seals it, if any.
+    pub sealed_in: Option<u64>,
+}
+
+impl Missing {
+    /// The author of the absent message.
+    pub fn author(&self) -> &PrincipalId {
+        &self.id.author
+    }
+}
+
+/// Why a receipt is not usable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReceiptFault {
+    /// Bytes do not decode.
+    Undecodable(DecodeError),
+    /// Unknown recipient or bad signature.
+    Signature(SignatureError),
+    /// Signed by someone other than the message's destination.
+    WrongRecipient {
+        /// The destination.
+        expected: PrincipalId,
+        /// The signer.
+        got: PrincipalId,
+    },
+    /// Same bytes appear earlier.
+    Duplicate,
+}
+
+/// A receipt that failed a check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptProblem {
+    /// Position in [`Record::receipts`].
+    pub record_index: usize,
+    /// The message it names, if decodable.
+    pub message: Option<MessageId>,
+    /// The failure.
+    pub fault: ReceiptFault,
+}
+
+/// A failed epoch check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EpochFault {
+    /// Header bytes do not decode.
+    HeaderUndecodable(DecodeError),
+    /// Header signature.
+    Signature(SignatureError),
+    /// Header number is not the next one.
+    NumberOutOfOrder {
+        /// Expected.
+        expected: u64,
+        /// Found.
+        got: u64,
+    },
+    /// `prev` is not the hash of the previous header.
+    ChainBroken,
+    /// `start` is not the previous size, or `size - start` is not the leaf count.
+    RangeMismatch,
+    /// A leaf does not decode.
+    LeafUndecodable {
+        /// Leaf position within the epoch.
+        index: usize,
+    },
+    /// A leaf repeats an earlier leaf of the log.
+    DuplicateLeaf {
+        /// Leaf position within the epoch.
+        index: usize,
+    },
+    /// The leaves do not reproduce `window_root`.
+    WindowRootMismatch,
+    /// The log does not reproduce `log_root`.
+    LogRootMismatch,
+    /// Header origin is not a registered log.
+    WrongOrigin,
+    /// No log-signed checkpoint matches this header.
+    NoCheckpoint,
+    /// The matching checkpoint lacks required co-signatures.
+    NotWitnessed {
+        /// Keepers whose valid co-signature is absent.
+        missing: Vec<String>,
+    },
+}
+
+/// Status of one epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochStatus {
+    /// Position in [`Record::epochs`].
+    pub record_index: usize,
+    /// Decoded header, if any.
+    pub header: Option<EpochHeader>,
+    /// Number of leaves.
+    pub leaves: usize,
+    /// Failed checks; empty = intact.
+    pub faults: Vec<EpochFault>,
+}
+
+impl EpochStatus {
+    /// Whether the seal is intact.
+    pub fn intact(&self) -> bool {
+        self.faults.is_empty()
+    }
+}
+
+/// A failed checkpoint check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckpointFault {
+    /// The note does not parse.
+    Unparseable(NoteError),
+    /// No valid log signature.
+    NoLogSignature,
+    /// A line names no registered key.
+    UnknownSigner(String),
+    /// A line's signature does not verify.
+    InvalidSignature(String),
+    /// A required keeper did not co-sign.
+    MissingCosignature(String),
+    /// No epoch header has this origin, size and root.
+    NoMatchingEpoch,
+    /// Takes part in an equivocation.
+    Equivocating,
+}
+
+/// Status of one checkpoint note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointStatus {
+    /// Position in [`Record::checkpoints`].
+    pub record_index: usize,
+    /// Parsed statement.
+    pub checkpoint: Option<Checkpoint>,
+    /// Keepers with valid co-signatures.
+    pub cosigned_by: Vec<String>,
+    /// Failed checks; empty = valid.
+    pub faults: Vec<CheckpointFault>,
+}
+
+/// Stored payload findings for certified messages (only with a payload store).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadFinding {
+    /// Message carrying the commitment.
+    pub message: MessageId,
+    /// The commitment.
+    pub digest: Hash,
+    /// What the store says; `Shredded` is a normal, clean outcome.
+    pub status: PayloadStatus,
+    /// The payload is present with its key but fails decryption or its commitment.
+    pub corrupted: bool,
+}
+
+/// The result of verifying a record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Partition {
+    /// Certified messages by id.
+    pub certified: BTreeMap<MessageId, Certified>,
+    /// Suspect items in record order.
+    pub suspect: Vec<Suspect>,
+    /// Missing ids in id order.
+    pub missing: Vec<Missing>,
+    /// Receipts that failed a check.
+    pub receipt_problems: Vec<ReceiptProblem>,
+    /// Per-epoch status in chain order.
+    pub epochs: Vec<EpochStatus>,
+    /// Per-checkpoint status in record order.
+    pub checkpoints: Vec<CheckpointStatus>,
+    /// Equivocation evidence.
+    pub equivocations: Vec<Equivocation>,
+    /// Payload-store findings (empty without a store).
+    pub payloads: Vec<PayloadFinding>,
+}
+
+impl Partition {
+    /// True when everything certifies: no suspect, missing, broken seal,
+    /// bad receipt or checkpoint, equivocation or corrupted/absent payload.
+    pub fn is_clean(&self) -> bool {
+        self.suspect.is_empty()
+            && self.missing.is_empty()
+            && self.receipt_problems.is_empty()
+            && self.epochs.iter().all(EpochStatus::intact)
+            && self.checkpoints.iter().all(|c| c.faults.is_empty())
+            && self.equivocations.is_empty()
+            && self
+                .payloads
+                .iter()
+                .all(|p| !p.corrupted && p.status != PayloadStatus::Absent)
+    }
+    /// An inclusion proof for a certified message against its epoch's log root,
+    /// given the record it was verified from.
+    pub fn inclusion_proof(&self, record: &Record, id: &MessageId) -> Option<InclusionProof> {
+        let c = self.certified.get(id)?;
+        let status = self
+            .epochs
+            .iter()
+            .find(|e| e.header.as_ref().is_some_and(|h| h.number == c.epoch))?;
+        let size = status.header.as_ref()?.size as usize;
+        let leaves: Vec<Hash> = record
+            .epochs
+            .iter()
+            .flat_map(|e| e.leaves.iter())
+            .take(size)
+            .map(|l| leaf_hash(l))
+            .collect();
+        InclusionProof::generate(&leaves, c.leaf_index).ok()
+    }
+}
+
+/// Verifies a record with the default [`Policy`].
+pub fn verify_record(record: &Record, keys: &KeyRegistry) -> Partition {
+    verify_record_with(record, keys, &Policy::default(), None)
+}
+
+struct Present {
+    env: SignedEnvelope,
+    record_index: usize,
+    reasons: Vec<SuspectReason>,
+}
+
+/// Verifies a record under `policy`, optionally checking stored payloads.
+pub fn verify_record_with(
+    record: &Record,
+    keys: &KeyRegistry,
+    policy: &Policy,
+    store: Option<&PayloadStore>,
+) -> Partition {
+    let mut out = Partition::default();
+    let required: Vec<String> = match &policy.required_keepers {
+        Some(list) => list.clone(),
+        None => keys.keepers().map(|(n, _)| n.clone()).collect(),
+    };
+
+    // Checkpoints.
+    let mut parsed_cps: Vec<(usize, SignedCheckpoint)> = Vec::new();
+    for (i, raw) in record.checkpoints.iter().enumerate() {
+        let mut st = CheckpointStatus {
+            record_index: i,
+            checkpoint: None,
+            cosigned_by: Vec::new(),
+            faults: Vec::new(),
+        };
+        match SignedCheckpoint::parse(raw) {
+            Err(e) => st.faults.push(CheckpointFault::Unparseable(e)),
+            Ok(cp) => {
+                st.checkpoint = Some(cp.checkpoint().clone());
+                let mut has_log = false;
+                for line in cp.classify(keys) {
+                    match line {
+                        SignatureLine::Log => has_log = true,
+                        SignatureLine::Cosigned(c) => st.cosigned_by.push(c.keeper),
+                        SignatureLine::Unknown { name } => {
+                            st.faults.push(CheckpointFault::UnknownSigner(name))
+                        }
+                        SignatureLine::Invalid { name } => {
+                            st.faults.push(CheckpointFault::InvalidSignature(name))
+                        }
+                    }
+                }
+                if !has_log {
+                    st.faults.push(CheckpointFault::NoLogSignature);
+                }
+                for k in &required {
+                    if !st.cosigned_by.contains(k) {
+                        st.faults
+                            .push(CheckpointFault::MissingCosignature(k.clone()));
+                    }
+                }
+                parsed_cps.push((i, cp));
+            }
+        }
+        out.checkpoints.push(st);
+    }
+    let cps: Vec<SignedCheckpoint> = parsed_cps.iter().map(|(_, c)| c.clone()).collect();
+    out.equivocations = find_equivocations(&cps, keys);
+    for e in &out.equivocations {
+        for (i, cp) in &parsed_cps {
+            if cp == &e.first || cp == &e.second {
+                let f = &mut out.checkpoints[*i].faults;
+                if !f.contains(&CheckpointFault::Equivocating) {
+                    f.push(CheckpointFault::Equivocating);
+                }
+            }
+        }
+    }
+
+    // Epochs.
+    let mut log = CompactRange::new();
+    let mut seen_leaves: BTreeSet<Hash> = BTreeSet::new();
+    let mut sealed: BTreeMap<MessageId, (u64, u64, bool)> = BTreeMap::new();
+    let mut prev_hash: Hash = [0; 32];
+    let mut prev_size: u64 = 0;
+    let mut matched_cps: BTreeSet<usize> = BTreeSet::new();
+    for (ei, raw) in record.epochs.iter().enumerate() {
+        let mut st = EpochStatus {
+            record_index: ei,
+            header: None,
+            leaves: raw.leaves.len(),
+            faults: Vec::new(),
+        };
+        let header = EpochHeader::decode(raw.header.clone());
+        let mut window = Vec::with_capacity(raw.leaves.len());
+        let mut ids = Vec::with_capacity(raw.leaves.len());
+        for (li, leaf) in raw.leaves.iter().enumerate() {
+            let h = leaf_hash(leaf);
+            if !seen_leaves.insert(h) {
+                st.faults.push(EpochFault::DuplicateLeaf { index: li });
+            }
+            log.append(h);
+            window.push(h);
+            match MessageId::from_leaf_bytes(leaf) {
+                Ok(id) => ids.push((log.size() - 1, id)),
+                Err(_) => st.faults.push(EpochFault::LeafUndecodable { index: li }),
+            }
+        }
+        let number = match header {
+            Err(e) => {
+                st.faults.push(EpochFault::HeaderUndecodable(e));
+                prev_hash = [0xff; 32];
+                ei as u64
+            }
+            Ok(h) => {
+                if let Err(e) = h.verify(keys) {
+                    st.faults.push(if keys.log(&h.origin).is_none() {
+                        EpochFault::WrongOrigin
+                    } else {
+                        EpochFault::Signature(e)
+                    });
+                }
+                if h.number != ei as u64 {
+                    st.faults.push(EpochFault::NumberOutOfOrder {
+                        expected: ei as u64,
+                        got: h.number,
+                    });
+                }
+                if h.prev != prev_hash {
+                    st.faults.push(EpochFault::ChainBroken);
+                }
+                if h.start != prev_size
+                    || h.size != log.size()
+                    || h.size.checked_sub(h.start) != Some(raw.leaves.len() as u64)
+                {
+                    st.faults.push(EpochFault::RangeMismatch);
+                }
+                if root_from_leaf_hashes(&window) != h.window_root {
+                    st.faults.push(EpochFault::WindowRootMismatch);
+                }
+                if log.root() != h.log_root {
+                    st.faults.push(EpochFault::LogRootMismatch);
+                }
+                let want = h.checkpoint();
+                let mut best: Option<Vec<String>> = None;
+                for (ci, cp) in &parsed_cps {
+                    if *cp.checkpoint() == want && cp.verify_log(keys).is_ok() {
+                        matched_cps.insert(*ci);
+                        let have = &out.checkpoints[*ci].cosigned_by;
+                        let missing: Vec<String> = required
+                            .iter()
+                            .filter(|k| !have.contains(k))
+                            .cloned()
+                            .collect();
+                        if best.as_ref().is_none_or(|b| missing.len() < b.len()) {
+                            best = Some(missing);
+                        }
+                    }
+                }
+                match best {
+                    None => st.faults.push(EpochFault::NoCheckpoint),
+                    Some(m) if !m.is_empty() => {
+                        st.faults.push(EpochFault::NotWitnessed { missing: m })
+                    }
+                    Some(_) => {}
+                }
+                prev_hash = h.hash();
+                let n = h.number;
+                st.header = Some(h);
+                n
+            }
+        };
+        prev_size = log.size();
+        let intact = st.faults.is_empty();
+        for (leaf_index, id) in ids {
+            let e = sealed.entry(id).or_insert((number, leaf_index, intact));
+            if !e.2 && intact {
+                *e = (number, leaf_index, intact);
+            }
+        }
+        out.epochs.push(st);
+    }
+    for (i, st) in out.checkpoints.iter_mut().enumerate() {
+        if st.checkpoint.is_some() && !matched_cps.contains(&i) {
+            st.faults.push(CheckpointFault::NoMatchingEpoch);
+        }
+    }
+
+    // Envelopes.
+    let mut present: BTreeMap<MessageId, Present> = BTreeMap::new();
+    let mut extra_suspects: Vec<(usize, Suspect)> = Vec::new();
+    for (i, raw) in record.envelopes.iter().enumerate() {
+        match SignedEnvelope::decode(raw.clone()) {
+            Err(e) => extra_suspects.push((
+                i,
+                Suspect {
+                    item: SuspectItem::Undecodable { record_index: i },
+                    reasons: vec![SuspectReason::Undecodable(e)],
+                },
+            )),
+            Ok(env) => {
+                let id = env.id().clone();
+                if present.contains_key(&id) {
+                    extra_suspects.push((
+                        i,
+                        Suspect {
+                            item: SuspectItem::Message {
+                                id,
+                                record_index: i,
+                            },
+                            reasons: vec![SuspectReason::Duplicate],
+                        },
+                    ));
+                } else {
+                    present.insert(
+                        id,
+                        Present {
+                            env,
+                            record_index: i,
+                            reasons: Vec::new(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+    let batch_ok = policy.batch_signatures && batch_verify(present.values().map(|p| &p.env), keys);
+    for p in present.values_mut() {
+        let check = if batch_ok {
+            p.env.envelope().validate().map_err(MessageCheck::Envelope)
+        } else {
+            p.env.check(keys)
+        };
+        match check {
+            Ok(()) => {}
+            Err(MessageCheck::Signature(e)) => p.reasons.push(SuspectReason::Signature(e)),
+            Err(MessageCheck::Envelope(e)) => p.reasons.push(SuspectReason::Rule(e)),
+        }
+    }
+
+    // Receipts.
+    let mut receipted: BTreeMap<MessageId, Vec<PrincipalId>> = BTreeMap::new();
+    let mut seen_receipts: BTreeSet<Hash> = BTreeSet::new();
+    for (i, raw) in record.receipts.iter().enumerate() {
+        let r = match Receipt::decode(raw.clone()) {
+            Err(e) => {
+                out.receipt_problems.push(ReceiptProblem {
+                    record_index: i,
+                    message: None,
+                    fault: ReceiptFault::Undecodable(e),
+                });
+                continue;
+            }
+            Ok(r) => r,
+        };
+        if !seen_receipts.insert(r.digest()) {
+            out.receipt_problems.push(ReceiptProblem {
+                record_index: i,
+                message: Some(r.message().clone()),
+                fault: ReceiptFault::Duplicate,
+            });
+            continue;
+        }
+        if let Err(e) = r.verify(keys) {
+            out.receipt_problems.push(ReceiptProblem {
+                record_index: i,
+                message: Some(r.message().clone()),
+                fault: ReceiptFault::Signature(e),
+            });
+            continue;
+        }
+        if let Some(p) = present.get(r.message()) {
+            let dest = &p.env.envelope().destination;
+            if dest != r.recipient() {
+                out.receipt_problems.push(ReceiptProblem {
+                    record_index: i,
+                    message: Some(r.message().clone()),
+                    fault: ReceiptFault::WrongRecipient {
+                        expected: dest.clone(),
+                        got: r.recipient().clone(),
+                    },
+                });
+                continue;
+            }
+        }
+        receipted
+            .entry(r.message().clone())
+            .or_default()
+            .push(r.recipient().clone());
+    }
+
+    // Receipt and seal checks per message.
+    for (id, p) in present.iter_mut() {
+        if !receipted.contains_key(id) {
+            p.reasons.push(SuspectReason::Unreceipted);
+        }
+        match sealed.get(id) {
+            None => p.reasons.push(SuspectReason::Unsealed),
+            Some(&(epoch, _, false)) => p.reasons.push(SuspectReason::SealBroken { epoch }),
+            Some(_) => {}
+        }
+    }
+
+    // Citations: greatest fixed point, propagated through a worklist.
+    let mut citers: BTreeMap<MessageId, Vec<MessageId>> = BTreeMap::new();
+    for (id, p) in &present {
+        for c in &p.env.envelope().citations {
+            citers.entry(c.clone()).or_default().push(id.clone());
+        }
+    }
+    let mut work: Vec<MessageId> = present
+        .iter()
+        .filter(|(_, p)| !p.reasons.is_empty())
+        .map(|(id, _)| id.clone())
+        .collect();
+    while let Some(bad) = work.pop() {
+        for citer in citers.get(&bad).into_iter().flatten() {
+            if let Some(p) = present.get_mut(citer) {
+                let was_ok = p.reasons.is_empty();
+                if !p
+                    .reasons
+                    .contains(&SuspectReason::CitesSuspect(bad.clone()))
+                {
+                    p.reasons.push(SuspectReason::CitesSuspect(bad.clone()));
+                }
+                if was_ok {
+                    work.push(citer.clone());
+                }
+            }
+        }
+    }
+
+    // Partition.
+    let mut suspects: Vec<(usize, Suspect)> = extra_suspects;
+    for (id, p) in present.iter() {
+        if p.reasons.is_empty() {
+            let (epoch, leaf_index, _) = sealed[id];
+            out.certified.insert(
+                id.clone(),
+                Certified {
+                    envelope: Verified::new_unchecked(p.env.clone()),
+                    epoch,
+                    leaf_index,
+                    record_index: p.record_index,
+                },
+            );
+        } else {
+            suspects.push((
+                p.record_index,
+                Suspect {
+                    item: SuspectItem::Message {
+                        id: id.clone(),
+                        record_index: p.record_index,
+                    },
+                    reasons: p.reasons.clone(),
+                },
+            ));
+        }
+    }
+    suspects.sort_by_key(|(i, _)| *i);
+    out.suspect = suspects.into_iter().map(|(_, s)| s).collect();
+
+    // Missing.
+    let mut missing: BTreeMap<MessageId, Missing> = BTreeMap::new();
+    fn entry<'m>(
+        missing: &'m mut BTreeMap<MessageId, Missing>,
+        present: &BTreeMap<MessageId, Present>,
+        id: &MessageId,
+    ) -> Option<&'m mut Missing> {
+        if present.contains_key(id) {
+            return None;
+        }
+        Some(missing.entry(id.clone()).or_insert_with(|| Missing {
+            id: id.clone(),
+            certified_citers: Vec::new(),
+            receipted_by: Vec::new(),
+            sealed_in: None,
+        }))
+    }
+    for (id, c) in &out.certified {
+        for cited in &c.envelope.envelope().citations {
+            if let Some(m) = entry(&mut missing, &present, cited) {
+                m.certified_citers.push(id.clone());
+            }
+        }
+    }
+    for (id, who) in &receipted {
+        if let Some(m) = entry(&mut missing, &present, id) {
+            m.receipted_by.extend(who.iter().cloned());
+        }
+    }
+    for (id, &(epoch, _, intact)) in &sealed {
+        if intact {
+            if let Some(m) = entry(&mut missing, &present, id) {
+                m.sealed_in = Some(epoch);
+            }
+        }
+    }
+    out.missing = missing.into_values().collect();
+
+    // Payloads.
+    if let Some(store) = store {
+        for (id, c) in &out.certified {
+            if let Payload::Stored { digest, .. } = &c.envelope.envelope().payload {
+                let status = store.status(digest);
+                let corrupted = status == PayloadStatus::Available && store.get(digest).is_err();
+                out.payloads.push(PayloadFinding {
+                    message: id.clone(),
+                    digest: *digest,
+                    status,
+                    corrupted,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn batch_verify<'a>(envs: impl Iterator<Item = &'a SignedEnvelope>, keys: &KeyRegistry) -> bool {
+    let mut msgs = Vec::new();
+    let mut sigs = Vec::new();
+    let mut vks = Vec::new();
+    for e in envs {
+        let Some(k) = keys.principal(e.envelope().author.as_str()) else {
+            return false;
+        };
+        msgs.push(dsse::pae(ENVELOPE_TYPE, e.body()));
+        sigs.push(ed25519_dalek::Signature::from_bytes(&e.signature()));
+        vks.push(*k);
+    }
+    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+    ed25519_dalek::verify_batch(&refs, &sigs, &vks).is_ok()
+}

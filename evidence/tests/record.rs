@@ -1,0 +1,156 @@
+//! End-to-end checks of the record verifier on the sample record.
+
+use audita_evidence::sample::sample_record;
+use audita_evidence::*;
+
+#[test]
+fn sample_record_certifies_completely() {
+    let s = sample_record(7, 40);
+    let p = verify_record(&s.record, &s.keys);
+    assert!(
+        p.is_clean(),
+        "{:#?}",
+        (&p.suspect, &p.missing, &p.epochs, &p.checkpoints)
+    );
+    assert_eq!(p.certified.len(), s.envelopes.len());
+    assert!(s.epochs.len() >= 2);
+    for env in &s.envelopes {
+        let proof = p
+            .inclusion_proof(&s.record, env.id())
+            .expect("certified has a proof");
+        let c = &p.certified[env.id()];
+        let header = &s.epochs[c.epoch as usize].header;
+        let leaf = audita_evidence::merkle::leaf_hash(&env.id().leaf_bytes());
+        let mut proof = proof;
+        proof.size = header.size;
+        proof.verify(&leaf, &header.log_root).unwrap();
+    }
+    let batch = verify_record_with(
+        &s.record,
+        &s.keys,
+        &Policy {
+            batch_signatures: true,
+            ..Policy::default()
+        },
+        None,
+    );
+    assert_eq!(batch, p);
+}
+
+#[test]
+fn deleting_a_message_reports_it_missing_with_its_author() {
+    let s = sample_record(3, 30);
+    for i in 0..s.record.envelopes.len() {
+        let mut r = s.record.clone();
+        r.envelopes.remove(i);
+        let p = verify_record(&r, &s.keys);
+        assert!(!p.is_clean());
+        let id = s.envelopes[i].id();
+        let m = p
+            .missing
+            .iter()
+            .find(|m| &m.id == id)
+            .expect("deleted id is missing");
+        assert_eq!(m.author(), &id.author);
+        assert!(!p.certified.contains_key(id));
+    }
+}
+
+#[test]
+fn uncited_derived_command_is_rejected() {
+    let k = derive_signing_key(1, "dispatcher");
+    let env = Envelope::new(
+        PrincipalId::new("dispatcher").unwrap(),
+        PrincipalId::new("agv-1").unwrap(),
+        5,
+        Payload::Halt {
+            target: "agv-1".into(),
+        },
+    );
+    let err = env.sign(&k).unwrap_err();
+    assert!(
+        matches!(err, EnvelopeError::UncitedDerived { kind: "halt", .. }),
+        "{err}"
+    );
+    let root = Envelope::new(
+        PrincipalId::new("lidar-3").unwrap(),
+        PrincipalId::new("supervisor").unwrap(),
+        5,
+        Payload::SensorReport {
+            sensor: "lidar-3".into(),
+            reading: "clear".into(),
+        },
+    );
+    assert!(root.sign(&derive_signing_key(1, "lidar-3")).is_ok());
+}
+
+#[test]
+fn equivocating_checkpoint_is_evidence() {
+    let s = sample_record(5, 20);
+    let mut r = s.record.clone();
+    let first = &s.epochs[0];
+    let forged = SignedCheckpoint::sign(
+        Checkpoint {
+            origin: first.header.origin.clone(),
+            size: first.header.size,
+            root: [7; 32],
+        },
+        &derive_signing_key(5, audita_evidence::sample::SAMPLE_ORIGIN),
+    );
+    r.checkpoints.push(forged.to_text().into_bytes());
+    let p = verify_record(&r, &s.keys);
+    assert_eq!(p.equivocations.len(), 1);
+    assert!(p.equivocations[0].verify(&s.keys));
+    assert!(!p.is_clean());
+}
+
+#[test]
+fn shredded_payload_is_reported_and_seals_still_verify() {
+    use rand_chacha::rand_core::SeedableRng;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
+    let mut store = PayloadStore::new();
+    let digest = store.put(
+        b"operator note: worker name Jane Doe entered aisle 4",
+        &mut rng,
+    );
+    let keys_seed = 11;
+    let sk = |n: &str| derive_signing_key(keys_seed, n);
+    let mut keys = KeyRegistry::new();
+    for n in ["operator", "planner"] {
+        keys.add_principal(PrincipalId::new(n).unwrap(), sk(n).verifying_key());
+    }
+    keys.add_log("log.example", sk("log.example").verifying_key())
+        .unwrap();
+    let env = Envelope::new(
+        PrincipalId::new("operator").unwrap(),
+        PrincipalId::new("planner").unwrap(),
+        1,
+        Payload::Stored {
+            kind: StoredKind::ExternalInput,
+            digest,
+            len: 52,
+        },
+    )
+    .sign(&sk("operator"))
+    .unwrap();
+    let receipt = Receipt::sign(
+        env.id().clone(),
+        PrincipalId::new("planner").unwrap(),
+        2,
+        &sk("planner"),
+    );
+    let mut sealer = Sealer::new("log.example", sk("log.example")).unwrap();
+    sealer.append_envelope(&env);
+    let epoch = sealer.close_epoch(3);
+    let mut record = Record::new();
+    record.push_envelope(&env);
+    record.push_receipt(&receipt);
+    record.push_epoch(&epoch);
+    let p = verify_record_with(&record, &keys, &Policy::default(), Some(&store));
+    assert!(p.is_clean());
+    assert_eq!(p.payloads[0].status, PayloadStatus::Available);
+    store.shred(&digest);
+    let p = verify_record_with(&record, &keys, &Policy::default(), Some(&store));
+    assert!(p.is_clean(), "shredding breaks no seal");
+    assert_eq!(p.payloads[0].status, PayloadStatus::Shredded);
+}
