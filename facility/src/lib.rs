@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod conduct;
+pub mod generator;
 pub mod oracle;
 pub mod scenario;
 pub mod world;

@@ -94,3 +94,36 @@ fn single_site_deletion_cannot_falsify_redundancy() {
     let expected: BTreeMap<String, f64> = sc.planted.causal_over(&sc.principals());
     assert_eq!(t.causal, expected);
 }
+
+#[test]
+fn generator_planted_truth_matches_world_reexecution() {
+    use audita_facility::generator::{generate as draw, Params};
+    let params = Params::default();
+    let mut adverse = 0;
+    for seed in 0..150 {
+        let sc = draw(seed, &params);
+        sc.spec.validate().unwrap();
+        let t = truth(&sc.spec).unwrap_or_else(|e| panic!("generator seed {seed}: {e}"));
+        assert_eq!(
+            t.adverse.is_some(),
+            sc.planted.adverse,
+            "generator seed {seed}: adverse"
+        );
+        let names = sc.principals();
+        if t.adverse.is_some() {
+            adverse += 1;
+            assert_eq!(
+                t.causal,
+                sc.planted.causal_over(&names),
+                "generator seed {seed}: causal"
+            );
+            assert_eq!(
+                t.conduit, sc.planted.conduit,
+                "generator seed {seed}: conduit"
+            );
+        }
+        assert_eq!(t.breach, sc.planted.breach, "generator seed {seed}: breach");
+    }
+    // Only some draws are adverse.
+    assert!(adverse > 30 && adverse < 150, "adverse draws: {adverse}");
+}
