@@ -6,6 +6,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod attribute;
+
 #[derive(Parser)]
 #[command(name = "audita", version, about = "Certified auditing and causal attribution for multi-agent fleets")]
 struct Cli {
@@ -14,8 +16,15 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Graded actual-causality attribution of a structural model (SPEC §7 JSON).
+    Attribute(attribute::AttributeArgs),
+}
 
 fn main() {
-    let _cli = Cli::parse();
+    let cli = Cli::parse();
+    let code = match &cli.command {
+        Command::Attribute(args) => attribute::run(args),
+    };
+    std::process::exit(code);
 }

@@ -1,0 +1,195 @@
+//! The monotone fast path: minimal causes as minimal cut sets.
+//!
+//! Design constraints:
+//! - A variable is *live* when it is a candidate or its equation reads a live variable;
+//!   non-live variables keep their actual value under every intervention (a witness
+//!   freezes at actual values), so they act as constants.
+//! - The model is *monotone* when every live ancestor of the outcome can be given a sign
+//!   (±) such that every occurrence of it in a live mechanism (or the outcome) has the
+//!   polarity that sign demands. Renaming negative variables then makes every mechanism
+//!   positive, and (Lemma 3.8 of the paper) witnesses are vacuous: every minimal cause
+//!   has `W = ∅` and grade `1/|X|`. The analysis is structural and done once per model.
+//! - Minimal causes are the minimal sets of actually-true (renamed) candidate literals
+//!   whose falsification falsifies the outcome: the minimal cut sets of the outcome
+//!   DAG. They are computed bottom-up in topological order with memoised antichains
+//!   (conjunction: union of the children's cut sets; disjunction: minimised cross
+//!   product), so a conjunction of 16 disjunctions of 4 costs 16 small sets, never 4^16
+//!   prime implicants.
+
+use crate::family::{Family, TooLarge};
+use crate::model::{Model, Node};
+
+/// Signs of the live variables of a monotone model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Signs {
+    /// +1 / -1 for live ancestors of the outcome, 0 otherwise.
+    pub sign: Vec<i8>,
+    pub live: Vec<bool>,
+}
+
+fn constrain(node: &Node, pol: i8, live: &[bool], sign: &mut [i8]) -> bool {
+    match node {
+        Node::Const(_) => true,
+        Node::Var(u) => {
+            let u = *u as usize;
+            if !live[u] {
+                return true;
+            }
+            if sign[u] == 0 {
+                sign[u] = pol;
+                true
+            } else {
+                sign[u] == pol
+            }
+        }
+        Node::Not(e) => constrain(e, -pol, live, sign),
+        Node::And(es) | Node::Or(es) => es.iter().all(|e| constrain(e, pol, live, sign)),
+    }
+}
+
+/// Decides monotonicity (after sign renaming); `None` when some live variable is used
+/// with both polarities.
+pub(crate) fn analyse(model: &Model) -> Option<Signs> {
+    let n = model.vars.len();
+    let mut live = vec![false; n];
+    for &v in &model.order {
+        let var = &model.vars[v as usize];
+        let mut l = var.candidate;
+        if let Some(eq) = &var.eq {
+            eq.for_each_var(&mut |u| l |= live[u as usize]);
+        }
+        live[v as usize] = l;
+    }
+    let mut sign = vec![0i8; n];
+    if !constrain(&model.outcome, 1, &live, &mut sign) {
+        return None;
+    }
+    for &v in model.order.iter().rev() {
+        let v = v as usize;
+        if !live[v] || sign[v] == 0 {
+            continue;
+        }
+        if let Some(eq) = &model.vars[v].eq {
+            if !constrain(eq, sign[v], &live, &mut sign) {
+                return None;
+            }
+        }
+    }
+    Some(Signs { sign, live })
+}
+
+/// Minimal causes of a monotone model (as variable indices; witnesses are empty).
+/// `actual` holds the actual value of every variable; the outcome must be true.
+pub(crate) fn minimal_causes(
+    model: &Model,
+    signs: &Signs,
+    actual: &[bool],
+    limit: usize,
+) -> Result<Vec<Vec<u32>>, TooLarge> {
+    let n = model.vars.len();
+    // Bit positions for the candidates whose renamed literal is actually true.
+    let mut bit_of = vec![usize::MAX; n];
+    let mut var_of_bit = Vec::new();
+    for v in 0..n {
+        if model.vars[v].candidate && signs.sign[v] != 0 && lit(actual[v], signs.sign[v]) {
+            bit_of[v] = var_of_bit.len();
+            var_of_bit.push(v as u32);
+        }
+    }
+    let words = Family::words_for(var_of_bit.len());
+    let mut fam: Vec<Option<Family>> = vec![None; n];
+    for &v in &model.order {
+        let v = v as usize;
+        if signs.sign[v] == 0 {
+            continue;
+        }
+        let f = if !lit(actual[v], signs.sign[v]) {
+            Family::unit(words)
+        } else {
+            let base = match &model.vars[v].eq {
+                Some(eq) => cuts(eq, signs.sign[v], model, signs, actual, &fam, words, limit)?,
+                None => Family::none(words),
+            };
+            if bit_of[v] != usize::MAX {
+                base.union_min(&Family::singleton(words, bit_of[v]), limit)?
+            } else {
+                base
+            }
+        };
+        fam[v] = Some(f);
+    }
+    let top = cuts(&model.outcome, 1, model, signs, actual, &fam, words, limit)?;
+    let mut out = Vec::with_capacity(top.len());
+    for set in top.iter() {
+        let mut vars = Vec::new();
+        for (w, word) in set.iter().enumerate() {
+            let mut bits = *word;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                vars.push(var_of_bit[w * 64 + b]);
+            }
+        }
+        out.push(vars);
+    }
+    Ok(out)
+}
+
+fn lit(value: bool, sign: i8) -> bool {
+    value == (sign > 0)
+}
+
+/// Minimal candidate sets whose falsification makes the literal `(node, pol)` false.
+#[allow(clippy::too_many_arguments)]
+fn cuts(
+    node: &Node,
+    pol: i8,
+    model: &Model,
+    signs: &Signs,
+    actual: &[bool],
+    fam: &[Option<Family>],
+    words: usize,
+    limit: usize,
+) -> Result<Family, TooLarge> {
+    let constant = |b: bool| {
+        if lit(b, pol) {
+            Family::none(words)
+        } else {
+            Family::unit(words)
+        }
+    };
+    Ok(match node {
+        Node::Const(b) => constant(*b),
+        Node::Var(u) => {
+            let u = *u as usize;
+            match &fam[u] {
+                Some(f) if signs.live[u] => f.clone(),
+                _ => constant(actual[u]),
+            }
+        }
+        Node::Not(e) => cuts(e, -pol, model, signs, actual, fam, words, limit)?,
+        Node::And(es) | Node::Or(es) => {
+            let union = matches!(node, Node::And(_)) == (pol > 0);
+            let mut acc = if union {
+                Family::none(words)
+            } else {
+                Family::unit(words)
+            };
+            for e in es {
+                let f = cuts(e, pol, model, signs, actual, fam, words, limit)?;
+                acc = if union {
+                    acc.union_min(&f, limit)?
+                } else {
+                    if f.len() == 0 {
+                        return Ok(Family::none(words));
+                    }
+                    acc.cross_min(&f, limit)?
+                };
+                if union && acc.is_unit() {
+                    break;
+                }
+            }
+            acc
+        }
+    })
+}
