@@ -1,3 +1,17 @@
-//! Baselines of SPEC §6: single-site counterfactual scoring, exact Shapley values,
-//! an anomaly detector and the LLM-judge interface.
+//! Baselines of SPEC §6 run on the same incidents as Audita: single-site
+//! counterfactual scoring, exact Shapley values over messages, a statistical anomaly
+//! detector, and the LLM-judge interface; plus the responsibility metrics.
+//!
+//! Every baseline sees an incident only through [`Incident`]: the recorded messages
+//! and an outcome oracle that re-runs the world with a set of messages deleted. None of
+//! them sees the duty registry or absences — that blindness is what they measure.
 #![warn(missing_docs)]
+
+pub mod anomaly;
+pub mod incident;
+pub mod judge;
+pub mod metrics;
+pub mod shapley;
+pub mod single_site;
+
+pub use incident::{FacilityIncident, Incident, Message, Profile};
