@@ -40,21 +40,30 @@ struct State {
 impl State {
     fn topic_mut(&mut self, name: &str) -> &mut Topic {
         let parts = self.default_partitions;
-        self.topics.entry(name.to_string()).or_insert_with(|| Topic {
-            partitions: (0..parts).map(|_| Vec::new()).collect(),
-            subscribers: BTreeSet::new(),
-        })
+        self.topics
+            .entry(name.to_string())
+            .or_insert_with(|| Topic {
+                partitions: (0..parts).map(|_| Vec::new()).collect(),
+                subscribers: BTreeSet::new(),
+            })
     }
 
     fn pending(&self, topic: &str) -> u64 {
-        let Some(t) = self.topics.get(topic) else { return 0 };
+        let Some(t) = self.topics.get(topic) else {
+            return 0;
+        };
         let total: u64 = t.partitions.iter().map(|p| p.len() as u64).sum();
         t.subscribers
             .iter()
             .map(|g| {
                 let done: u64 = self.groups.get(g).map_or(0, |grp| {
                     (0..t.partitions.len() as u32)
-                        .map(|p| grp.committed.get(&(topic.to_string(), p)).copied().unwrap_or(0))
+                        .map(|p| {
+                            grp.committed
+                                .get(&(topic.to_string(), p))
+                                .copied()
+                                .unwrap_or(0)
+                        })
                         .sum()
                 });
                 total - done.min(total)
@@ -102,7 +111,9 @@ impl EmbeddedBus {
     /// Creates `name` with `partitions` partitions unless it exists.
     pub fn create_topic(&self, name: &str, partitions: u32) -> Result<(), BusError> {
         if partitions == 0 {
-            return Err(BusError::Permanent(format!("topic {name}: partitions must be at least 1")));
+            return Err(BusError::Permanent(format!(
+                "topic {name}: partitions must be at least 1"
+            )));
         }
         let mut st = self.lock();
         st.topics.entry(name.to_string()).or_insert_with(|| Topic {
@@ -133,7 +144,9 @@ impl EmbeddedBus {
     /// Joins consumer group `group` subscribed to `topics`.
     pub fn consumer(&self, group: &str, topics: &[&str]) -> Result<EmbeddedConsumer, BusError> {
         if topics.is_empty() {
-            return Err(BusError::Permanent("a consumer needs at least one topic".into()));
+            return Err(BusError::Permanent(
+                "a consumer needs at least one topic".into(),
+            ));
         }
         let mut st = self.lock();
         for t in topics {
@@ -170,7 +183,11 @@ impl Producer for EmbeddedProducer {
         if let Some(limit) = st.pending_limit {
             let pending = st.pending(topic);
             if pending >= limit {
-                return Err(BusError::Backpressure { topic: topic.to_string(), pending, limit });
+                return Err(BusError::Backpressure {
+                    topic: topic.to_string(),
+                    pending,
+                    limit,
+                });
             }
         }
         let t = st.topic_mut(topic);
@@ -204,7 +221,11 @@ impl EmbeddedConsumer {
     /// partitions appeared, positions already held are kept.
     fn rebalance(&mut self, st: &State, membership_changed: bool) {
         let g = &st.groups[&self.group];
-        let index = g.members.iter().position(|m| *m == self.member).unwrap_or(0);
+        let index = g
+            .members
+            .iter()
+            .position(|m| *m == self.member)
+            .unwrap_or(0);
         let n = g.members.len().max(1);
         let mut all = Vec::new();
         for t in &self.topics {
@@ -219,7 +240,9 @@ impl EmbeddedConsumer {
             .enumerate()
             .filter(|(i, _)| i % n == index)
             .map(|(_, tp)| {
-                let kept = (!membership_changed).then(|| self.positions.get(&tp).copied()).flatten();
+                let kept = (!membership_changed)
+                    .then(|| self.positions.get(&tp).copied())
+                    .flatten();
                 let at = kept.unwrap_or_else(|| g.committed.get(&tp).copied().unwrap_or(0));
                 (tp, at)
             })
@@ -288,8 +311,14 @@ impl Consumer for EmbeddedConsumer {
 
     fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError> {
         let mut st = self.bus.lock();
-        let g = st.groups.get_mut(&self.group).expect("group exists while a member lives");
-        let e = g.committed.entry((delivery.topic.clone(), delivery.partition)).or_insert(0);
+        let g = st
+            .groups
+            .get_mut(&self.group)
+            .expect("group exists while a member lives");
+        let e = g
+            .committed
+            .entry((delivery.topic.clone(), delivery.partition))
+            .or_insert(0);
         *e = (*e).max(delivery.offset + 1);
         drop(st);
         self.bus.shared.1.notify_all();
@@ -326,7 +355,8 @@ mod tests {
         let bus = EmbeddedBus::new(4);
         let mut p = bus.producer();
         for i in 0..50u32 {
-            p.send("t", format!("k{}", i % 3).as_bytes(), &i.to_be_bytes()).unwrap();
+            p.send("t", format!("k{}", i % 3).as_bytes(), &i.to_be_bytes())
+                .unwrap();
         }
         let mut c = bus.consumer("g", &["t"]).unwrap();
         let got = collect(&mut c);
@@ -337,7 +367,10 @@ mod tests {
                 .filter(|d| d.key == format!("k{k}").as_bytes())
                 .map(|d| u32::from_be_bytes(d.payload[..4].try_into().unwrap()))
                 .collect();
-            assert!(seq.windows(2).all(|w| w[0] < w[1]), "key k{k} out of order: {seq:?}");
+            assert!(
+                seq.windows(2).all(|w| w[0] < w[1]),
+                "key k{k} out of order: {seq:?}"
+            );
         }
     }
 
@@ -389,7 +422,17 @@ mod tests {
             p.send("t", b"k", &[i]).unwrap();
         }
         let err = p.send("t", b"k", &[9]).unwrap_err();
-        assert!(matches!(err, BusError::Backpressure { pending: 3, limit: 3, .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                BusError::Backpressure {
+                    pending: 3,
+                    limit: 3,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         assert!(err.is_transient());
     }
 }

@@ -33,12 +33,21 @@ pub struct KafkaBus {
 impl KafkaBus {
     /// A bus on the cluster reachable at `bootstrap` (`host:port[,host:port...]`).
     pub fn new(bootstrap: &str) -> Result<Self, BusError> {
-        if bootstrap.trim().is_empty() || !bootstrap.split(',').all(|s| s.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok())) {
+        if bootstrap.trim().is_empty()
+            || !bootstrap.split(',').all(|s| {
+                s.rsplit_once(':')
+                    .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+            })
+        {
             return Err(BusError::Permanent(format!(
                 "kafka bootstrap '{bootstrap}' is not a list of host:port"
             )));
         }
-        Ok(KafkaBus { bootstrap: bootstrap.to_string(), replication: 1, flush_timeout: Duration::from_secs(30) })
+        Ok(KafkaBus {
+            bootstrap: bootstrap.to_string(),
+            replication: 1,
+            flush_timeout: Duration::from_secs(30),
+        })
     }
 
     /// Sets the replication factor used when this bus creates topics.
@@ -72,7 +81,10 @@ impl KafkaBus {
             .set("compression.type", "lz4")
             .create_with_context(context)
             .map_err(|e| classify(&e))?;
-        Ok(KafkaProducer { producer, flush_timeout: self.flush_timeout })
+        Ok(KafkaProducer {
+            producer,
+            flush_timeout: self.flush_timeout,
+        })
     }
 
     /// A member of consumer group `group` subscribed to `topics`, starting at the
@@ -94,18 +106,28 @@ impl KafkaBus {
 
     /// Creates the topics that do not exist yet.
     pub fn ensure_topics(&self, specs: &[TopicSpec]) -> Result<(), BusError> {
-        let admin: AdminClient<DefaultClientContext> = self.base_config().create().map_err(|e| classify(&e))?;
+        let admin: AdminClient<DefaultClientContext> =
+            self.base_config().create().map_err(|e| classify(&e))?;
         let topics: Vec<NewTopic<'_>> = specs
             .iter()
-            .map(|s| NewTopic::new(&s.name, s.partitions as i32, TopicReplication::Fixed(self.replication)))
+            .map(|s| {
+                NewTopic::new(
+                    &s.name,
+                    s.partitions as i32,
+                    TopicReplication::Fixed(self.replication),
+                )
+            })
             .collect();
         let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(20)));
-        let results = futures_executor::block_on(admin.create_topics(topics.iter(), &opts)).map_err(|e| classify(&e))?;
+        let results = futures_executor::block_on(admin.create_topics(topics.iter(), &opts))
+            .map_err(|e| classify(&e))?;
         for r in results {
             match r {
                 Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
                 Err((name, code)) => {
-                    return Err(BusError::Permanent(format!("creating topic {name}: {code}")));
+                    return Err(BusError::Permanent(format!(
+                        "creating topic {name}: {code}"
+                    )));
                 }
             }
         }
@@ -134,7 +156,11 @@ fn classify(e: &KafkaError) -> BusError {
         None => false,
     };
     if let KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull) = e {
-        return BusError::Backpressure { topic: "(producer queue)".into(), pending: 0, limit: 0 };
+        return BusError::Backpressure {
+            topic: "(producer queue)".into(),
+            pending: 0,
+            limit: 0,
+        };
     }
     if transient {
         BusError::Transient(e.to_string())
@@ -172,7 +198,10 @@ pub struct KafkaProducer {
 impl Producer for KafkaProducer {
     fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError> {
         loop {
-            match self.producer.send(BaseRecord::to(topic).key(key).payload(payload)) {
+            match self
+                .producer
+                .send(BaseRecord::to(topic).key(key).payload(payload))
+            {
                 Ok(()) => {
                     self.producer.poll(Duration::ZERO);
                     return Ok(());
@@ -187,10 +216,18 @@ impl Producer for KafkaProducer {
     }
 
     fn flush(&mut self) -> Result<(), BusError> {
-        self.producer.flush(self.flush_timeout).map_err(|e| classify(&e))?;
+        self.producer
+            .flush(self.flush_timeout)
+            .map_err(|e| classify(&e))?;
         let failed = self.producer.context().failed.swap(0, Ordering::SeqCst);
         if failed > 0 {
-            let last = self.producer.context().last_error.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let last = self
+                .producer
+                .context()
+                .last_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
             return Err(BusError::Transient(format!(
                 "{failed} record(s) not delivered; last error: {}",
                 last.unwrap_or_default()
@@ -223,9 +260,15 @@ impl Consumer for KafkaConsumer {
 
     fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError> {
         let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&delivery.topic, delivery.partition as i32, Offset::Offset(delivery.offset as i64 + 1))
-            .map_err(|e| classify(&e))?;
-        self.consumer.commit(&tpl, CommitMode::Sync).map_err(|e| classify(&e))
+        tpl.add_partition_offset(
+            &delivery.topic,
+            delivery.partition as i32,
+            Offset::Offset(delivery.offset as i64 + 1),
+        )
+        .map_err(|e| classify(&e))?;
+        self.consumer
+            .commit(&tpl, CommitMode::Sync)
+            .map_err(|e| classify(&e))
     }
 }
 

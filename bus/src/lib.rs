@@ -172,7 +172,11 @@ pub fn partition_for(key: &[u8], partitions: u32) -> u32 {
 }
 
 /// Polls `consumer` until `n` records arrived or `deadline` passed; returns what arrived.
-pub fn drain(consumer: &mut dyn Consumer, n: usize, deadline: Duration) -> Result<Vec<Delivery>, BusError> {
+pub fn drain(
+    consumer: &mut dyn Consumer,
+    n: usize,
+    deadline: Duration,
+) -> Result<Vec<Delivery>, BusError> {
     let start = std::time::Instant::now();
     let mut out = Vec::with_capacity(n);
     while out.len() < n && start.elapsed() < deadline {

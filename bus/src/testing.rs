@@ -25,7 +25,10 @@ impl KafkaBroker {
     pub fn start() -> Result<KafkaBroker, String> {
         if let Ok(b) = std::env::var("AUDITA_KAFKA_BOOTSTRAP") {
             if !b.trim().is_empty() {
-                return Ok(KafkaBroker { bootstrap: b.trim().to_string(), owned_run_dir: None });
+                return Ok(KafkaBroker {
+                    bootstrap: b.trim().to_string(),
+                    owned_run_dir: None,
+                });
             }
         }
         let run = std::env::temp_dir().join(format!(
@@ -46,7 +49,10 @@ impl KafkaBroker {
             ));
         }
         let bootstrap = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok(KafkaBroker { bootstrap, owned_run_dir: Some(run) })
+        Ok(KafkaBroker {
+            bootstrap,
+            owned_run_dir: Some(run),
+        })
     }
 
     /// `host:port` of the broker.
@@ -58,7 +64,11 @@ impl KafkaBroker {
 impl Drop for KafkaBroker {
     fn drop(&mut self) {
         if let Some(run) = &self.owned_run_dir {
-            let _ = Command::new("bash").arg(script()).arg("stop").arg(run).status();
+            let _ = Command::new("bash")
+                .arg(script())
+                .arg("stop")
+                .arg(run)
+                .status();
             let _ = std::fs::remove_dir_all(run);
         }
     }
@@ -72,5 +82,9 @@ pub fn unique_name(prefix: &str) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    format!("{prefix}-{}-{nanos}-{}", std::process::id(), UNIQUE.fetch_add(1, Ordering::SeqCst))
+    format!(
+        "{prefix}-{}-{nanos}-{}",
+        std::process::id(),
+        UNIQUE.fetch_add(1, Ordering::SeqCst)
+    )
 }

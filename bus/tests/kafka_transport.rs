@@ -16,13 +16,20 @@ fn records_round_trip_byte_identical_and_in_key_order() {
     let broker = broker();
     let bus = Bus::Kafka(KafkaBus::new(broker.bootstrap()).unwrap());
     let topic = unique_name("roundtrip");
-    bus.ensure_topics(&[TopicSpec { name: topic.clone(), partitions: 3 }]).unwrap();
+    bus.ensure_topics(&[TopicSpec {
+        name: topic.clone(),
+        partitions: 3,
+    }])
+    .unwrap();
     let mut p = bus.producer().unwrap();
     let sent: Vec<(Vec<u8>, Vec<u8>)> = (0..300u32)
         .map(|i| {
             let key = format!("robot-{}", i % 7).into_bytes();
             // Every byte value appears, including NUL and 0xff.
-            let payload: Vec<u8> = (0..(i % 97 + 1)).map(|j| (i.wrapping_mul(31) + j) as u8).chain(i.to_be_bytes()).collect();
+            let payload: Vec<u8> = (0..(i % 97 + 1))
+                .map(|j| (i.wrapping_mul(31) + j) as u8)
+                .chain(i.to_be_bytes())
+                .collect();
             (key, payload)
         })
         .collect();
@@ -35,9 +42,22 @@ fn records_round_trip_byte_identical_and_in_key_order() {
     assert_eq!(got.len(), sent.len(), "every record must arrive");
     for key in 0..7 {
         let k = format!("robot-{key}").into_bytes();
-        let want: Vec<&Vec<u8>> = sent.iter().filter(|(kk, _)| *kk == k).map(|(_, v)| v).collect();
-        let have: Vec<&Vec<u8>> = got.iter().filter(|d| d.key == k).map(|d| &d.payload).collect();
-        assert_eq!(have, want, "records of {} differ or are out of order", String::from_utf8_lossy(&k));
+        let want: Vec<&Vec<u8>> = sent
+            .iter()
+            .filter(|(kk, _)| *kk == k)
+            .map(|(_, v)| v)
+            .collect();
+        let have: Vec<&Vec<u8>> = got
+            .iter()
+            .filter(|d| d.key == k)
+            .map(|d| &d.payload)
+            .collect();
+        assert_eq!(
+            have,
+            want,
+            "records of {} differ or are out of order",
+            String::from_utf8_lossy(&k)
+        );
     }
 }
 
@@ -46,7 +66,11 @@ fn a_restarted_member_resumes_after_its_last_commit() {
     let broker = broker();
     let bus = Bus::Kafka(KafkaBus::new(broker.bootstrap()).unwrap());
     let topic = unique_name("resume");
-    bus.ensure_topics(&[TopicSpec { name: topic.clone(), partitions: 1 }]).unwrap();
+    bus.ensure_topics(&[TopicSpec {
+        name: topic.clone(),
+        partitions: 1,
+    }])
+    .unwrap();
     let mut p = bus.producer().unwrap();
     for i in 0..20u8 {
         p.send(&topic, b"k", &[i]).unwrap();
@@ -60,7 +84,11 @@ fn a_restarted_member_resumes_after_its_last_commit() {
         c.commit(&first[4]).unwrap(); // records 0..=4 done; 5..8 read but not committed
     }
     let mut c = bus.consumer(&group, &[&topic]).unwrap();
-    let rest: Vec<u8> = drain(c.as_mut(), 15, Duration::from_secs(60)).unwrap().iter().map(|d| d.payload[0]).collect();
+    let rest: Vec<u8> = drain(c.as_mut(), 15, Duration::from_secs(60))
+        .unwrap()
+        .iter()
+        .map(|d| d.payload[0])
+        .collect();
     assert_eq!(rest, (5..20).collect::<Vec<u8>>());
 }
 
