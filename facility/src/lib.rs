@@ -8,6 +8,8 @@
 
 pub mod conduct;
 pub mod generator;
+pub mod model;
 pub mod oracle;
+pub mod replay;
 pub mod scenario;
 pub mod world;
