@@ -42,12 +42,13 @@ pub fn run(args: &AttributeArgs) -> i32 {
 }
 
 fn attribute_file(args: &AttributeArgs) -> Result<String, String> {
-    let shown = args.model.display().to_string();
+    let mut shown = args.model.display().to_string();
     let text = if shown == "-" {
+        shown = "<stdin>".into();
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
-            .map_err(|e| format!("<stdin>: cannot read: {e}"))?;
+            .map_err(|e| format!("{shown}: cannot read: {e}"))?;
         s
     } else {
         std::fs::read_to_string(&args.model).map_err(|e| format!("{shown}: cannot read: {e}"))?
