@@ -10,6 +10,7 @@ pub mod conduct;
 pub mod generator;
 pub mod model;
 pub mod oracle;
+pub mod record;
 pub mod replay;
 pub mod scenario;
 pub mod world;

@@ -1,0 +1,452 @@
+//! The signed record of a world run, and record attacks over it.
+//!
+//! Design constraints:
+//! - [`sign_record`] turns a scenario into the accountable record of `audita-evidence`:
+//!   one root `external_input` (the shift order, authored by `operator`), one root
+//!   `sensor_report` per recorded report, and one signed envelope per command, in issue
+//!   order. Keys come from `derive_signing_key(seed, name)`; timestamps are tick × 100 ms
+//!   plus a sub-tick sequence number, so the record is a pure function of the scenario.
+//! - Citations: a relay cites exactly its consumed inputs; an origin command cites its
+//!   context (its recorded citations, the sensor reports it acts on) and otherwise the
+//!   shift order, so no derived command is uncited. The policy that produced a command
+//!   is pinned as a replay tool pin `policy@origin|relay-any|relay-all`, the scenario
+//!   seed as the replay seed.
+//! - Actuating commands go to the actuator (robot or batch line name), which signs the
+//!   receipt; every other command is receipted by its destination principal.
+//! - Epochs hold [`EPOCH_SIZE`] messages; each checkpoint is co-signed by every keeper.
+//! - Attacks ([`attack`]) operate on the stored bytes only: forge (an envelope in a
+//!   real principal's name signed with the wrong key), drop (an envelope deleted, its
+//!   receipt and seal kept), reorder (two sealed leaves swapped), equivocate (the log
+//!   signs a second, divergent checkpoint for the same size).
+
+use audita_evidence::{
+    derive_signing_key, Effect, Envelope, KeyRegistry, MessageId, Payload,
+    PrincipalId as EvPrincipal, Receipt, Record, ReplayPins, Sealer, SignedEnvelope, ToolPin,
+};
+
+use crate::scenario::Scenario;
+use crate::world::{Action, Derivation, Destination, Mode, Role};
+
+/// Log origin of facility records.
+pub const ORIGIN: &str = "audita.example/facility";
+/// Keepers co-signing every checkpoint.
+pub const KEEPERS: &[&str] = &["operator.example/keeper", "insurer.example/keeper"];
+/// Messages per epoch.
+pub const EPOCH_SIZE: usize = 4;
+/// Author of the shift order.
+pub const OPERATOR: &str = "operator";
+
+/// Errors building a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// A name is not a valid principal id.
+    #[error("invalid principal name {0:?}")]
+    Name(String),
+    /// The evidence layer refused an envelope.
+    #[error("envelope rejected: {0}")]
+    Envelope(String),
+}
+
+/// A signed, sealed record of a scenario.
+#[derive(Debug, Clone)]
+pub struct SignedRecord {
+    /// The raw record.
+    pub record: Record,
+    /// Public keys (principals, actuators, keepers, log).
+    pub keys: KeyRegistry,
+    /// Envelopes in record order.
+    pub envelopes: Vec<SignedEnvelope>,
+    /// Message id of each world command (index = command index).
+    pub command_ids: Vec<MessageId>,
+}
+
+fn pid(name: &str) -> Result<EvPrincipal, RecordError> {
+    EvPrincipal::new(name).map_err(|_| RecordError::Name(name.to_string()))
+}
+
+/// Signs and seals a scenario's record.
+pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
+    let spec = &sc.spec;
+    let seed = sc.seed;
+    let key = |n: &str| derive_signing_key(seed, n);
+    let run = spec.run_actual(Mode::Pinned);
+    let mut keys = KeyRegistry::new();
+    let mut names: Vec<String> = vec![OPERATOR.to_string()];
+    names.extend(spec.principals.iter().map(|p| p.name.clone()));
+    names.extend(spec.robots.iter().map(|r| r.name.clone()));
+    names.extend(spec.batches.iter().map(|b| b.name.clone()));
+    for n in &names {
+        keys.add_principal(pid(n)?, key(n).verifying_key());
+    }
+    for k in KEEPERS {
+        keys.add_keeper(k, key(k).verifying_key())
+            .map_err(|_| RecordError::Name(k.to_string()))?;
+    }
+    keys.add_log(ORIGIN, key(ORIGIN).verifying_key())
+        .map_err(|_| RecordError::Name(ORIGIN.into()))?;
+
+    // Items in time order: (timestamp ms, envelope, recipient).
+    let mut out: Vec<(SignedEnvelope, String)> = Vec::new();
+    let sign = |env: Envelope| -> Result<SignedEnvelope, RecordError> {
+        let author = env.author.to_string();
+        env.sign(&key(&author))
+            .map_err(|e| RecordError::Envelope(e.to_string()))
+    };
+    let first = spec
+        .principals
+        .iter()
+        .find(|p| p.role != Role::Sensor)
+        .map(|p| p.name.clone());
+    let order_to = first.unwrap_or_else(|| OPERATOR.to_string());
+    let order = sign(Envelope::new(
+        pid(OPERATOR)?,
+        pid(&order_to)?,
+        0,
+        Payload::ExternalInput {
+            source: "wms".into(),
+            text: format!("{} shift, seed {seed}", sc.family),
+        },
+    ))?;
+    let order_id = order.id().clone();
+    out.push((order, order_to.clone()));
+    // Sensor reports and commands interleaved by tick (reports first within a tick).
+    let mut report_ids: Vec<MessageId> = Vec::new();
+    let mut command_ids: Vec<MessageId> = Vec::new();
+    let mut ri = 0usize;
+    let mut seq = 1u64;
+    let ts = |tick: u32, seq: u64| u64::from(tick) * 100 + seq % 100;
+    for c in &spec.commands {
+        while ri < run.reports.len() && run.reports[ri].tick <= c.tick {
+            let r = &run.reports[ri];
+            let sensor = spec.name(r.sensor).to_string();
+            let to = supervisor_or(spec, &order_to);
+            let env = Envelope::new(
+                pid(&sensor)?,
+                pid(&to)?,
+                ts(r.tick, seq),
+                Payload::SensorReport {
+                    sensor: sensor.clone(),
+                    reading: format!(
+                        "human {} entered {}",
+                        r.human, spec.zones[r.zone as usize].name
+                    ),
+                },
+            );
+            seq += 1;
+            let s = sign(env)?;
+            report_ids.push(s.id().clone());
+            out.push((s, to));
+            ri += 1;
+        }
+        let author = spec.name(c.author).to_string();
+        let (dest, target) = match (c.destination, c.action) {
+            (Destination::Principal(p), a) => (spec.name(p).to_string(), target_name(spec, a)),
+            (Destination::Actuator, a) => (target_name(spec, a), target_name(spec, a)),
+        };
+        let payload = match c.action {
+            Action::MoveTo { to, .. } => Payload::MoveTo {
+                target: target.clone(),
+                x_mm: to.x,
+                y_mm: to.y,
+            },
+            Action::SetSpeed { speed, .. } => Payload::SetSpeed {
+                target: target.clone(),
+                mm_per_s: speed.max(0) as u64 * 10,
+            },
+            Action::Halt { .. } => Payload::Halt {
+                target: target.clone(),
+            },
+            Action::SetParam { value, .. } => Payload::SetParam {
+                target: target.clone(),
+                name: "param".into(),
+                value,
+            },
+        };
+        let effect = match c.action {
+            Action::MoveTo { to, .. } => Effect::AtPosition {
+                target: target.clone(),
+                x_mm: to.x,
+                y_mm: to.y,
+                tolerance_mm: 50,
+            },
+            Action::SetSpeed { speed, .. } => Effect::Speed {
+                target: target.clone(),
+                mm_per_s: speed.max(0) as u64 * 10,
+            },
+            Action::Halt { .. } => Effect::Halted {
+                target: target.clone(),
+            },
+            Action::SetParam { value, .. } => Effect::Param {
+                target: target.clone(),
+                name: "param".into(),
+                value,
+            },
+        };
+        let mut cites: Vec<MessageId> = c
+            .cites
+            .iter()
+            .filter_map(|x| command_ids.get(x.0 as usize).cloned())
+            .collect();
+        cites.extend(
+            c.cites_reports
+                .iter()
+                .filter_map(|r| report_ids.get(*r as usize).cloned()),
+        );
+        if cites.is_empty() {
+            cites.push(order_id.clone());
+        }
+        let policy = match c.derivation {
+            Derivation::Origin => "origin",
+            Derivation::RelayAny => "relay-any",
+            Derivation::RelayAll => "relay-all",
+        };
+        let env = Envelope::new(pid(&author)?, pid(&dest)?, ts(c.tick, seq), payload)
+            .cite(cites)
+            .with_effect(effect)
+            .with_pins(ReplayPins {
+                model_id: Some(format!(
+                    "{}-policy",
+                    spec.principals[c.author.0 as usize].role.as_str()
+                )),
+                model_hash: None,
+                seed: Some(seed),
+                tools: vec![ToolPin {
+                    name: "policy".into(),
+                    version: policy.into(),
+                }],
+            });
+        seq += 1;
+        let s = sign(env)?;
+        command_ids.push(s.id().clone());
+        out.push((s, dest));
+    }
+    while ri < run.reports.len() {
+        let r = &run.reports[ri];
+        let sensor = spec.name(r.sensor).to_string();
+        let to = supervisor_or(spec, &order_to);
+        let env = Envelope::new(
+            pid(&sensor)?,
+            pid(&to)?,
+            ts(r.tick, seq),
+            Payload::SensorReport {
+                sensor: sensor.clone(),
+                reading: format!(
+                    "human {} entered {}",
+                    r.human, spec.zones[r.zone as usize].name
+                ),
+            },
+        );
+        seq += 1;
+        let s = sign(env)?;
+        out.push((s, to));
+        ri += 1;
+    }
+
+    let mut sealer =
+        Sealer::new(ORIGIN, key(ORIGIN)).map_err(|_| RecordError::Name(ORIGIN.into()))?;
+    let mut record = Record::new();
+    let mut epochs = Vec::new();
+    let mut last = 0;
+    for (env, _) in &out {
+        sealer.append_envelope(env);
+        last = env.envelope().timestamp;
+        if sealer.pending() == EPOCH_SIZE {
+            epochs.push(sealer.close_epoch(last + 1));
+        }
+    }
+    if sealer.pending() > 0 {
+        epochs.push(sealer.close_epoch(last + 1));
+    }
+    for e in &mut epochs {
+        for k in KEEPERS {
+            e.checkpoint
+                .cosign(k, &key(k), 1_800_000_000 + e.header.number);
+        }
+    }
+    for (env, _) in &out {
+        record.push_envelope(env);
+    }
+    for (env, to) in &out {
+        let r = Receipt::sign(
+            env.id().clone(),
+            pid(to)?,
+            env.envelope().timestamp + 1,
+            &key(to),
+        );
+        record.push_receipt(&r);
+    }
+    for e in &epochs {
+        record.push_epoch(e);
+    }
+    Ok(SignedRecord {
+        record,
+        keys,
+        envelopes: out.into_iter().map(|(e, _)| e).collect(),
+        command_ids,
+    })
+}
+
+fn supervisor_or(spec: &crate::world::WorldSpec, fallback: &str) -> String {
+    spec.principals
+        .iter()
+        .find(|p| p.role == Role::Supervisor)
+        .map(|p| p.name.clone())
+        .unwrap_or_else(|| fallback.to_string())
+}
+
+fn target_name(spec: &crate::world::WorldSpec, a: Action) -> String {
+    match a {
+        Action::MoveTo { robot, .. } | Action::SetSpeed { robot, .. } | Action::Halt { robot } => {
+            spec.robots
+                .get(robot.0 as usize)
+                .map(|r| r.name.clone())
+                .unwrap_or_default()
+        }
+        Action::SetParam { batch, .. } => spec
+            .batches
+            .get(batch.0 as usize)
+            .map(|b| b.name.clone())
+            .unwrap_or_default(),
+    }
+}
+
+/// A record attack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Attack {
+    /// Inject an envelope in a real principal's name, signed with the wrong key.
+    Forge,
+    /// Delete one envelope (its receipt and seal remain).
+    Drop,
+    /// Swap two sealed leaves of one epoch.
+    Reorder,
+    /// The log signs a second, divergent checkpoint for an existing size.
+    Equivocate,
+}
+
+impl Attack {
+    /// All attacks.
+    pub const ALL: [Attack; 4] = [
+        Attack::Forge,
+        Attack::Drop,
+        Attack::Reorder,
+        Attack::Equivocate,
+    ];
+    /// Stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attack::Forge => "forge",
+            Attack::Drop => "drop",
+            Attack::Reorder => "reorder",
+            Attack::Equivocate => "equivocate",
+        }
+    }
+}
+
+/// What an attack did, for scoring detection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttackReport {
+    /// The attacked record.
+    pub record: Record,
+    /// For drops: the deleted id (its author is bound into it).
+    pub dropped: Option<MessageId>,
+}
+
+/// Applies an attack to a signed record. `pick` chooses the target deterministically
+/// (e.g. a draw index). Drops target a world command (never the shift order).
+pub fn attack(sr: &SignedRecord, which: Attack, pick: u64) -> AttackReport {
+    let mut record = sr.record.clone();
+    let mut dropped = None;
+    match which {
+        Attack::Forge => {
+            // A message in the name of an existing command author, signed by the
+            // operator's key: a signature failure.
+            if let Some(victim) = sr
+                .envelopes
+                .get(1 + (pick as usize) % sr.envelopes.len().saturating_sub(1).max(1))
+            {
+                let e = victim.envelope();
+                let forged = Envelope::new(
+                    e.author.clone(),
+                    e.destination.clone(),
+                    e.timestamp + 1,
+                    Payload::Halt {
+                        target: e.payload.target().unwrap_or("agv-1").to_string(),
+                    },
+                )
+                .cite([victim.id().clone()]);
+                let wrong = derive_signing_key(u64::MAX ^ pick, "forger");
+                if let Ok(s) = forged.sign(&wrong) {
+                    record.envelopes.push(s.as_bytes().to_vec());
+                }
+            }
+        }
+        Attack::Drop => {
+            if !sr.command_ids.is_empty() {
+                let target = &sr.command_ids[(pick as usize) % sr.command_ids.len()];
+                if let Some(i) = sr.envelopes.iter().position(|e| e.id() == target) {
+                    record.envelopes.remove(i);
+                    dropped = Some(target.clone());
+                }
+            }
+        }
+        Attack::Reorder => {
+            let n = record.epochs.len();
+            if n > 0 {
+                let e = &mut record.epochs[(pick as usize) % n];
+                if e.leaves.len() >= 2 {
+                    let i = (pick as usize / n.max(1)) % (e.leaves.len() - 1);
+                    e.leaves.swap(i, i + 1);
+                } else if let Some(e) = record.epochs.iter_mut().find(|e| e.leaves.len() >= 2) {
+                    e.leaves.swap(0, 1);
+                }
+            }
+        }
+        Attack::Equivocate => {
+            // Re-seal the same log with one message replaced and publish the
+            // divergent checkpoint for the same size.
+            let seed_key = sr.keys.log(ORIGIN).is_some();
+            if seed_key {
+                let mut alt = Sealer::new(ORIGIN, log_key_of(sr)).ok();
+                if let Some(s) = alt.as_mut() {
+                    let skip = (pick as usize) % sr.envelopes.len().max(1);
+                    let mut closed = None;
+                    for (i, env) in sr.envelopes.iter().enumerate() {
+                        if i == skip {
+                            s.append(MessageId {
+                                author: env.id().author.clone(),
+                                digest: [0xEE; 32],
+                            });
+                        } else {
+                            s.append_envelope(env);
+                        }
+                        if s.pending() == EPOCH_SIZE {
+                            closed = Some(s.close_epoch(env.envelope().timestamp + 1));
+                            if i >= skip {
+                                break;
+                            }
+                        }
+                    }
+                    let closed = match closed {
+                        Some(c) if c.header.size as usize > skip => Some(c),
+                        _ => Some(s.close_epoch(0)),
+                    };
+                    if let Some(c) = closed {
+                        record.checkpoints.push(c.checkpoint.to_text().into_bytes());
+                    }
+                }
+            }
+        }
+    }
+    AttackReport { record, dropped }
+}
+
+fn log_key_of(sr: &SignedRecord) -> audita_evidence::SigningKey {
+    // The log key is derived from the scenario seed, which the signed record pins in
+    // every command envelope; recover it from there.
+    let seed = sr
+        .envelopes
+        .iter()
+        .find_map(|e| e.envelope().pins.seed)
+        .unwrap_or(0);
+    derive_signing_key(seed, ORIGIN)
+}
