@@ -118,7 +118,7 @@ fn s(names: &[&str]) -> BTreeSet<String> {
 
 pub(crate) fn build(family: crate::scenario::Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
     use crate::scenario::Family;
-    let mut b = Builder::new(600);
+    let mut b = Builder::new(crate::scenario::HORIZON);
     let a = b.aisle(rng, false, false);
     let victim = b.principal("planner-1", Role::Planner);
     let d = b.principal("dispatcher", Role::Dispatcher);
@@ -209,8 +209,14 @@ pub(crate) fn build(family: crate::scenario::Family, rng: &mut ChaCha8Rng) -> (W
             }
         }
     };
-    let hit =
-        arrival_tick(a.crossing_x, a.slow, t0 + 3, &[(t0 + lag + 2, a.fast)], 600).unwrap_or(600);
+    let hit = arrival_tick(
+        a.crossing_x,
+        a.slow,
+        t0 + 3,
+        &[(t0 + lag + 2, a.fast)],
+        crate::scenario::HORIZON,
+    )
+    .unwrap_or(crate::scenario::HORIZON);
     b.crossing_worker(a.crossing_x, hit);
     (b.spec, planted)
 }

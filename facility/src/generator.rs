@@ -180,7 +180,7 @@ pub fn generate(seed: u64, params: &Params) -> Scenario {
     }
     let quality = rng.gen_bool(params.p_quality);
     let duty = !quality && rng.gen_bool(params.p_duty);
-    let mut b = Builder::new(600);
+    let mut b = Builder::new(crate::scenario::HORIZON);
     let a = b.aisle(&mut rng, true, duty);
     let (hazard, safe) = if quality {
         b.spec.batches.push(Batch {
@@ -240,8 +240,19 @@ pub fn generate(seed: u64, params: &Params) -> Scenario {
     }
     if !quality {
         let hit = match act_tick {
-            Some(t) => arrival_tick(a.crossing_x, a.slow, 1, &[(t, a.fast)], 600).unwrap_or(600),
-            None => arrival_tick(a.crossing_x, a.fast, 1, &[], 600).unwrap_or(600) + 30,
+            Some(t) => arrival_tick(
+                a.crossing_x,
+                a.slow,
+                1,
+                &[(t, a.fast)],
+                crate::scenario::HORIZON,
+            )
+            .unwrap_or(crate::scenario::HORIZON),
+            None => {
+                arrival_tick(a.crossing_x, a.fast, 1, &[], crate::scenario::HORIZON)
+                    .unwrap_or(crate::scenario::HORIZON)
+                    + 30
+            }
         };
         b.crossing_worker(a.crossing_x, hit);
         if let Some(s) = supervisor {

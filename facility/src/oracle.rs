@@ -198,11 +198,12 @@ pub fn tabulate(
         .run(&actual, Mode::Pinned)
         .adverse
         .map(|a| matches!(a, Adverse::Safety { .. }));
+    let reports = spec.sensor_reports();
     Ok((0..1u64 << vars.len())
         .map(|mask| {
             let mut iv = intervention(vars, mask);
             iv.absent.extend(also_absent.iter().copied());
-            let run = spec.run(&iv, Mode::Pinned);
+            let run = spec.run_with_reports(&iv, Mode::Pinned, reports.clone());
             run.adverse.is_some_and(|a| {
                 Some(matches!(a, Adverse::Safety { .. })) == kind || kind.is_none()
             })

@@ -403,7 +403,7 @@ pub fn generate(family: Family, seed: u64) -> Scenario {
     }
 }
 
-const HORIZON: u32 = 600;
+pub(crate) const HORIZON: u32 = 300;
 
 /// Hazardous speed-up through dispatcher and controller; returns the tick at which
 /// the controller's actuation takes effect.

@@ -684,8 +684,19 @@ impl WorldSpec {
 
     /// Runs the world under an intervention.
     pub fn run(&self, iv: &Intervention, mode: Mode) -> Run {
+        self.run_with_reports(iv, mode, self.sensor_reports())
+    }
+
+    /// Runs the world under an intervention, given its (command-independent) sensor
+    /// reports as computed by [`WorldSpec::sensor_reports`] — the fast path for
+    /// repeated re-execution.
+    pub fn run_with_reports(
+        &self,
+        iv: &Intervention,
+        mode: Mode,
+        reports: Vec<SensorReport>,
+    ) -> Run {
         let eff = self.effective(&iv.absent);
-        let reports = self.sensor_reports();
         // Schedule: (effect tick, order key, source, action).
         let mut sched: Vec<(u32, u32, Source, Action)> = Vec::new();
         let mut rng = match mode {
