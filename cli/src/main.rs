@@ -7,6 +7,8 @@
 use clap::{Parser, Subcommand};
 
 mod attribute;
+mod sample_record;
+mod verify;
 
 #[derive(Parser)]
 #[command(name = "audita", version, about = "Certified auditing and causal attribution for multi-agent fleets")]
@@ -19,12 +21,18 @@ struct Cli {
 enum Command {
     /// Graded actual-causality attribution of a structural model (SPEC §7 JSON).
     Attribute(attribute::AttributeArgs),
+    /// Verify an on-disk sealed record offline (public keys only); JSON summary.
+    Verify(verify::VerifyArgs),
+    /// Write a small signed, sealed sample fleet record.
+    SampleRecord(sample_record::SampleRecordArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Attribute(args) => attribute::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::SampleRecord(args) => sample_record::run(args),
     };
     std::process::exit(code);
 }

@@ -7,6 +7,8 @@
 //! - The record is valid end to end: every derived command cites what it acts on,
 //!   every message has its destination's receipt, the messages are sealed into at
 //!   least two epochs, and every checkpoint carries every keeper's co-signature.
+//! - The first two episodes carry an operator note in the payload store; the first
+//!   note is crypto-shredded, so the sample shows a shredded payload under intact seals.
 //! - Episodes follow a warehouse shift: operator order → planner text → dispatcher
 //!   `move_to`/`set_speed` → robot report; sensor reports → supervisor `halt`;
 //!   quality checks → `set_param` on a batch.
@@ -18,6 +20,7 @@ use crate::envelope::{Effect, Envelope, MessageId, Payload, ReplayPins, SignedEn
 use crate::epoch::{SealedEpoch, Sealer};
 use crate::principal::{derive_signing_key, KeyRegistry, PrincipalId};
 use crate::receipt::Receipt;
+use crate::store::PayloadStore;
 use crate::verify::Record;
 use crate::SigningKey;
 
@@ -55,6 +58,8 @@ pub struct Sample {
     pub receipts: Vec<Receipt>,
     /// The sealed epochs (checkpoints co-signed).
     pub epochs: Vec<SealedEpoch>,
+    /// Payload store: one available payload and one crypto-shredded one.
+    pub payloads: PayloadStore,
 }
 
 struct Fleet {
@@ -101,7 +106,9 @@ fn p(name: &str) -> PrincipalId {
 
 /// Builds a sample record of about `messages` messages (at least 8).
 pub fn sample_record(seed: u64, messages: usize) -> Sample {
-    let messages = messages.max(8);
+    let messages = messages.max(16);
+    let mut payloads = PayloadStore::new();
+    let mut store_rng = ChaCha20Rng::seed_from_u64(seed ^ 0x5eed);
     let mut f = Fleet {
         seed,
         rng: ChaCha20Rng::seed_from_u64(seed),
@@ -112,6 +119,26 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
     while f.out.len() < messages {
         episode += 1;
         let robot = if episode % 2 == 0 { "agv-2" } else { "agv-1" };
+        if episode <= 2 {
+            // Personal data goes to the payload store; only its commitment is signed.
+            let text = format!(
+                "shift note {episode}: worker badge 40{episode}7 cleared for aisle {episode}"
+            );
+            let digest = payloads.put(text.as_bytes(), &mut store_rng);
+            f.send(Envelope::new(
+                p("operator"),
+                p("supervisor"),
+                0,
+                Payload::Stored {
+                    kind: crate::StoredKind::ExternalInput,
+                    digest,
+                    len: text.len() as u64,
+                },
+            ));
+            if episode == 1 {
+                payloads.shred(&digest);
+            }
+        }
         let (x, y) = (
             (f.rng.next_u64() % 40_000) as i64,
             (f.rng.next_u64() % 20_000) as i64,
@@ -303,5 +330,6 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
         envelopes,
         receipts,
         epochs,
+        payloads,
     }
 }

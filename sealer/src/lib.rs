@@ -1,3 +1,9 @@
 //! Sealer stage: closes windows into Merkle epochs, chains and signs checkpoints,
 //! gathers keeper co-signatures and writes durable segments (the on-disk record).
+//!
+//! The sealing logic itself is the pure [`audita_evidence::Sealer`]; this crate
+//! owns the I/O around it. [`disk`] is the on-disk record format read by
+//! `audita verify`.
 #![warn(missing_docs)]
+
+pub mod disk;
