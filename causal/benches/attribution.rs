@@ -1,1 +1,475 @@
-fn main() {}
+//! Wall-clock per attribution query against the number of interacting candidates `k`.
+//!
+//! `cargo bench -p audita-causal` prints a markdown table (the `## Causal engine`
+//! section of BENCHMARKS.md) and, with `AUDITA_BENCH_SVG=path`, writes an SVG plot.
+//! Workloads:
+//! - `sp`: random series-parallel incidents in the SPEC §5 generator style (planner
+//!   proposals, dispatcher disjunctions of width ≤ w, checker conjunctions, relay
+//!   chains, supervisor absences conditioned on a duty), grown to `k` candidates;
+//!   monotone, so the engine takes the cut-set path.
+//! - `conj-disj`: a conjunction of k/4 disjunctions of width 4 (4^(k/4) prime
+//!   implicants, k/4 minimal causes).
+//! - `nonmono`: random DAG models with negation over candidate-dependent variables;
+//!   the general exact path.
+//!
+//! Every query of the same run is also answered by the independent brute-force oracle
+//! where that is feasible (≤ 13 variables), and the two ρ profiles must agree.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use audita_causal::{attribute_with, AttributeOptions, Model, ModelBuilder, Path};
+use audita_oracle::{brute, OracleModel};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Builds a random series-parallel incident with exactly `k` candidate variables.
+struct Sp {
+    rng: ChaCha8Rng,
+    b: Option<ModelBuilder>,
+    n: usize,
+}
+
+impl Sp {
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.n += 1;
+        format!("{prefix}{}", self.n)
+    }
+
+    fn exo(&mut self, name: &str, principal: &str, value: bool) {
+        let b = self.b.take().unwrap_or_default();
+        self.b = Some(b.exogenous(name, Some(principal), value, true));
+    }
+
+    fn endo(&mut self, name: &str, principal: &str, eq: String) {
+        let b = self.b.take().unwrap_or_default();
+        self.b = Some(b.endogenous(name, Some(principal), eq, true));
+    }
+
+    /// Realises a gadget with exactly `budget` candidate variables; returns the name of
+    /// the variable carrying its output.
+    fn gadget(&mut self, budget: usize, depth: usize) -> String {
+        if budget == 1 {
+            let name = self.fresh("m_plan");
+            let p = format!("planner-{}", self.n % 7);
+            let issued = self.rng.gen_bool(0.9);
+            self.exo(&name, &p, issued);
+            return name;
+        }
+        let kind = if budget == 2 {
+            2
+        } else {
+            self.rng.gen_range(0..10)
+        };
+        match kind {
+            0..=3 | 4..=6 if budget >= 3 => {
+                let w = self.rng.gen_range(2..=3).min(budget - 1);
+                let shares = split(&mut self.rng, budget - 1, w);
+                let kids: Vec<String> = shares
+                    .into_iter()
+                    .map(|b| self.gadget(b, depth + 1))
+                    .collect();
+                let (prefix, p, op) = if kind <= 3 {
+                    ("m_disp", "dispatcher", " | ")
+                } else {
+                    ("m_check", "checker", " & ")
+                };
+                let name = self.fresh(prefix);
+                self.endo(
+                    &name,
+                    &format!("{p}-{}", self.n % 3),
+                    format!("({})", kids.join(op)),
+                );
+                name
+            }
+            7..=8 | 2 => {
+                let d = self.rng.gen_range(1..=3).min(budget - 1);
+                let mut prev = self.gadget(budget - d, depth + 1);
+                for _ in 0..d {
+                    let name = self.fresh("m_relay");
+                    self.endo(&name, &format!("relay-{}", self.n % 5), prev);
+                    prev = name;
+                }
+                prev
+            }
+            _ => {
+                let child = self.gadget(budget - 2, depth + 1);
+                let abs = self.fresh("absent_halt");
+                let unfulfilled = self.rng.gen_bool(0.8);
+                self.exo(&abs, "supervisor", unfulfilled);
+                let name = self.fresh("m_exec");
+                self.endo(&name, "controller", format!("{child} & {abs}"));
+                name
+            }
+        }
+    }
+}
+
+/// Splits `total` into `parts` positive shares.
+fn split(rng: &mut ChaCha8Rng, total: usize, parts: usize) -> Vec<usize> {
+    let mut shares = vec![1; parts];
+    for _ in 0..total - parts {
+        let i = rng.gen_range(0..parts);
+        shares[i] += 1;
+    }
+    shares
+}
+
+fn sp_incident(k: usize, seed: u64) -> Model {
+    let mut sp = Sp {
+        rng: ChaCha8Rng::seed_from_u64(seed),
+        b: Some(ModelBuilder::new()),
+        n: 0,
+    };
+    let root = sp.gadget(k, 0);
+    let b = sp.b.take().unwrap_or_default();
+    b.exogenous("human_near", None, true, false)
+        .outcome(format!("human_near & {root}"))
+        .build()
+        .expect("generated model is valid")
+}
+
+fn conj_disj(k: usize) -> Model {
+    let mut b = ModelBuilder::new();
+    let mut clauses = Vec::new();
+    for i in 0..k.div_ceil(4) {
+        let mut lits = Vec::new();
+        for j in 0..4.min(k - 4 * i) {
+            let name = format!("m{i}_{j}");
+            b = b.exogenous(name.clone(), Some(&format!("p{j}")), true, true);
+            lits.push(name);
+        }
+        clauses.push(format!("({})", lits.join(" | ")));
+    }
+    b.outcome(clauses.join(" & ")).build().expect("valid")
+}
+
+/// Random non-monotone model: `k` candidates (half exogenous messages, half endogenous
+/// relays) plus a few non-candidate environment variables.
+fn nonmono(k: usize, seed: u64) -> Model {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut b = ModelBuilder::new();
+    let mut names: Vec<String> = Vec::new();
+    let n_exo = k.div_ceil(2);
+    for i in 0..n_exo {
+        let name = format!("m{i}");
+        b = b.exogenous(
+            name.clone(),
+            Some(&format!("p{}", i % 4)),
+            rng.gen_bool(0.7),
+            true,
+        );
+        names.push(name);
+    }
+    for i in 0..(k - n_exo) {
+        let pick = |rng: &mut ChaCha8Rng, names: &[String]| {
+            let v = names[rng.gen_range(names.len().saturating_sub(6)..names.len())].clone();
+            if rng.gen_bool(0.3) {
+                format!("!{v}")
+            } else {
+                v
+            }
+        };
+        let a = pick(&mut rng, &names);
+        let c = pick(&mut rng, &names);
+        let op = if rng.gen_bool(0.5) { "&" } else { "|" };
+        let name = format!("r{i}");
+        b = b.endogenous(
+            name.clone(),
+            Some(&format!("p{}", i % 4)),
+            format!("{a} {op} {c}"),
+            true,
+        );
+        names.push(name);
+    }
+    let tail: Vec<String> = names.iter().rev().take(4).cloned().collect();
+    let outcome = format!(
+        "({} | !{}) & ({} | {})",
+        tail[0],
+        tail[1 % tail.len()],
+        tail[2 % tail.len()],
+        tail[3 % tail.len()]
+    );
+    b.outcome(outcome).build().expect("valid")
+}
+
+fn to_json(m: &Model) -> String {
+    let mut vars = Vec::new();
+    for v in m.variables() {
+        let p = v
+            .principal
+            .map_or("null".to_string(), |p| format!("\"{p}\""));
+        let mech = match v.mechanism {
+            audita_causal::Mechanism::Value(b) => format!("\"value\": {b}"),
+            audita_causal::Mechanism::Eq(e) => format!("\"eq\": \"{e}\""),
+        };
+        vars.push(format!(
+            "\"{}\": {{\"principal\": {p}, {mech}, \"candidate\": {}}}",
+            v.name, v.candidate
+        ));
+    }
+    format!(
+        "{{\"variables\": {{{}}}, \"outcome\": \"{}\"}}",
+        vars.join(", "),
+        m.outcome()
+    )
+}
+
+/// Median seconds per call of `f`, repeating for at least `min_time`.
+fn time<T>(min_time: Duration, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    let mut last;
+    loop {
+        let t = Instant::now();
+        last = f();
+        samples.push(t.elapsed().as_secs_f64());
+        if start.elapsed() >= min_time && samples.len() >= 3
+            || samples.len() >= 10_000
+            || start.elapsed() > min_time * 20
+        {
+            break;
+        }
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    (samples[samples.len() / 2], last)
+}
+
+fn fmt_s(s: f64) -> String {
+    if s < 1e-3 {
+        format!("{:.1} µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}
+
+struct Row {
+    workload: &'static str,
+    k: usize,
+    vars: usize,
+    path: &'static str,
+    causes: f64,
+    engine: f64,
+    brute: Option<f64>,
+}
+
+/// Mean over `models` of the median wall-clock per query.
+fn measure(workload: &'static str, k: usize, models: &[Model], min_time: Duration) -> Row {
+    let opts = AttributeOptions::default();
+    let (mut engine, mut brute_sum, mut causes, mut vars) = (0.0, 0.0, 0, 0);
+    let mut brute_all = true;
+    let mut path = "monotone";
+    for model in models {
+        let (t, att) = time(min_time, || attribute_with(model, &[], &opts));
+        let att = att.unwrap_or_else(|e| panic!("{workload} k={k}: {e}"));
+        engine += t;
+        causes += att.causes.len();
+        vars += model.len();
+        if att.path != Path::Monotone {
+            path = "general";
+        }
+        if model.len() <= BRUTE_MAX_VARS {
+            let json = to_json(model);
+            let om = OracleModel::from_json(&json).expect("oracle reads the model");
+            let (t, rep) = time(Duration::from_millis(1), || {
+                brute::attribute(&om).expect("brute")
+            });
+            // Cross-check without contraction (the oracle does not contract).
+            let plain = attribute_with(
+                model,
+                &[],
+                &AttributeOptions {
+                    contract: false,
+                    ..opts
+                },
+            )
+            .expect("plain");
+            assert_eq!(
+                plain.responsibility, rep.responsibility,
+                "{workload} k={k}: engine and brute force disagree"
+            );
+            brute_sum += t;
+        } else {
+            brute_all = false;
+        }
+    }
+    let n = models.len() as f64;
+    Row {
+        workload,
+        k,
+        vars: (vars as f64 / n).round() as usize,
+        path,
+        causes: causes as f64 / n,
+        engine: engine / n,
+        brute: brute_all.then_some(brute_sum / n),
+    }
+}
+
+const BRUTE_MAX_VARS: usize = 14;
+const SEEDS: u64 = 5;
+
+fn prototype(k: usize) -> Option<&'static str> {
+    match k {
+        2 => Some("0.02 s"),
+        8 => Some("0.92 s"),
+        12 => Some("15 s"),
+        14 => Some("62 s"),
+        _ => None,
+    }
+}
+
+fn svg(rows: &[Row]) -> String {
+    let (w, h, ml, mb) = (720.0, 420.0, 70.0, 50.0);
+    let (x_max, y_min, y_max) = (64.0f64, -7.0f64, 2.0f64); // log10 seconds
+    let x = |k: f64| ml + k / x_max * (w - ml - 20.0);
+    let y = |s: f64| {
+        let l = s.max(1e-7).log10().clamp(y_min, y_max);
+        (h - mb) - (l - y_min) / (y_max - y_min) * (h - mb - 20.0)
+    };
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = write!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    for e in (y_min as i32)..=(y_max as i32) {
+        let yy = y(10f64.powi(e));
+        let _ = write!(
+            out,
+            r##"<line x1="{ml}" x2="{}" y1="{yy}" y2="{yy}" stroke="#ddd"/><text x="5" y="{}">1e{e} s</text>"##,
+            w - 20.0,
+            yy + 4.0
+        );
+    }
+    for k in (0..=64).step_by(8) {
+        let xx = x(k as f64);
+        let _ = write!(
+            out,
+            r#"<text x="{}" y="{}">{k}</text>"#,
+            xx - 6.0,
+            h - mb + 18.0
+        );
+    }
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}">interacting candidates k</text>"#,
+        w / 2.0 - 60.0,
+        h - 10.0
+    );
+    let series: [(&str, &str, Box<dyn Fn(&Row) -> Option<f64>>); 5] = [
+        (
+            "sp",
+            "#1f77b4",
+            Box::new(|r: &Row| (r.workload == "sp").then_some(r.engine)),
+        ),
+        (
+            "conj-disj",
+            "#2ca02c",
+            Box::new(|r: &Row| (r.workload == "conj-disj").then_some(r.engine)),
+        ),
+        (
+            "nonmono",
+            "#d62728",
+            Box::new(|r: &Row| (r.workload == "nonmono").then_some(r.engine)),
+        ),
+        (
+            "brute force (sp)",
+            "#7f7f7f",
+            Box::new(|r: &Row| if r.workload == "sp" { r.brute } else { None }),
+        ),
+        ("prototype", "#ff7f0e", Box::new(|_r: &Row| None)),
+    ];
+    for (i, (name, colour, f)) in series.iter().enumerate() {
+        let mut pts: Vec<(f64, f64)> = rows
+            .iter()
+            .filter_map(|r| f(r).map(|s| (x(r.k as f64), y(s))))
+            .collect();
+        if *name == "prototype" {
+            pts = [(2, 0.02), (8, 0.92), (12, 15.0), (14, 62.0)]
+                .iter()
+                .map(|&(k, s)| (x(k as f64), y(s)))
+                .collect();
+        }
+        let path: Vec<String> = pts.iter().map(|(a, b)| format!("{a:.1},{b:.1}")).collect();
+        let _ = write!(
+            out,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+            path.join(" ")
+        );
+        for (a, b) in &pts {
+            let _ = write!(
+                out,
+                r#"<circle cx="{a:.1}" cy="{b:.1}" r="3" fill="{colour}"/>"#
+            );
+        }
+        let ly = 30.0 + 16.0 * i as f64;
+        let _ = write!(
+            out,
+            r#"<rect x="{}" y="{}" width="12" height="4" fill="{colour}"/><text x="{}" y="{}">{name}</text>"#,
+            w - 190.0,
+            ly - 6.0,
+            w - 172.0,
+            ly
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; ignore arguments.
+    let quick = std::env::var_os("AUDITA_BENCH_QUICK").is_some();
+    let min_time = if quick {
+        Duration::from_millis(20)
+    } else {
+        Duration::from_millis(300)
+    };
+    let mut rows = Vec::new();
+    for k in [2, 4, 6, 8, 10, 12, 13, 14, 16, 24, 32, 48, 64] {
+        let models: Vec<Model> = (0..SEEDS)
+            .map(|s| sp_incident(k, 1000 * k as u64 + s))
+            .collect();
+        rows.push(measure("sp", k, &models, min_time));
+    }
+    for k in [8, 16, 32, 64] {
+        rows.push(measure("conj-disj", k, &[conj_disj(k)], min_time));
+    }
+    for k in [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28] {
+        let models: Vec<Model> = (0..SEEDS)
+            .map(|s| nonmono(k, 1000 * k as u64 + s))
+            .collect();
+        let row = measure("nonmono", k, &models, min_time);
+        let slow = row.engine > 1.0;
+        rows.push(row);
+        if slow {
+            break;
+        }
+    }
+    let mut t = String::new();
+    let _ = writeln!(t, "| workload | k | variables | path | minimal causes (mean) | engine / query | brute force / query | prototype |");
+    let _ = writeln!(t, "|---|---:|---:|---|---:|---:|---:|---:|");
+    for r in &rows {
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} |",
+            r.workload,
+            r.k,
+            r.vars,
+            r.path,
+            r.causes,
+            fmt_s(r.engine),
+            r.brute.map_or("—".into(), fmt_s),
+            if r.workload == "sp" {
+                prototype(r.k).unwrap_or("—")
+            } else {
+                "—"
+            }
+        );
+    }
+    print!("{t}");
+    if let Some(path) = std::env::var_os("AUDITA_BENCH_SVG") {
+        std::fs::write(path, svg(&rows)).expect("write svg");
+    }
+}

@@ -12,6 +12,8 @@
 pub(crate) struct Family {
     words: usize,
     data: Vec<u64>,
+    /// Superset of the union of the member sets.
+    support: Vec<u64>,
 }
 
 /// A family grew beyond the configured limit.
@@ -28,6 +30,7 @@ impl Family {
         Family {
             words,
             data: Vec::new(),
+            support: vec![0; words],
         }
     }
 
@@ -36,13 +39,18 @@ impl Family {
         Family {
             words,
             data: vec![0; words],
+            support: vec![0; words],
         }
     }
 
     pub(crate) fn singleton(words: usize, bit: usize) -> Self {
         let mut data = vec![0; words];
         data[bit / 64] |= 1 << (bit % 64);
-        Family { words, data }
+        Family {
+            words,
+            support: data.clone(),
+            data,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -57,18 +65,50 @@ impl Family {
         self.data.chunks_exact(self.words)
     }
 
+    fn disjoint(&self, other: &Family) -> bool {
+        self.support
+            .iter()
+            .zip(&other.support)
+            .all(|(a, b)| a & b == 0)
+    }
+
+    fn joint_support(&self, other: &Family) -> Vec<u64> {
+        self.support
+            .iter()
+            .zip(&other.support)
+            .map(|(a, b)| a | b)
+            .collect()
+    }
+
     /// Minimal sets of `self ∪ other`.
+    ///
+    /// Two antichains over disjoint supports, neither holding the empty set, unite into
+    /// an antichain: no minimisation is needed (the read-once case).
     pub(crate) fn union_min(&self, other: &Family, limit: usize) -> Result<Family, TooLarge> {
         if self.is_unit() || other.is_unit() {
             return Ok(Family::unit(self.words));
         }
+        if self.len() + other.len() > limit {
+            return Err(TooLarge);
+        }
         let mut data = Vec::with_capacity(self.data.len() + other.data.len());
         data.extend_from_slice(&self.data);
         data.extend_from_slice(&other.data);
-        minimize(self.words, data, limit)
+        let support = self.joint_support(other);
+        if self.disjoint(other) {
+            return Ok(Family {
+                words: self.words,
+                data,
+                support,
+            });
+        }
+        minimize(self.words, data, support, limit)
     }
 
     /// Minimal sets of `{a ∪ b : a ∈ self, b ∈ other}`.
+    ///
+    /// Over disjoint supports the product of two antichains is an antichain
+    /// (`a1 ∪ b1 ⊆ a2 ∪ b2` forces `a1 ⊆ a2` and `b1 ⊆ b2`): no minimisation.
     pub(crate) fn cross_min(&self, other: &Family, limit: usize) -> Result<Family, TooLarge> {
         if self.is_unit() {
             return Ok(other.clone());
@@ -76,8 +116,9 @@ impl Family {
         if other.is_unit() {
             return Ok(self.clone());
         }
-        let w = self.words;
-        if self.len().saturating_mul(other.len()) > limit.saturating_mul(64) {
+        let disjoint = self.disjoint(other);
+        let product = self.len().saturating_mul(other.len());
+        if product > limit.saturating_mul(if disjoint { 1 } else { 64 }) {
             return Err(TooLarge);
         }
         let mut data = Vec::with_capacity(self.data.len() * other.len());
@@ -86,8 +127,15 @@ impl Family {
                 data.extend(a.iter().zip(b).map(|(x, y)| x | y));
             }
         }
-        let _ = w;
-        minimize(self.words, data, limit)
+        let support = self.joint_support(other);
+        if disjoint {
+            return Ok(Family {
+                words: self.words,
+                data,
+                support,
+            });
+        }
+        minimize(self.words, data, support, limit)
     }
 }
 
@@ -99,7 +147,12 @@ fn subset(a: &[u64], b: &[u64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x & !y == 0)
 }
 
-fn minimize(words: usize, data: Vec<u64>, limit: usize) -> Result<Family, TooLarge> {
+fn minimize(
+    words: usize,
+    data: Vec<u64>,
+    support: Vec<u64>,
+    limit: usize,
+) -> Result<Family, TooLarge> {
     let mut sets: Vec<&[u64]> = data.chunks_exact(words).collect();
     sets.sort_by(|a, b| popcount(a).cmp(&popcount(b)).then_with(|| a.cmp(b)));
     let mut kept: Vec<&[u64]> = Vec::new();
@@ -116,7 +169,11 @@ fn minimize(words: usize, data: Vec<u64>, limit: usize) -> Result<Family, TooLar
     for k in kept {
         out.extend_from_slice(k);
     }
-    Ok(Family { words, data: out })
+    Ok(Family {
+        words,
+        data: out,
+        support,
+    })
 }
 
 #[cfg(test)]
@@ -139,6 +196,23 @@ mod tests {
     fn union_drops_supersets() {
         let f = fam(&[&[0, 1], &[0], &[2]]);
         assert_eq!(f.len(), 2);
+    }
+
+    #[test]
+    fn shared_variables_are_minimised() {
+        // Overlapping supports go through minimisation; disjoint ones do not need it.
+        let a = fam(&[&[0, 1]]);
+        let b = fam(&[&[0, 2]]);
+        let u = a.union_min(&b, 1000).unwrap();
+        assert_eq!(u.len(), 2);
+        let c = fam(&[&[0], &[1]])
+            .cross_min(&fam(&[&[0], &[2]]), 1000)
+            .unwrap();
+        assert_eq!(c.len(), 2);
+        let d = fam(&[&[0], &[1]])
+            .cross_min(&fam(&[&[2], &[3]]), 1000)
+            .unwrap();
+        assert_eq!(d.len(), 4);
     }
 
     #[test]
