@@ -7,6 +7,7 @@
 use clap::{Parser, Subcommand};
 
 mod attribute;
+mod bench;
 mod sample_record;
 mod verify;
 
@@ -19,6 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Evaluation benchmarks (attribution accuracy on the facility register).
+    Bench(bench::BenchArgs),
     /// Graded actual-causality attribution of a structural model (SPEC §7 JSON).
     Attribute(attribute::AttributeArgs),
     /// Verify an on-disk sealed record offline (public keys only); JSON summary.
@@ -30,6 +33,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
+        Command::Bench(args) => bench::run(args),
         Command::Attribute(args) => attribute::run(args),
         Command::Verify(args) => verify::run(args),
         Command::SampleRecord(args) => sample_record::run(args),

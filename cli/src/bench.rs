@@ -1,0 +1,878 @@
+//! `audita bench attribution`: the attribution-accuracy evaluation of issue 4.
+//!
+//! Runs every scenario family of the facility register and the parameterised
+//! generator with every method, and prints (with `--json`) one object
+//!
+//! ```text
+//! {"families": {FAMILY: {METHOD: {"error": e, "error_causal": c, "exact": x, "n": n, "sd": s}}},
+//!  "no_cause": {METHOD: {"manufactured_rate": r, "n": n}},
+//!  "record_attacks": {ATTACK: {"detected_rate": r, "certified_invariant_rate": r, "n": n}},
+//!  "conduct_attacks": {FAMILY: {"involvement_raised_rate", "victim_culpability_zero_rate",
+//!                               "certificate_names_attacker_rate", "n"}},
+//!  "duty_sensitivity": {STANDARD: {"culpable_changed_rate", "mean_shift", "causal_invariant_rate", "n"}},
+//!  "wallclock_us": {K: {"engine": us, "oracle": us, "n": n}},
+//!  "generator": {"draws": n, "adverse_rate": r}, "oracle_agreement": r, "judges": STATUS}
+//! ```
+//!
+//! Families: `redundancy`, `inert_twin`, `preemption`, `omission`, `chain`,
+//! `unexpected_startup`, `no_cause`, `trivial`, `conditioning`, `inevitability_rigging`,
+//! `scapegoat`, `generator`. Methods: `audita` (causal engine with exact replay
+//! certification on the pinned world, culpable = certified ρ where the principal's own
+//! record breaches a registered duty), `audita_causal_only` (the same engine, duty layer
+//! ablated), `single_site`, `shapley`, `anomaly`, `judge_all_at_once`,
+//! `judge_step_wise`, `judge_binary_search` (run only with `AUDITA_JUDGE_ENDPOINT`).
+//!
+//! Responsibility error (see `audita_baselines::metrics`): total-variation distance
+//! between unit-mass normalised profiles over the principals, i.e. ½·ℓ1. `error` is
+//! against the **culpable** profile (causal ρ restricted to principals in breach; a
+//! conduit is never in breach, so conduits enter with 0); `error_causal` is against the
+//! **causal** profile with conduit-flagged principals set to 0 (originating
+//! responsibility). Truth comes from exact re-execution of the world by the facility's
+//! analytic oracle; `oracle_agreement` is the fraction of draws where it equals the
+//! family's planted truth.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use audita_baselines::{anomaly, judge, metrics, shapley, single_site, FacilityIncident, Profile};
+use audita_causal::certify::{attribute_certified, CertifyMode};
+use audita_causal::{CertifyConfig, Model};
+use audita_evidence::verify_record;
+use audita_facility::conduct::certificate;
+use audita_facility::generator::{self, Params};
+use audita_facility::model::model_json;
+use audita_facility::oracle::{breaches, truth, Truth};
+use audita_facility::record::{attack, sign_record, Attack};
+use audita_facility::replay::WorldReplayer;
+use audita_facility::scenario::{generate, Family, Scenario};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Map, Value};
+
+/// `audita bench ...`
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    what: BenchWhat,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum BenchWhat {
+    /// Attribution accuracy on the facility register (issue 4 item 6).
+    Attribution(AttributionArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct AttributionArgs {
+    /// Draws per family per generation seed.
+    #[arg(long, default_value_t = 100)]
+    draws: u64,
+    /// Generation seeds (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
+    seeds: Vec<u64>,
+    /// Print the result object as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Generator draws in total (split over the seeds).
+    #[arg(long, default_value_t = 1002)]
+    generator_draws: u64,
+    /// No-cause control draws in total (split over the seeds).
+    #[arg(long, default_value_t = 300)]
+    no_cause_draws: u64,
+    /// Markdown file whose `## Attribution accuracy` section is rewritten.
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    out: PathBuf,
+    /// Do not write BENCHMARKS.md or the plots.
+    #[arg(long)]
+    no_write: bool,
+}
+
+/// Runs `audita bench`.
+pub fn run(args: &BenchArgs) -> i32 {
+    match &args.what {
+        BenchWhat::Attribution(a) => match attribution(a) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                2
+            }
+        },
+    }
+}
+
+const METHODS: [&str; 8] = [
+    "audita",
+    "audita_causal_only",
+    "single_site",
+    "shapley",
+    "anomaly",
+    "judge_all_at_once",
+    "judge_step_wise",
+    "judge_binary_search",
+];
+
+#[derive(Default, Clone)]
+struct Acc {
+    err: f64,
+    err_causal: f64,
+    exact: u64,
+    n: u64,
+}
+
+impl Acc {
+    fn add(&mut self, e: f64, ec: f64) {
+        self.err += e;
+        self.err_causal += ec;
+        self.exact += u64::from(e < 1e-9);
+        self.n += 1;
+    }
+}
+
+/// Per-(family, method, seed) accumulators.
+type Cells = BTreeMap<String, BTreeMap<String, BTreeMap<u64, Acc>>>;
+
+struct Outcome {
+    profiles: BTreeMap<&'static str, Option<Profile>>,
+    truth: Truth,
+    agrees: bool,
+    engine_us: f64,
+    oracle_us: f64,
+    k: usize,
+}
+
+fn zero(sc: &Scenario) -> Profile {
+    sc.principals().into_iter().map(|p| (p, 0.0)).collect()
+}
+
+/// The engine's certified causal profile on the pinned world.
+fn audita_causal(sc: &Scenario) -> anyhow::Result<Profile> {
+    let model = Model::from_json(&model_json(&sc.spec)?)?;
+    let mut rep = WorldReplayer::pinned(&sc.spec);
+    let cfg = CertifyConfig {
+        delta: 0.5,
+        mode: CertifyMode::Exact,
+        tolerance: 0.0,
+    };
+    let cert = attribute_certified(&model, &[], &mut rep, &cfg)?;
+    Ok(sc
+        .principals()
+        .into_iter()
+        .map(|p| {
+            let r = cert.attribution.responsibility_of(&p);
+            (p, r)
+        })
+        .collect())
+}
+
+fn culpable_of(sc: &Scenario, causal: &Profile) -> Profile {
+    let breach = breaches(&sc.spec);
+    causal
+        .iter()
+        .map(|(k, v)| (k.clone(), if breach.contains(k) { *v } else { 0.0 }))
+        .collect()
+}
+
+fn evaluate(
+    sc: &Scenario,
+    judges: &mut Option<judge::Judge<judge::HttpTransport>>,
+) -> anyhow::Result<Outcome> {
+    let t0 = Instant::now();
+    let t = truth(&sc.spec)?;
+    let oracle_us = t0.elapsed().as_secs_f64() * 1e6;
+    let names = sc.principals();
+    let agrees =
+        t.causal == sc.planted.causal_over(&names) && t.culpable == sc.planted.culpable(&names);
+    let t1 = Instant::now();
+    let causal = audita_causal(sc)?;
+    let engine_us = t1.elapsed().as_secs_f64() * 1e6;
+    let inc = FacilityIncident::new(sc);
+    let mut profiles: BTreeMap<&'static str, Option<Profile>> = BTreeMap::new();
+    profiles.insert("audita", Some(culpable_of(sc, &causal)));
+    profiles.insert("audita_causal_only", Some(causal));
+    profiles.insert("single_site", Some(single_site::score(&inc)));
+    profiles.insert("shapley", shapley::score(&inc).ok());
+    profiles.insert("anomaly", Some(anomaly::score(&inc)));
+    for f in judge::Format::ALL {
+        let p = match judges.as_mut() {
+            Some(j) => j.judge(&inc, f).ok(),
+            None => None,
+        };
+        profiles.insert(f.name(), p);
+    }
+    let _ = zero(sc);
+    Ok(Outcome {
+        profiles,
+        k: t.candidates.len(),
+        truth: t,
+        agrees,
+        engine_us,
+        oracle_us,
+    })
+}
+
+fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
+    let seeds = if a.seeds.is_empty() {
+        vec![0]
+    } else {
+        a.seeds.clone()
+    };
+    let ns = seeds.len() as u64;
+    let gen_per_seed = a.generator_draws.div_ceil(ns);
+    let nc_per_seed = a.no_cause_draws.div_ceil(ns);
+    let named: Vec<Family> = Family::ALL
+        .iter()
+        .copied()
+        .filter(|f| *f != Family::NoCause)
+        .collect();
+    let core_attack_draws = a.draws.div_ceil(4).max(1);
+    let total = ns
+        * (named.len() as u64 * a.draws
+            + gen_per_seed
+            + nc_per_seed
+            + Family::CORE.len() as u64 * core_attack_draws);
+    let pb = ProgressBar::new(total);
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+
+    let (mut judges, judge_status) = match judge::Judge::from_env() {
+        None => (None, "not run (AUDITA_JUDGE_ENDPOINT unset)".to_string()),
+        Some(Ok(j)) => (Some(j), "run".to_string()),
+        Some(Err(e)) => (None, format!("not run ({e})")),
+    };
+
+    let mut cells: Cells = BTreeMap::new();
+    let mut agree = (0u64, 0u64);
+    let mut no_cause: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let mut conduct: BTreeMap<&str, [u64; 4]> = BTreeMap::new();
+    let mut wall: BTreeMap<usize, (f64, f64, u64)> = BTreeMap::new();
+    let mut gen_adverse = (0u64, 0u64);
+    let mut duty: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
+    let mut attacks: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+
+    let record = |family: &str, seed: u64, out: &Outcome, cells: &mut Cells| {
+        let culp = &out.truth.culpable;
+        let caus = out.truth.causal_originating();
+        for (m, p) in &out.profiles {
+            if let Some(p) = p {
+                cells
+                    .entry(family.to_string())
+                    .or_default()
+                    .entry(m.to_string())
+                    .or_default()
+                    .entry(seed)
+                    .or_default()
+                    .add(metrics::error(p, culp), metrics::error(p, &caus));
+            }
+        }
+    };
+
+    for &seed in &seeds {
+        for &family in &named {
+            pb.set_message(format!("seed {seed} {}", family.name()));
+            for i in 0..a.draws {
+                let sc = generate(family, seed * 1_000_000 + i);
+                let out = evaluate(&sc, &mut judges)?;
+                agree.0 += u64::from(out.agrees);
+                agree.1 += 1;
+                record(family.name(), seed, &out, &mut cells);
+                if family.is_conduct_attack() {
+                    let c = conduct.entry(family.name()).or_insert([0; 4]);
+                    let victim = sc.planted.victim.clone().unwrap_or_default();
+                    let cert = certificate(&sc.spec, &victim)?;
+                    let audita = out
+                        .profiles
+                        .get("audita")
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_default();
+                    c[0] += u64::from(cert.is_some());
+                    c[1] += u64::from(audita.get(&victim).copied().unwrap_or(0.0) == 0.0);
+                    c[2] += u64::from(cert.as_ref().is_some_and(|c| {
+                        c.framers == sc.planted.framers
+                            && sc
+                                .planted
+                                .framers
+                                .iter()
+                                .filter(|(_, g)| **g > 0.0)
+                                .all(|(f, _)| c.framers[f] > 0.0)
+                    }));
+                    c[3] += 1;
+                }
+                if Family::CORE.contains(&family) {
+                    duty_sensitivity(&sc, &out, &mut duty)?;
+                }
+                pb.inc(1);
+            }
+        }
+        pb.set_message(format!("seed {seed} no_cause"));
+        for i in 0..nc_per_seed {
+            let sc = generate(Family::NoCause, seed * 1_000_000 + i);
+            let out = evaluate(&sc, &mut judges)?;
+            agree.0 += u64::from(out.agrees);
+            agree.1 += 1;
+            record("no_cause", seed, &out, &mut cells);
+            for (m, p) in &out.profiles {
+                if let Some(p) = p {
+                    let e = no_cause.entry(m).or_insert((0, 0));
+                    e.0 += u64::from(metrics::names_someone(p));
+                    e.1 += 1;
+                }
+            }
+            pb.inc(1);
+        }
+        pb.set_message(format!("seed {seed} generator"));
+        let params = Params::default();
+        for i in 0..gen_per_seed {
+            let sc = generator::generate(seed * 1_000_000 + i, &params);
+            let out = evaluate(&sc, &mut judges)?;
+            agree.0 += u64::from(out.agrees || out.truth.adverse.is_none() && !sc.planted.adverse);
+            agree.1 += 1;
+            gen_adverse.0 += u64::from(out.truth.adverse.is_some());
+            gen_adverse.1 += 1;
+            record("generator", seed, &out, &mut cells);
+            let w = wall.entry(out.k).or_insert((0.0, 0.0, 0));
+            w.0 += out.engine_us;
+            w.1 += out.oracle_us;
+            w.2 += 1;
+            pb.inc(1);
+        }
+        pb.set_message(format!("seed {seed} record attacks"));
+        for &family in &Family::CORE {
+            for i in 0..core_attack_draws {
+                let sc = generate(family, seed * 1_000_000 + i);
+                let sr = sign_record(&sc)?;
+                let clean = verify_record(&sr.record, &sr.keys);
+                for which in Attack::ALL {
+                    let rep = attack(&sr, which, i);
+                    let part = verify_record(&rep.record, &sr.keys);
+                    let detected = match which {
+                        Attack::Forge => !part.suspect.is_empty(),
+                        Attack::Drop => rep
+                            .dropped
+                            .as_ref()
+                            .is_some_and(|d| part.missing.iter().any(|m| &m.id == d)),
+                        Attack::Reorder => part.epochs.iter().any(|e| !e.intact()),
+                        Attack::Equivocate => !part.equivocations.is_empty(),
+                    };
+                    let invariant = part.certified.keys().eq(clean.certified.keys());
+                    let e = attacks.entry(which.name()).or_insert([0; 3]);
+                    e[0] += u64::from(detected);
+                    e[1] += u64::from(invariant);
+                    e[2] += 1;
+                }
+                pb.inc(1);
+            }
+        }
+    }
+    pb.finish_and_clear();
+
+    // Assemble the result object.
+    let mut families = Map::new();
+    for (fam, methods) in &cells {
+        let mut mm = Map::new();
+        for m in METHODS {
+            let Some(per_seed) = methods.get(m) else {
+                if m.starts_with("judge") {
+                    mm.insert(
+                        m.into(),
+                        json!({"error": null, "exact": null, "n": 0, "status": judge_status}),
+                    );
+                }
+                continue;
+            };
+            let mut tot = Acc::default();
+            let mut means = Vec::new();
+            for acc in per_seed.values() {
+                tot.err += acc.err;
+                tot.err_causal += acc.err_causal;
+                tot.exact += acc.exact;
+                tot.n += acc.n;
+                means.push(acc.err / acc.n.max(1) as f64);
+            }
+            let n = tot.n.max(1) as f64;
+            mm.insert(
+                m.into(),
+                json!({"error": round(tot.err / n), "error_causal": round(tot.err_causal / n),
+                       "exact": round(tot.exact as f64 / n), "n": tot.n, "sd": round(sd(&means))}),
+            );
+        }
+        families.insert(fam.clone(), Value::Object(mm));
+    }
+    let rate = |a: u64, b: u64| round(a as f64 / b.max(1) as f64);
+    let no_cause_v: Map<String, Value> = no_cause
+        .iter()
+        .map(|(m, (a, b))| {
+            (
+                m.to_string(),
+                json!({"manufactured_rate": rate(*a, *b), "n": b}),
+            )
+        })
+        .collect();
+    let attacks_v: Map<String, Value> = attacks
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!({"detected_rate": rate(v[0], v[2]), "certified_invariant_rate": rate(v[1], v[2]), "n": v[2]})))
+        .collect();
+    let conduct_v: Map<String, Value> = conduct
+        .iter()
+        .map(|(k, c)| {
+            (
+                k.to_string(),
+                json!({"involvement_raised_rate": rate(c[0], c[3]), "victim_culpability_zero_rate": rate(c[1], c[3]),
+                       "certificate_names_attacker_rate": rate(c[2], c[3]), "n": c[3]}),
+            )
+        })
+        .collect();
+    let duty_v: Map<String, Value> = duty
+        .iter()
+        .map(|(k, d)| {
+            let n = d[3].max(1.0);
+            (
+                k.to_string(),
+                json!({"culpable_changed_rate": round(d[0] / n), "mean_shift": round(d[1] / n),
+                       "causal_invariant_rate": round(d[2] / n), "n": d[3] as u64}),
+            )
+        })
+        .collect();
+    let wall_v: Map<String, Value> = wall
+        .iter()
+        .map(|(k, (e, o, n))| {
+            let nn = (*n).max(1) as f64;
+            (
+                k.to_string(),
+                json!({"engine": round(e / nn), "oracle": round(o / nn), "n": n}),
+            )
+        })
+        .collect();
+    let result = json!({
+        "families": families,
+        "no_cause": no_cause_v,
+        "record_attacks": attacks_v,
+        "conduct_attacks": conduct_v,
+        "duty_sensitivity": duty_v,
+        "wallclock_us": wall_v,
+        "generator": {"draws": gen_adverse.1, "adverse_rate": rate(gen_adverse.0, gen_adverse.1)},
+        "oracle_agreement": rate(agree.0, agree.1),
+        "judges": judge_status,
+        "seeds": seeds,
+        "draws_per_seed": a.draws,
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        println!("{}", markdown(&result));
+    }
+    if !a.no_write {
+        write_section(&a.out, &result)?;
+    }
+    Ok(())
+}
+
+/// Duty-standard sensitivity: the aisle envelope under the strict (0.8 m/s),
+/// specification (1.0 m/s) and lenient (2.0 m/s) standards.
+fn duty_sensitivity(
+    sc: &Scenario,
+    out: &Outcome,
+    acc: &mut BTreeMap<&'static str, [f64; 4]>,
+) -> anyhow::Result<()> {
+    let base = out
+        .profiles
+        .get("audita")
+        .cloned()
+        .flatten()
+        .unwrap_or_default();
+    let causal = out
+        .profiles
+        .get("audita_causal_only")
+        .cloned()
+        .flatten()
+        .unwrap_or_default();
+    for (name, limit) in [
+        ("strict_0.8mps", 80),
+        ("spec_1.0mps", 100),
+        ("lenient_2.0mps", 200),
+    ] {
+        let mut alt = sc.clone();
+        for z in &mut alt.spec.zones {
+            z.speed_limit = limit;
+        }
+        let t = truth(&alt.spec)?;
+        let culp = culpable_of(&alt, &causal);
+        let e = acc.entry(name).or_insert([0.0; 4]);
+        e[0] += f64::from(u8::from(culp != base));
+        e[1] += metrics::error(&culp, &base);
+        e[2] += f64::from(u8::from(t.causal == out.truth.causal));
+        e[3] += 1.0;
+    }
+    Ok(())
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn sd(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let m = xs.iter().sum::<f64>() / xs.len() as f64;
+    (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64).sqrt()
+}
+
+/// The paper's Table 2 (responsibility error, mean over 300 draws per structure).
+const PAPER_TABLE2: &[(&str, [f64; 6])] = &[
+    ("audita", [0.000, 0.000, 0.000, 0.000, 0.000, 0.000]),
+    (
+        "audita_causal_only",
+        [0.667, 0.667, 0.000, 0.500, 0.000, 0.367],
+    ),
+    (
+        "judge_all_at_once",
+        [0.500, 0.017, 0.000, 0.500, 0.500, 0.303],
+    ),
+    (
+        "judge_step_wise",
+        [0.500, 0.000, 0.017, 0.500, 0.500, 0.303],
+    ),
+    (
+        "judge_binary_search",
+        [0.567, 0.150, 0.000, 0.500, 0.500, 0.343],
+    ),
+    ("single_site", [1.000, 0.667, 0.000, 0.500, 0.000, 0.433]),
+    ("shapley", [0.833, 0.667, 0.095, 0.667, 0.000, 0.452]),
+    ("anomaly", [1.000, 1.000, 1.000, 1.000, 0.500, 0.900]),
+];
+
+fn cell(v: &Value, fam: &str, m: &str, key: &str) -> Option<f64> {
+    v["families"][fam][m][key].as_f64()
+}
+
+fn markdown(r: &Value) -> String {
+    let core = [
+        "redundancy",
+        "inert_twin",
+        "preemption",
+        "omission",
+        "chain",
+    ];
+    let mut s = String::new();
+    s.push_str("## Attribution accuracy\n\n");
+    s.push_str(&format!(
+        "Generated by `audita bench attribution` (seeds {}, {} draws per family per seed; \
+         generator {} draws, {:.1}% adverse; oracle agrees with planted truth on {:.1}% of draws). \
+         Responsibility error is ½·ℓ1 between unit-mass profiles against the **culpable** profile \
+         (conduits enter with 0); the causal-profile error (conduits zeroed) is in the JSON as \
+         `error_causal`. Culpability for the `audita` row is the certified engine ρ restricted to \
+         principals whose own record breaches a registered duty (content-determined registry check \
+         of `audita-facility`; the verdict layer replaces it when it lands). LLM judges: {}.\n\n",
+        r["seeds"],
+        r["draws_per_seed"],
+        r["generator"]["draws"],
+        r["generator"]["adverse_rate"].as_f64().unwrap_or(0.0) * 100.0,
+        r["oracle_agreement"].as_f64().unwrap_or(0.0) * 100.0,
+        r["judges"].as_str().unwrap_or("")
+    ));
+    s.push_str("### Core structures (this run; mean ± s.d. across seeds)\n\n");
+    s.push_str("| Method | Redundancy | Inert twin | Preemption | Omission | Chain | Average | Exact (avg) |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    for m in METHODS {
+        let mut row = format!("| {m} |");
+        let mut sum = 0.0;
+        let mut ex = 0.0;
+        let mut ok = true;
+        for f in core {
+            match (cell(r, f, m, "error"), cell(r, f, m, "sd")) {
+                (Some(e), Some(d)) => {
+                    sum += e;
+                    ex += cell(r, f, m, "exact").unwrap_or(0.0);
+                    row.push_str(&format!(" {e:.3} ± {d:.3} |"));
+                }
+                _ => {
+                    ok = false;
+                    row.push_str(" not run |");
+                }
+            }
+        }
+        if ok {
+            row.push_str(&format!(" {:.3} | {:.3} |", sum / 5.0, ex / 5.0));
+        } else {
+            row.push_str(" not run | – |");
+        }
+        s.push_str(&row);
+        s.push('\n');
+    }
+    s.push_str("\n### Paper, Table 2 (for comparison)\n\n");
+    s.push_str("| Method | Redundancy | Inert twin | Preemption | Omission | Chain | Average |\n|---|---|---|---|---|---|---|\n");
+    for (m, v) in PAPER_TABLE2 {
+        s.push_str(&format!(
+            "| {m} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |\n",
+            v[0], v[1], v[2], v[3], v[4], v[5]
+        ));
+    }
+    s.push_str("\n### Other families and the generator (error / exact-match rate)\n\n");
+    let others = [
+        "unexpected_startup",
+        "trivial",
+        "no_cause",
+        "conditioning",
+        "inevitability_rigging",
+        "scapegoat",
+        "generator",
+    ];
+    s.push_str("| Family | n |");
+    for m in &METHODS[..5] {
+        s.push_str(&format!(" {m} |"));
+    }
+    s.push_str("\n|---|---|---|---|---|---|---|\n");
+    for f in others {
+        let n = r["families"][f]["audita"]["n"].as_u64().unwrap_or(0);
+        let mut row = format!("| {f} | {n} |");
+        for m in &METHODS[..5] {
+            match (cell(r, f, m, "error"), cell(r, f, m, "exact")) {
+                (Some(e), Some(x)) => row.push_str(&format!(" {e:.3} / {x:.3} |")),
+                _ => row.push_str(" – |"),
+            }
+        }
+        s.push_str(&row);
+        s.push('\n');
+    }
+    s.push_str("\n### Negative control: manufactured-culprit rate on no-cause draws\n\n| Method | rate | n |\n|---|---|---|\n");
+    if let Some(o) = r["no_cause"].as_object() {
+        for (m, v) in o {
+            s.push_str(&format!(
+                "| {m} | {:.3} | {} |\n",
+                v["manufactured_rate"].as_f64().unwrap_or(0.0),
+                v["n"]
+            ));
+        }
+    }
+    s.push_str("\n### Record attacks (core families; evidence layer verification)\n\n| Attack | detected | certified set unchanged | n |\n|---|---|---|---|\n");
+    if let Some(o) = r["record_attacks"].as_object() {
+        for (m, v) in o {
+            s.push_str(&format!(
+                "| {m} | {:.3} | {:.3} | {} |\n",
+                v["detected_rate"].as_f64().unwrap_or(0.0),
+                v["certified_invariant_rate"].as_f64().unwrap_or(0.0),
+                v["n"]
+            ));
+        }
+    }
+    s.push_str("\n### Conduct attacks by valid-key insiders\n\n| Family | victim involvement raised | victim culpability 0 | certificate names the attackers | n |\n|---|---|---|---|---|\n");
+    if let Some(o) = r["conduct_attacks"].as_object() {
+        for (m, v) in o {
+            s.push_str(&format!(
+                "| {m} | {:.3} | {:.3} | {:.3} | {} |\n",
+                v["involvement_raised_rate"].as_f64().unwrap_or(0.0),
+                v["victim_culpability_zero_rate"].as_f64().unwrap_or(0.0),
+                v["certificate_names_attacker_rate"].as_f64().unwrap_or(0.0),
+                v["n"]
+            ));
+        }
+    }
+    s.push_str("\n### Duty-standard sensitivity (core families; aisle speed envelope)\n\n| Standard | culpable profile changed vs spec | mean shift (error) | causal profile invariant | n |\n|---|---|---|---|---|\n");
+    if let Some(o) = r["duty_sensitivity"].as_object() {
+        for (m, v) in o {
+            s.push_str(&format!(
+                "| {m} | {:.3} | {:.3} | {:.3} | {} |\n",
+                v["culpable_changed_rate"].as_f64().unwrap_or(0.0),
+                v["mean_shift"].as_f64().unwrap_or(0.0),
+                v["causal_invariant_rate"].as_f64().unwrap_or(0.0),
+                v["n"]
+            ));
+        }
+    }
+    s.push_str("\n### Wall-clock per incident query vs interacting candidates k (generator; µs)\n\n| k | engine (gate model + certify) | oracle (2^k re-executions) | n |\n|---|---|---|---|\n");
+    if let Some(o) = r["wallclock_us"].as_object() {
+        let mut rows: Vec<(u64, &Value)> =
+            o.iter().map(|(k, v)| (k.parse().unwrap_or(0), v)).collect();
+        rows.sort_by_key(|(k, _)| *k);
+        for (k, v) in rows {
+            s.push_str(&format!(
+                "| {k} | {:.0} | {:.0} | {} |\n",
+                v["engine"].as_f64().unwrap_or(0.0),
+                v["oracle"].as_f64().unwrap_or(0.0),
+                v["n"]
+            ));
+        }
+    }
+    s.push_str(
+        "\n![Responsibility error on the core structures](benchmarks/attribution_error.svg)\n",
+    );
+    s.push_str("\n![Wall-clock vs k](benchmarks/attribution_wallclock.svg)\n");
+    s
+}
+
+/// Rewrites (or appends) the `## Attribution accuracy` section and writes the SVGs
+/// next to the Markdown file.
+fn write_section(path: &Path, r: &Value) -> anyhow::Result<()> {
+    let section = markdown(r);
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let head = "## Attribution accuracy";
+    let new = match old.find(head) {
+        Some(start) => {
+            let rest = &old[start + head.len()..];
+            let end = rest
+                .find("\n## ")
+                .map(|i| start + head.len() + i + 1)
+                .unwrap_or(old.len());
+            format!("{}{}{}", &old[..start], section, &old[end..])
+        }
+        None if old.is_empty() => format!("# Benchmarks\n\n{section}"),
+        None => format!(
+            "{}\n{}",
+            old.trim_end_matches('\n').to_string() + "\n",
+            section
+        ),
+    };
+    std::fs::write(path, new)?;
+    let dir = path
+        .parent()
+        .map(|p| p.join("benchmarks"))
+        .unwrap_or_else(|| PathBuf::from("benchmarks"));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("attribution_error.svg"), error_svg(r))?;
+    std::fs::write(dir.join("attribution_wallclock.svg"), wallclock_svg(r))?;
+    Ok(())
+}
+
+fn error_svg(r: &Value) -> String {
+    let core = [
+        "redundancy",
+        "inert_twin",
+        "preemption",
+        "omission",
+        "chain",
+    ];
+    let methods = [
+        "audita",
+        "audita_causal_only",
+        "single_site",
+        "shapley",
+        "anomaly",
+    ];
+    let colors = ["#1b7f79", "#7fb8b4", "#d08c2e", "#8a5fb0", "#b84a4a"];
+    let (w, h, left, top, plot_h) = (760.0, 320.0, 50.0, 30.0, 220.0);
+    let group_w = (w - left - 20.0) / core.len() as f64;
+    let bar_w = group_w / (methods.len() as f64 + 1.0);
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <text x=\"{left}\" y=\"18\" font-size=\"13\">Responsibility error (culpable profile), core structures</text>\n"
+    );
+    for i in 0..=4 {
+        let v = i as f64 / 4.0;
+        let y = top + plot_h * (1.0 - v);
+        s.push_str(&format!(
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>\n",
+            w - 20.0,
+            left - 4.0,
+            y + 4.0
+        ));
+    }
+    for (gi, f) in core.iter().enumerate() {
+        let gx = left + gi as f64 * group_w;
+        for (mi, m) in methods.iter().enumerate() {
+            let e = cell(r, f, m, "error").unwrap_or(0.0);
+            let bh = plot_h * e;
+            let x = gx + (mi as f64 + 0.5) * bar_w;
+            s.push_str(&format!(
+                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{m} {f}: {e:.3}</title></rect>\n",
+                top + plot_h - bh,
+                bar_w * 0.9,
+                colors[mi]
+            ));
+        }
+        s.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{f}</text>\n",
+            gx + group_w / 2.0,
+            top + plot_h + 16.0
+        ));
+    }
+    for (mi, m) in methods.iter().enumerate() {
+        let x = left + mi as f64 * 135.0;
+        s.push_str(&format!(
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{m}</text>\n",
+            top + plot_h + 34.0,
+            colors[mi],
+            x + 14.0,
+            top + plot_h + 43.0
+        ));
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn wallclock_svg(r: &Value) -> String {
+    let mut pts: Vec<(f64, f64, f64)> = r["wallclock_us"]
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| {
+                    (
+                        k.parse().unwrap_or(0.0),
+                        v["engine"].as_f64().unwrap_or(0.0),
+                        v["oracle"].as_f64().unwrap_or(0.0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (w, h, left, top, pw, ph) = (640.0, 320.0, 60.0, 30.0, 540.0, 230.0);
+    let kmax = pts.iter().map(|p| p.0).fold(1.0, f64::max);
+    let ymax = pts
+        .iter()
+        .map(|p| p.1.max(p.2))
+        .fold(1.0, f64::max)
+        .log10()
+        .ceil()
+        .max(1.0);
+    let xy = |k: f64, us: f64| {
+        (
+            left + pw * k / kmax,
+            top + ph * (1.0 - us.max(1.0).log10() / ymax),
+        )
+    };
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <text x=\"{left}\" y=\"18\" font-size=\"13\">Wall-clock per incident query (µs, log scale) vs candidates k</text>\n"
+    );
+    for d in 0..=(ymax as i32) {
+        let y = top + ph * (1.0 - d as f64 / ymax);
+        s.push_str(&format!(
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">1e{d}</text>\n",
+            left + pw,
+            left - 4.0,
+            y + 4.0
+        ));
+    }
+    for (series, color) in [(1usize, "#1b7f79"), (2usize, "#b84a4a")] {
+        let path: Vec<String> = pts
+            .iter()
+            .map(|p| {
+                let (x, y) = xy(p.0, if series == 1 { p.1 } else { p.2 });
+                format!("{x:.1},{y:.1}")
+            })
+            .collect();
+        s.push_str(&format!(
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n",
+            path.join(" ")
+        ));
+    }
+    for p in &pts {
+        let (x, _) = xy(p.0, 1.0);
+        s.push_str(&format!(
+            "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            top + ph + 15.0,
+            p.0
+        ));
+    }
+    s.push_str(&format!(
+        "<text x=\"{left}\" y=\"{:.1}\" fill=\"#1b7f79\">engine (model + exact certification)</text>\
+         <text x=\"{:.1}\" y=\"{:.1}\" fill=\"#b84a4a\">oracle (2^k world re-executions)</text>\n</svg>\n",
+        top + ph + 35.0,
+        left + 260.0,
+        top + ph + 35.0
+    ));
+    s
+}
