@@ -208,9 +208,9 @@ impl<T: Transport> Judge<T> {
             }
             Format::StepWise => {
                 let mut found = None;
-                for i in 0..msgs.len() {
+                for (i, m) in msgs.iter().enumerate() {
                     if yes(&self.transport.complete(&prompt_step(inc, i))?) {
-                        found = Some(msgs[i].author.clone());
+                        found = Some(m.author.clone());
                         break;
                     }
                 }

@@ -768,7 +768,7 @@ impl WorldSpec {
                 }
             }
         }
-        sched.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        sched.sort_by_key(|a| (a.0, a.1, a.2));
 
         let mut rpos: Vec<Point> = self.robots.iter().map(|r| r.pos).collect();
         let mut rtarget: Vec<Option<Point>> = self.robots.iter().map(|r| r.target).collect();
