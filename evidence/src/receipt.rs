@@ -80,6 +80,16 @@ impl Receipt {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
     }
+    /// The signed body (stored bytes without the signature).
+    pub fn body(&self) -> &[u8] {
+        &self.bytes[..self.bytes.len() - SIGNATURE_LEN]
+    }
+    /// The signature bytes.
+    pub fn signature(&self) -> [u8; 64] {
+        let mut s = [0u8; 64];
+        s.copy_from_slice(&self.bytes[self.bytes.len() - SIGNATURE_LEN..]);
+        s
+    }
     /// SHA-256 of the stored bytes.
     pub fn digest(&self) -> Hash {
         sha256(&self.bytes)

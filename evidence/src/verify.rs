@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::checkpoint::{
     find_equivocations, Checkpoint, Equivocation, SignatureLine, SignedCheckpoint,
 };
-use crate::dsse::{self, ENVELOPE_TYPE};
+use crate::dsse::{self, ENVELOPE_TYPE, RECEIPT_TYPE};
 use crate::envelope::{Hash, MessageCheck, MessageId, Payload, SignedEnvelope, Verified};
 use crate::epoch::{EpochHeader, SealedEpoch};
 use crate::error::{DecodeError, EnvelopeError, NoteError, SignatureError};
@@ -95,8 +95,8 @@ pub struct Policy {
     /// Keepers that must co-sign each epoch's checkpoint; `None` = every keeper in
     /// the registry.
     pub required_keepers: Option<Vec<String>>,
-    /// Verify envelope signatures with one Ed25519 batch first (falls back to
-    /// single strict verification on failure). Off by default: batch
+    /// Verify envelope and receipt signatures with one Ed25519 batch each first
+    /// (falls back to single strict verification on failure). Off by default: batch
     /// verification may accept edge-case signatures (small-order components made
     /// by the key holder) that strict verification rejects.
     pub batch_signatures: bool,
@@ -632,7 +632,18 @@ pub fn verify_record_with(
             }
         }
     }
-    let batch_ok = policy.batch_signatures && batch_verify(present.values().map(|p| &p.env), keys);
+    let batch_ok = policy.batch_signatures
+        && batch_verify(
+            present.values().map(|p| {
+                (
+                    p.env.envelope().author.as_str(),
+                    ENVELOPE_TYPE,
+                    p.env.body(),
+                    p.env.signature(),
+                )
+            }),
+            keys,
+        );
     for p in present.values_mut() {
         let check = if batch_ok {
             p.env.envelope().validate().map_err(MessageCheck::Envelope)
@@ -649,8 +660,25 @@ pub fn verify_record_with(
     // Receipts.
     let mut receipted: BTreeMap<MessageId, Vec<PrincipalId>> = BTreeMap::new();
     let mut seen_receipts: BTreeSet<Hash> = BTreeSet::new();
-    for (i, raw) in record.receipts.iter().enumerate() {
-        let r = match Receipt::decode(raw.clone()) {
+    let decoded: Vec<Result<Receipt, DecodeError>> = record
+        .receipts
+        .iter()
+        .map(|raw| Receipt::decode(raw.clone()))
+        .collect();
+    let receipts_batch_ok = policy.batch_signatures
+        && batch_verify(
+            decoded.iter().flatten().map(|r| {
+                (
+                    r.recipient().as_str(),
+                    RECEIPT_TYPE,
+                    r.body(),
+                    r.signature(),
+                )
+            }),
+            keys,
+        );
+    for (i, decoded) in decoded.into_iter().enumerate() {
+        let r = match decoded {
             Err(e) => {
                 out.receipt_problems.push(ReceiptProblem {
                     record_index: i,
@@ -669,7 +697,12 @@ pub fn verify_record_with(
             });
             continue;
         }
-        if let Err(e) = r.verify(keys) {
+        let signature = if receipts_batch_ok {
+            Ok(())
+        } else {
+            r.verify(keys)
+        };
+        if let Err(e) = signature {
             out.receipt_problems.push(ReceiptProblem {
                 record_index: i,
                 message: Some(r.message().clone()),
@@ -824,16 +857,21 @@ pub fn verify_record_with(
     out
 }
 
-fn batch_verify<'a>(envs: impl Iterator<Item = &'a SignedEnvelope>, keys: &KeyRegistry) -> bool {
+/// One Ed25519 batch over `(signer, payload type, body, signature)`; false if any
+/// signer is unknown or the batch fails (callers then verify one by one).
+fn batch_verify<'a>(
+    items: impl Iterator<Item = (&'a str, &'static str, &'a [u8], [u8; 64])>,
+    keys: &KeyRegistry,
+) -> bool {
     let mut msgs = Vec::new();
     let mut sigs = Vec::new();
     let mut vks = Vec::new();
-    for e in envs {
-        let Some(k) = keys.principal(e.envelope().author.as_str()) else {
+    for (signer, payload_type, body, sig) in items {
+        let Some(k) = keys.principal(signer) else {
             return false;
         };
-        msgs.push(dsse::pae(ENVELOPE_TYPE, e.body()));
-        sigs.push(ed25519_dalek::Signature::from_bytes(&e.signature()));
+        msgs.push(dsse::pae(payload_type, body));
+        sigs.push(ed25519_dalek::Signature::from_bytes(&sig));
         vks.push(*k);
     }
     let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();

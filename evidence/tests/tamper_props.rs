@@ -65,6 +65,8 @@ proptest! {
         }
         let p = verify_record(&r, &s.keys);
         prop_assert!(!p.is_clean());
+        let batched = verify_record_with(&r, &s.keys, &Policy { batch_signatures: true, ..Policy::default() }, None);
+        prop_assert_eq!(&batched, &p, "batch verification changes no finding");
         for c in p.certified.values() {
             prop_assert!(originals.contains(c.envelope.as_bytes()), "a modified envelope was certified");
         }
