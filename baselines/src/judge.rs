@@ -266,17 +266,17 @@ mod tests {
     #[test]
     fn formats_return_single_culprits() {
         use audita_facility::scenario::{generate, Family};
-        let sc = generate(Family::Trivial, 1);
+        let sc = generate(Family::Chain, 1);
         let inc = crate::FacilityIncident::new(&sc);
         let mut j = Judge::with_transport(Scripted(vec!["planner-1".into()]));
         let p = j.judge(&inc, Format::AllAtOnce).unwrap();
         assert_eq!(p.get("planner-1"), Some(&1.0));
         let mut j = Judge::with_transport(Scripted(vec!["no".into(), "yes".into()]));
         let p = j.judge(&inc, Format::StepWise).unwrap();
-        assert_eq!(p.get("controller-agv-1"), Some(&1.0));
-        let mut j = Judge::with_transport(Scripted(vec!["yes".into()]));
-        let p = j.judge(&inc, Format::BinarySearch).unwrap();
         assert_eq!(p.get("planner-1"), Some(&1.0));
+        let mut j = Judge::with_transport(Scripted(vec!["yes".into(); 8]));
+        let p = j.judge(&inc, Format::BinarySearch).unwrap();
+        assert_eq!(p.get("user"), Some(&1.0));
         let mut j = Judge::with_transport(Scripted(vec!["somebody else".into()]));
         assert!(j
             .judge(&inc, Format::AllAtOnce)

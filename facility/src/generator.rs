@@ -50,7 +50,7 @@ impl Default for Params {
             max_conj: 3,
             max_depth: 3,
             max_nesting: 2,
-            p_issue: 0.85,
+            p_issue: 0.65,
             p_duty: 0.35,
             p_fulfilled: 0.25,
             p_quality: 0.25,

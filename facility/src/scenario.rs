@@ -466,7 +466,7 @@ fn preemption(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
     let p1 = b.principal("planner-1", Role::Planner);
     let p3 = b.principal("planner-3", Role::Planner);
     let d = b.principal("dispatcher", Role::Dispatcher);
-    let r = b.principal("controller-agv-1", Role::Controller);
+    let _r = b.principal("controller-agv-1", Role::Controller);
     let s = b.principal("supervisor", Role::Supervisor);
     let fast = Action::SetSpeed {
         robot: a.robot,
@@ -477,21 +477,24 @@ fn preemption(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
     let veto = b.origin(s, a.t0, d, Action::Halt { robot: a.robot });
     b.cmd_mut(veto).cites = vec![m1];
     let later = a.t0 + rng.gen_range(5..=15);
-    let m3 = b.origin(p3, later, d, fast);
-    let md = b.relay(d, later + 1, Some(r), fast, vec![m3], false);
-    b.relay(r, later + 2, None, fast, vec![md], false);
+    // The later command goes directly to the robot (planner-3 holds direct control of
+    // the aisle AGV), so its production path has no relay.
+    b.command(
+        p3,
+        later,
+        Destination::Actuator,
+        fast,
+        Vec::new(),
+        Derivation::Origin,
+    );
     let hit =
-        arrival_tick(a.crossing_x, a.slow, 1, &[(later + 3, a.fast)], HORIZON).unwrap_or(HORIZON);
+        arrival_tick(a.crossing_x, a.slow, 1, &[(later + 1, a.fast)], HORIZON).unwrap_or(HORIZON);
     b.crossing_worker(a.crossing_x, hit);
     let planted = Planted {
         adverse: true,
-        causal: profile(&[
-            ("planner-3", 1.0),
-            ("dispatcher", 1.0),
-            ("controller-agv-1", 1.0),
-        ]),
+        causal: profile(&[("planner-3", 1.0)]),
         breach: set(&["planner-1", "planner-3"]),
-        conduit: set(&["dispatcher", "controller-agv-1"]),
+        conduit: set(&[]),
         ..Planted::default()
     };
     (b.spec, planted)
@@ -706,22 +709,28 @@ fn trivial(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
     let mut b = Builder::new(HORIZON);
     let a = b.aisle(rng, true, false);
     let p = b.principal("planner-1", Role::Planner);
-    let r = b.principal("controller-agv-1", Role::Controller);
     let _s = b.principal("supervisor", Role::Supervisor);
     let fast = Action::SetSpeed {
         robot: a.robot,
         speed: a.fast,
     };
-    let m = b.origin(p, a.t0, r, fast);
-    b.relay(r, a.t0 + 1, None, fast, vec![m], false);
+    // A single command with a direct path to the robot.
+    b.command(
+        p,
+        a.t0,
+        Destination::Actuator,
+        fast,
+        Vec::new(),
+        Derivation::Origin,
+    );
     let hit =
-        arrival_tick(a.crossing_x, a.slow, 1, &[(a.t0 + 2, a.fast)], HORIZON).unwrap_or(HORIZON);
+        arrival_tick(a.crossing_x, a.slow, 1, &[(a.t0 + 1, a.fast)], HORIZON).unwrap_or(HORIZON);
     b.crossing_worker(a.crossing_x, hit);
     let planted = Planted {
         adverse: true,
-        causal: profile(&[("planner-1", 1.0), ("controller-agv-1", 1.0)]),
+        causal: profile(&[("planner-1", 1.0)]),
         breach: set(&["planner-1"]),
-        conduit: set(&["controller-agv-1"]),
+        conduit: set(&[]),
         ..Planted::default()
     };
     (b.spec, planted)

@@ -79,17 +79,17 @@ fn dutiful_halt_averts_the_omission_and_startup_harms() {
 
 #[test]
 fn malformed_worlds_are_errors_not_panics() {
-    let mut sc = generate(Family::Trivial, 0);
+    let mut sc = generate(Family::Redundancy, 0);
     sc.spec.commands[0].cites = vec![CommandId(5)];
     assert!(matches!(
         sc.spec.validate(),
         Err(WorldError::BadCitation { .. })
     ));
-    let mut sc = generate(Family::Trivial, 0);
+    let mut sc = generate(Family::Redundancy, 0);
     sc.spec.commands[1].derivation = Derivation::RelayAll;
     sc.spec.commands[1].cites.clear();
     assert_eq!(sc.spec.validate(), Err(WorldError::EmptyRelay(1)));
-    let mut sc = generate(Family::Trivial, 0);
+    let mut sc = generate(Family::Redundancy, 0);
     sc.spec.commands[0].destination =
         Destination::Principal(audita_facility::world::PrincipalId(99));
     assert!(matches!(
