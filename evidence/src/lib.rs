@@ -13,7 +13,7 @@
 //!
 //! Typical flow: build an [`Envelope`], [`Envelope::sign`] it, have the recipient
 //! sign a [`Receipt`], feed ids to a [`Sealer`] and [`Sealer::close_epoch`], let
-//! keepers [`SignedCheckpoint::cosign`], collect everything into a [`Record`] and
+//! each [`Keeper`] co-sign the checkpoint after checking consistency, collect everything into a [`Record`] and
 //! [`verify_record`] it into a [`Partition`].
 #![warn(missing_docs)]
 
@@ -23,6 +23,7 @@ pub mod dsse;
 pub mod envelope;
 pub mod epoch;
 pub mod error;
+pub mod keeper;
 pub mod merkle;
 pub mod principal;
 pub mod receipt;
@@ -42,6 +43,7 @@ pub use epoch::{EpochHeader, SealedEpoch, Sealer};
 pub use error::{
     DecodeError, EnvelopeError, NameError, NoteError, ProofError, SignatureError, StoreError,
 };
+pub use keeper::{Keeper, KeeperError};
 pub use merkle::{ConsistencyProof, InclusionProof};
 pub use principal::{derive_signing_key, KeyRegistry, PrincipalId};
 pub use receipt::Receipt;

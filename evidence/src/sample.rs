@@ -18,6 +18,8 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::envelope::{Effect, Envelope, MessageId, Payload, ReplayPins, SignedEnvelope, ToolPin};
 use crate::epoch::{SealedEpoch, Sealer};
+use crate::keeper::Keeper;
+use crate::merkle::ConsistencyProof;
 use crate::principal::{derive_signing_key, KeyRegistry, PrincipalId};
 use crate::receipt::Receipt;
 use crate::store::PayloadStore;
@@ -118,7 +120,7 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
     let mut episode = 0u64;
     while f.out.len() < messages {
         episode += 1;
-        let robot = if episode % 2 == 0 { "agv-2" } else { "agv-1" };
+        let robot = if episode & 1 == 0 { "agv-2" } else { "agv-1" };
         if episode <= 2 {
             // Personal data goes to the payload store; only its commitment is signed.
             let text = format!(
@@ -246,7 +248,7 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
             )
             .cite([mv.clone()]),
         );
-        if episode % 2 == 0 {
+        if episode & 1 == 0 {
             let qc = f.send(Envelope::new(
                 p("qc-station"),
                 p("supervisor"),
@@ -306,13 +308,29 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
     if sealer.pending() > 0 {
         epochs.push(sealer.close_epoch(last_time + 10));
     }
-    for e in &mut epochs {
-        for k in SAMPLE_KEEPERS {
-            e.checkpoint.cosign(
-                k,
-                &derive_signing_key(seed, k),
+    let all_leaves: Vec<crate::Hash> = envelopes
+        .iter()
+        .map(|e| crate::merkle::leaf_hash(&e.id().leaf_bytes()))
+        .collect();
+    for name in SAMPLE_KEEPERS {
+        let mut keeper = match Keeper::new(name, derive_signing_key(seed, name)) {
+            Ok(k) => k,
+            Err(e) => panic!("sample keeper {name}: {e}"),
+        };
+        let mut old_size = 0u64;
+        for e in &mut epochs {
+            let size = e.header.size as usize;
+            let proof = ConsistencyProof::generate(&all_leaves[..size], old_size)
+                .unwrap_or_else(|err| panic!("sample consistency proof: {err}"));
+            if let Err(err) = keeper.cosign(
+                &mut e.checkpoint,
+                &proof,
+                &keys,
                 1_790_000_000 + e.header.number,
-            );
+            ) {
+                panic!("sample keeper refused: {err}");
+            }
+            old_size = size as u64;
         }
     }
     for env in &envelopes {

@@ -560,7 +560,7 @@ pub fn verify_record_with(
                             .filter(|k| !have.contains(k))
                             .cloned()
                             .collect();
-                        if best.as_ref().is_none_or(|b| missing.len() < b.len()) {
+                        if best.as_ref().map_or(true, |b| missing.len() < b.len()) {
                             best = Some(missing);
                         }
                     }
@@ -608,26 +608,24 @@ pub fn verify_record_with(
             )),
             Ok(env) => {
                 let id = env.id().clone();
-                if present.contains_key(&id) {
-                    extra_suspects.push((
+                match present.entry(id) {
+                    std::collections::btree_map::Entry::Occupied(o) => extra_suspects.push((
                         i,
                         Suspect {
                             item: SuspectItem::Message {
-                                id,
+                                id: o.key().clone(),
                                 record_index: i,
                             },
                             reasons: vec![SuspectReason::Duplicate],
                         },
-                    ));
-                } else {
-                    present.insert(
-                        id,
-                        Present {
+                    )),
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(Present {
                             env,
                             record_index: i,
                             reasons: Vec::new(),
-                        },
-                    );
+                        });
+                    }
                 }
             }
         }

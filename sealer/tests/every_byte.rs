@@ -62,7 +62,8 @@ fn no_single_byte_flip_of_any_file_verifies_clean() {
         let original = fs::read(&path).unwrap();
         for i in 0..original.len() {
             // One flip per byte, cycling through low, high, all and ASCII-case bits.
-            for mask in [[0x01u8, 0x80, 0xff, 0x20][i % 4]] {
+            {
+                let mask = [0x01u8, 0x80, 0xff, 0x20][i % 4];
                 let mut bytes = original.clone();
                 bytes[i] ^= mask;
                 fs::write(&path, &bytes).unwrap();
