@@ -684,6 +684,17 @@ fn markdown(r: &Value) -> String {
             v[0], v[1], v[2], v[3], v[4], v[5]
         ));
     }
+    s.push_str(
+        "\nReading the two tables side by side: in this register the proposals of redundancy, \
+         inert twin, omission and chain reach the robot through a dispatcher and the robot's \
+         controller, faithful relays that are but-for causes (causal ρ = 1, conduit-flagged) and \
+         never in breach. Methods that cannot read duties (single-site, Shapley, causal-only) \
+         name them; the culpable profile does not. That is why the omission and chain cells of \
+         those rows sit above the paper's, whose chain and omission structures grade fewer \
+         relays; the redundancy and inert-twin cells, where the topologies coincide, reproduce \
+         the paper's values. Preemption's later command and the trivial control act on the \
+         robot directly.\n",
+    );
     s.push_str("\n### Other families and the generator (error / exact-match rate)\n\n");
     let others = [
         "unexpected_startup",
@@ -768,7 +779,7 @@ fn markdown(r: &Value) -> String {
             ));
         }
     }
-    s.push_str("\n### Wall-clock per incident query vs interacting candidates k (generator; µs)\n\n| k | engine (gate model + certify) | oracle (2^k re-executions) | n |\n|---|---|---|---|\n");
+    s.push_str(&format!("\n### Wall-clock per incident query vs interacting candidates k (generator; µs; {} build)\n\n| k | engine (gate model + certify) | oracle (2^k re-executions) | n |\n|---|---|---|---|\n", if cfg!(debug_assertions) { "debug" } else { "release" }));
     if let Some(o) = r["wallclock_us"].as_object() {
         let mut rows: Vec<(u64, &Value)> =
             o.iter().map(|(k, v)| (k.parse().unwrap_or(0), v)).collect();
