@@ -2,8 +2,25 @@
 //! principals issuing typed commands, the scenario library with planted ground truth,
 //! and the analytic oracle computing ground truth by exact re-execution.
 //!
-//! A pure library: no I/O, no wall clock; every random choice comes from a seeded
-//! ChaCha stream, so one seed gives one world, one record and one truth.
+//! **Architecture invariant.** A pure library: no I/O, no wall clock; every random
+//! choice comes from a seeded ChaCha stream, so one seed gives one world, one record
+//! (byte for byte) and one truth. The oracle ([`oracle`], [`conduct`],
+//! [`generator::analytic_truth`]) shares no code with `audita-causal`; only the
+//! engine-facing adapters ([`model`], [`replay`]) depend on it.
+//!
+//! **API boundary.**
+//! - [`world`]: `WorldSpec` (initial state + fixed command record + duty registry),
+//!   `WorldSpec::run(&Intervention, Mode)` → `Run` (effective commands, actuation
+//!   events, sensor reports, adverse outcome). `Mode::Pinned` or `Mode::Hosted`.
+//! - [`scenario`]: `generate(Family, seed)` → `Scenario` with `Planted` truth;
+//!   [`generator::generate`] for the series-parallel generator.
+//! - [`oracle`]: `truth(&WorldSpec)` → `Truth` (candidates, minimal causes, causal and
+//!   culpable profiles, conduit and breach sets); [`conduct::certificate`] for the
+//!   blame-shift certificate.
+//! - [`model`]: the SPEC §7 structural model of an incident for the engine;
+//!   [`replay::WorldReplayer`]: the engine's `Replayer` on the world.
+//! - [`record`]: `sign_record(&Scenario)` → signed, sealed `audita-evidence` record;
+//!   `attack(..)` for forge / drop / reorder / equivocate.
 #![warn(missing_docs)]
 
 pub mod conduct;
