@@ -259,7 +259,7 @@ pub fn generate(seed: u64, params: &Params) -> Scenario {
             if rng.gen_bool(params.p_fulfilled) {
                 // The supervisor issues its registered halt on the entry report.
                 let entry = hit.saturating_sub(20);
-                b.command(
+                let halt = b.command(
                     s,
                     entry + 1,
                     crate::world::Destination::Actuator,
@@ -267,6 +267,7 @@ pub fn generate(seed: u64, params: &Params) -> Scenario {
                     Vec::new(),
                     Derivation::Origin,
                 );
+                b.cmd_mut(halt).cites_reports = vec![0];
             }
         }
     }

@@ -207,3 +207,18 @@ fn hosted_mode_is_seeded_and_certifies_statistically() {
     assert!(cert.abstentions().count() > 0);
     assert_eq!(cert.attribution.responsibility_of("planner-1"), 0.0);
 }
+
+#[test]
+fn same_seed_same_engine_output_bytes() {
+    use audita_causal::{attribute, Model};
+    use audita_facility::model::model_json;
+    for family in Family::ALL {
+        let a =
+            attribute(&Model::from_json(&model_json(&generate(family, 9).spec).unwrap()).unwrap())
+                .unwrap();
+        let b =
+            attribute(&Model::from_json(&model_json(&generate(family, 9).spec).unwrap()).unwrap())
+                .unwrap();
+        assert_eq!(a.to_json(), b.to_json(), "{}", family.name());
+    }
+}
