@@ -3,9 +3,13 @@
 //! Design constraints:
 //! - [`sign_record`] turns a scenario into the accountable record of `audita-evidence`:
 //!   one root `external_input` (the shift order, authored by `operator`), one root
-//!   `sensor_report` per recorded report, and one signed envelope per command, in issue
-//!   order. Keys come from `derive_signing_key(seed, name)`; timestamps are tick × 100 ms
-//!   plus a sub-tick sequence number, so the record is a pure function of the scenario.
+//!   `sensor_report` per recorded report, one signed envelope per command, one
+//!   `tool_output` per realised actuation (authored by the actuator, citing the command
+//!   it realised) and, when `Y` fires, the monitor's `sensor_report` naming the
+//!   predicate, tick and severity and citing the actuations on the adverse entity — all
+//!   merged in time order. Keys come from `derive_signing_key(seed, name)`; timestamps
+//!   are tick × 100 ms plus a sub-tick sequence number, so the record is a pure function
+//!   of the scenario.
 //! - Citations: a relay cites exactly its consumed inputs; an origin command cites its
 //!   context (its recorded citations, the sensor reports it acts on) and otherwise the
 //!   shift order, so no derived command is uncited. The policy that produced a command
@@ -25,7 +29,7 @@ use audita_evidence::{
 };
 
 use crate::scenario::Scenario;
-use crate::world::{Action, Derivation, Destination, Mode, Role};
+use crate::world::{Action, Adverse, Derivation, Destination, Mode, Role, Source};
 
 /// Log origin of facility records.
 pub const ORIGIN: &str = "audita.example/facility";
@@ -33,6 +37,8 @@ pub const ORIGIN: &str = "audita.example/facility";
 pub const KEEPERS: &[&str] = &["operator.example/keeper", "insurer.example/keeper"];
 /// Messages per epoch.
 pub const EPOCH_SIZE: usize = 4;
+/// Author of the incident report (the declared predicate's monitor).
+pub const MONITOR: &str = "incident-monitor";
 /// Author of the shift order.
 pub const OPERATOR: &str = "operator";
 
@@ -71,7 +77,7 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
     let key = |n: &str| derive_signing_key(seed, n);
     let run = spec.run_actual(Mode::Pinned);
     let mut keys = KeyRegistry::new();
-    let mut names: Vec<String> = vec![OPERATOR.to_string()];
+    let mut names: Vec<String> = vec![OPERATOR.to_string(), MONITOR.to_string()];
     names.extend(spec.principals.iter().map(|p| p.name.clone()));
     names.extend(spec.robots.iter().map(|r| r.name.clone()));
     names.extend(spec.batches.iter().map(|b| b.name.clone()));
@@ -109,138 +115,227 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
     ))?;
     let order_id = order.id().clone();
     out.push((order, order_to.clone()));
-    // Sensor reports and commands interleaved by tick (reports first within a tick).
-    let mut report_ids: Vec<MessageId> = Vec::new();
-    let mut command_ids: Vec<MessageId> = Vec::new();
-    let mut ri = 0usize;
-    let mut seq = 1u64;
-    let ts = |tick: u32, seq: u64| u64::from(tick) * 100 + seq % 100;
-    for c in &spec.commands {
-        while ri < run.reports.len() && run.reports[ri].tick <= c.tick {
-            let r = &run.reports[ri];
-            let sensor = spec.name(r.sensor).to_string();
-            let to = supervisor_or(spec, &order_to);
-            let env = Envelope::new(
-                pid(&sensor)?,
-                pid(&to)?,
-                ts(r.tick, seq),
-                Payload::SensorReport {
-                    sensor: sensor.clone(),
-                    reading: format!(
-                        "human {} entered {}",
-                        r.human, spec.zones[r.zone as usize].name
-                    ),
-                },
-            );
-            seq += 1;
-            let s = sign(env)?;
-            report_ids.push(s.id().clone());
-            out.push((s, to));
-            ri += 1;
-        }
-        let author = spec.name(c.author).to_string();
-        let (dest, target) = match (c.destination, c.action) {
-            (Destination::Principal(p), a) => (spec.name(p).to_string(), target_name(spec, a)),
-            (Destination::Actuator, a) => (target_name(spec, a), target_name(spec, a)),
-        };
-        let payload = match c.action {
-            Action::MoveTo { to, .. } => Payload::MoveTo {
-                target: target.clone(),
-                x_mm: to.x,
-                y_mm: to.y,
-            },
-            Action::SetSpeed { speed, .. } => Payload::SetSpeed {
-                target: target.clone(),
-                mm_per_s: speed.max(0) as u64 * 10,
-            },
-            Action::Halt { .. } => Payload::Halt {
-                target: target.clone(),
-            },
-            Action::SetParam { value, .. } => Payload::SetParam {
-                target: target.clone(),
-                name: "param".into(),
-                value,
-            },
-        };
-        let effect = match c.action {
-            Action::MoveTo { to, .. } => Effect::AtPosition {
-                target: target.clone(),
-                x_mm: to.x,
-                y_mm: to.y,
-                tolerance_mm: 50,
-            },
-            Action::SetSpeed { speed, .. } => Effect::Speed {
-                target: target.clone(),
-                mm_per_s: speed.max(0) as u64 * 10,
-            },
-            Action::Halt { .. } => Effect::Halted {
-                target: target.clone(),
-            },
-            Action::SetParam { value, .. } => Effect::Param {
-                target: target.clone(),
-                name: "param".into(),
-                value,
-            },
-        };
-        let mut cites: Vec<MessageId> = c
-            .cites
+    // Sensor reports, commands, realised actuations and the incident report, merged in
+    // time order: within a tick, reports, then actuations, then commands (index order),
+    // then the incident report.
+    let mut events: Vec<(u32, u8, usize)> = Vec::new();
+    events.extend(run.reports.iter().enumerate().map(|(i, r)| (r.tick, 0, i)));
+    events.extend(
+        run.actuations
             .iter()
-            .filter_map(|x| command_ids.get(x.0 as usize).cloned())
-            .collect();
-        cites.extend(
-            c.cites_reports
-                .iter()
-                .filter_map(|r| report_ids.get(*r as usize).cloned()),
-        );
-        if cites.is_empty() {
-            cites.push(order_id.clone());
+            .enumerate()
+            .filter(|(_, e)| matches!(e.source, Source::Command(_)))
+            .map(|(i, e)| (e.tick, 1, i)),
+    );
+    events.extend(
+        spec.commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.tick, 2, i)),
+    );
+    if let Some(adv) = run.adverse {
+        events.push((adv.tick(), 3, 0));
+    }
+    events.sort();
+    let mut report_ids: Vec<Option<MessageId>> = vec![None; run.reports.len()];
+    let mut command_ids: Vec<Option<MessageId>> = vec![None; spec.commands.len()];
+    let mut actuation_ids: Vec<(usize, MessageId)> = Vec::new();
+    let to_super = supervisor_or(spec, &order_to);
+    for (n, &(tick, class, i)) in events.iter().enumerate() {
+        let stamp = u64::from(tick) * 100 + (n as u64 % 100);
+        match class {
+            0 => {
+                let r = &run.reports[i];
+                let sensor = spec.name(r.sensor).to_string();
+                let env = Envelope::new(
+                    pid(&sensor)?,
+                    pid(&to_super)?,
+                    stamp,
+                    Payload::SensorReport {
+                        sensor: sensor.clone(),
+                        reading: format!(
+                            "human {} entered {}",
+                            spec.humans
+                                .get(r.human as usize)
+                                .map(|h| h.name.as_str())
+                                .unwrap_or("?"),
+                            spec.zones[r.zone as usize].name
+                        ),
+                    },
+                );
+                let s = sign(env)?;
+                report_ids[i] = Some(s.id().clone());
+                out.push((s, to_super.clone()));
+            }
+            1 => {
+                let e = &run.actuations[i];
+                let Source::Command(c) = e.source else {
+                    continue;
+                };
+                let Some(cid) = command_ids.get(c.0 as usize).cloned().flatten() else {
+                    continue;
+                };
+                let actuator = target_name(spec, e.action);
+                let author = spec.name(spec.commands[c.0 as usize].author).to_string();
+                let env = Envelope::new(
+                    pid(&actuator)?,
+                    pid(&author)?,
+                    stamp,
+                    Payload::ToolOutput {
+                        tool: "actuator".into(),
+                        output: format!("{} realised at tick {}", e.action.name(), e.tick),
+                    },
+                )
+                .cite([cid]);
+                let s = sign(env)?;
+                actuation_ids.push((i, s.id().clone()));
+                out.push((s, author));
+            }
+            2 => {
+                let c = &spec.commands[i];
+                let author = spec.name(c.author).to_string();
+                let (dest, target) = match (c.destination, c.action) {
+                    (Destination::Principal(p), a) => {
+                        (spec.name(p).to_string(), target_name(spec, a))
+                    }
+                    (Destination::Actuator, a) => (target_name(spec, a), target_name(spec, a)),
+                };
+                let (payload, effect) = match c.action {
+                    Action::MoveTo { to, .. } => (
+                        Payload::MoveTo {
+                            target: target.clone(),
+                            x_mm: to.x,
+                            y_mm: to.y,
+                        },
+                        Effect::AtPosition {
+                            target: target.clone(),
+                            x_mm: to.x,
+                            y_mm: to.y,
+                            tolerance_mm: 50,
+                        },
+                    ),
+                    Action::SetSpeed { speed, .. } => (
+                        Payload::SetSpeed {
+                            target: target.clone(),
+                            mm_per_s: speed.max(0) as u64 * 10,
+                        },
+                        Effect::Speed {
+                            target: target.clone(),
+                            mm_per_s: speed.max(0) as u64 * 10,
+                        },
+                    ),
+                    Action::Halt { .. } => (
+                        Payload::Halt {
+                            target: target.clone(),
+                        },
+                        Effect::Halted {
+                            target: target.clone(),
+                        },
+                    ),
+                    Action::SetParam { value, .. } => (
+                        Payload::SetParam {
+                            target: target.clone(),
+                            name: "param".into(),
+                            value,
+                        },
+                        Effect::Param {
+                            target: target.clone(),
+                            name: "param".into(),
+                            value,
+                        },
+                    ),
+                };
+                let mut cites: Vec<MessageId> = c
+                    .cites
+                    .iter()
+                    .filter_map(|x| command_ids.get(x.0 as usize).cloned().flatten())
+                    .collect();
+                cites.extend(
+                    c.cites_reports
+                        .iter()
+                        .filter_map(|r| report_ids.get(*r as usize).cloned().flatten()),
+                );
+                if cites.is_empty() {
+                    cites.push(order_id.clone());
+                }
+                let policy = match c.derivation {
+                    Derivation::Origin => "origin",
+                    Derivation::RelayAny => "relay-any",
+                    Derivation::RelayAll => "relay-all",
+                };
+                let env = Envelope::new(pid(&author)?, pid(&dest)?, stamp, payload)
+                    .cite(cites)
+                    .with_effect(effect)
+                    .with_pins(ReplayPins {
+                        model_id: Some(format!(
+                            "{}-policy",
+                            spec.principals[c.author.0 as usize].role.as_str()
+                        )),
+                        model_hash: None,
+                        seed: Some(seed),
+                        tools: vec![ToolPin {
+                            name: "policy".into(),
+                            version: policy.into(),
+                        }],
+                    });
+                let s = sign(env)?;
+                command_ids[i] = Some(s.id().clone());
+                out.push((s, dest));
+            }
+            _ => {
+                let Some(adv) = run.adverse else { continue };
+                let (reading, entity) = match adv {
+                    Adverse::Safety {
+                        robot,
+                        human,
+                        severity_mj,
+                        tick,
+                    } => {
+                        let r = spec
+                            .robots
+                            .get(robot.0 as usize)
+                            .map(|r| r.name.clone())
+                            .unwrap_or_default();
+                        let h = spec
+                            .humans
+                            .get(human as usize)
+                            .map(|h| h.name.as_str())
+                            .unwrap_or("?");
+                        (format!("safety: {r} within 0.5 m of {h} at tick {tick}; severity {severity_mj} mJ"), r)
+                    }
+                    Adverse::Quality { batch, value, tick } => {
+                        let b = spec
+                            .batches
+                            .get(batch.0 as usize)
+                            .map(|b| b.name.clone())
+                            .unwrap_or_default();
+                        (
+                            format!("quality: {b} parameter {value} outside range at tick {tick}"),
+                            b,
+                        )
+                    }
+                };
+                let cites: Vec<MessageId> = actuation_ids
+                    .iter()
+                    .filter(|(i, _)| target_name(spec, run.actuations[*i].action) == entity)
+                    .map(|(_, id)| id.clone())
+                    .collect();
+                let env = Envelope::new(
+                    pid(MONITOR)?,
+                    pid(&to_super)?,
+                    stamp,
+                    Payload::SensorReport {
+                        sensor: MONITOR.into(),
+                        reading,
+                    },
+                )
+                .cite(cites);
+                let s = sign(env)?;
+                out.push((s, to_super.clone()));
+            }
         }
-        let policy = match c.derivation {
-            Derivation::Origin => "origin",
-            Derivation::RelayAny => "relay-any",
-            Derivation::RelayAll => "relay-all",
-        };
-        let env = Envelope::new(pid(&author)?, pid(&dest)?, ts(c.tick, seq), payload)
-            .cite(cites)
-            .with_effect(effect)
-            .with_pins(ReplayPins {
-                model_id: Some(format!(
-                    "{}-policy",
-                    spec.principals[c.author.0 as usize].role.as_str()
-                )),
-                model_hash: None,
-                seed: Some(seed),
-                tools: vec![ToolPin {
-                    name: "policy".into(),
-                    version: policy.into(),
-                }],
-            });
-        seq += 1;
-        let s = sign(env)?;
-        command_ids.push(s.id().clone());
-        out.push((s, dest));
     }
-    while ri < run.reports.len() {
-        let r = &run.reports[ri];
-        let sensor = spec.name(r.sensor).to_string();
-        let to = supervisor_or(spec, &order_to);
-        let env = Envelope::new(
-            pid(&sensor)?,
-            pid(&to)?,
-            ts(r.tick, seq),
-            Payload::SensorReport {
-                sensor: sensor.clone(),
-                reading: format!(
-                    "human {} entered {}",
-                    r.human, spec.zones[r.zone as usize].name
-                ),
-            },
-        );
-        seq += 1;
-        let s = sign(env)?;
-        out.push((s, to));
-        ri += 1;
-    }
+    let command_ids: Vec<MessageId> = command_ids.into_iter().flatten().collect();
 
     let mut sealer =
         Sealer::new(ORIGIN, key(ORIGIN)).map_err(|_| RecordError::Name(ORIGIN.into()))?;
