@@ -735,3 +735,102 @@ fn trivial(rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
     };
     (b.spec, planted)
 }
+
+/// A duty-registry fact resolved to names, as the verdict layer needs it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DutyFact {
+    /// `principal` must halt `robot` within `deadline_ms` of a human entering `zone`;
+    /// `triggered_at_ms` is the recorded entry report's time (none: never triggered).
+    HaltOnEntry {
+        /// Duty holder.
+        principal: String,
+        /// Robot to halt.
+        robot: String,
+        /// Watched zone.
+        zone: String,
+        /// Deadline after the report, in milliseconds.
+        deadline_ms: u64,
+        /// Time of the triggering report, if any.
+        triggered_at_ms: Option<u64>,
+    },
+    /// Speeds commanded for `robot` must not exceed `max_mm_per_s` (safety envelope of
+    /// the zone it operates in); binds every author of a non-relayed speed command.
+    SpeedEnvelope {
+        /// Robot.
+        robot: String,
+        /// Envelope in mm/s.
+        max_mm_per_s: u64,
+    },
+    /// `batch`'s parameter must stay within `[lo, hi]` (milli-units); binds every author
+    /// of a non-relayed `set_param`.
+    AcceptanceRange {
+        /// Batch.
+        batch: String,
+        /// Lower bound.
+        lo: i64,
+        /// Upper bound.
+        hi: i64,
+    },
+    /// Every command of `principal` must pass its registered review step.
+    ReviewRequired {
+        /// Duty holder.
+        principal: String,
+    },
+}
+
+impl Scenario {
+    /// The duty registry of the scenario, resolved to names (sorted).
+    pub fn duty_facts(&self) -> Vec<DutyFact> {
+        let spec = &self.spec;
+        let reports = spec.sensor_reports();
+        let mut out = Vec::new();
+        for (i, r) in spec.robots.iter().enumerate() {
+            let env = crate::oracle::envelope(spec, i);
+            if env != i64::MAX {
+                out.push(DutyFact::SpeedEnvelope {
+                    robot: r.name.clone(),
+                    max_mm_per_s: env.max(0) as u64 * 10,
+                });
+            }
+        }
+        for b in &spec.batches {
+            out.push(DutyFact::AcceptanceRange {
+                batch: b.name.clone(),
+                lo: b.range.0,
+                hi: b.range.1,
+            });
+        }
+        for d in &spec.duties {
+            match *d {
+                Duty::HaltOnEntry {
+                    supervisor,
+                    zone,
+                    robot,
+                    deadline,
+                } => out.push(DutyFact::HaltOnEntry {
+                    principal: spec.name(supervisor).to_string(),
+                    robot: spec
+                        .robots
+                        .get(robot.0 as usize)
+                        .map(|r| r.name.clone())
+                        .unwrap_or_default(),
+                    zone: spec
+                        .zones
+                        .get(zone as usize)
+                        .map(|z| z.name.clone())
+                        .unwrap_or_default(),
+                    deadline_ms: u64::from(deadline) * crate::world::TICK_MS,
+                    triggered_at_ms: reports
+                        .iter()
+                        .find(|r| r.zone == zone)
+                        .map(|r| u64::from(r.tick) * crate::world::TICK_MS),
+                }),
+                Duty::ReviewRequired { principal } => out.push(DutyFact::ReviewRequired {
+                    principal: spec.name(principal).to_string(),
+                }),
+            }
+        }
+        out.sort();
+        out
+    }
+}

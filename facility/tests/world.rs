@@ -119,3 +119,22 @@ fn independent_oracle_agrees_on_the_derived_models() {
         }
     }
 }
+
+#[test]
+fn duty_facts_name_the_halt_duty_and_its_trigger() {
+    use audita_facility::scenario::DutyFact;
+    let sc = generate(Family::Omission, 2);
+    let facts = sc.duty_facts();
+    assert!(facts.iter().any(|f| matches!(f, DutyFact::HaltOnEntry { principal, triggered_at_ms: Some(_), .. } if principal == "supervisor")));
+    assert!(facts.iter().any(|f| matches!(
+        f,
+        DutyFact::SpeedEnvelope {
+            max_mm_per_s: 1000,
+            ..
+        }
+    )));
+    let facts = generate(Family::InertTwin, 2).duty_facts();
+    assert!(facts.contains(&DutyFact::ReviewRequired {
+        principal: "planner-2".into()
+    }));
+}
