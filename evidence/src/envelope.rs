@@ -33,7 +33,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::codec::{Reader, Writer};
 use crate::dsse::{self, ENVELOPE_TYPE};
-use crate::error::{DecodeError, EnvelopeError, NameError, SignatureError};
+use crate::error::{DecodeError, EnvelopeError, SignatureError};
 use crate::principal::{check_name, KeyRegistry, PrincipalId};
 
 /// Current envelope format version.
@@ -820,9 +820,4 @@ impl<T> std::ops::Deref for Verified<T> {
     fn deref(&self) -> &T {
         &self.0
     }
-}
-
-/// Checks a principal name supplied as text.
-pub fn principal(name: &str) -> Result<PrincipalId, NameError> {
-    PrincipalId::new(name)
 }

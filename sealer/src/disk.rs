@@ -363,6 +363,26 @@ impl RecordWriter {
             checkpoints: 0,
         })
     }
+    /// Reopens an existing record directory for appending (e.g. after a restart of
+    /// the sealer stage): numbering continues after the files already present, so
+    /// nothing written before is rewritten.
+    pub fn open(dir: &Path) -> Result<Self, ReadError> {
+        let format_path = dir.join("FORMAT");
+        let format = fs::read(&format_path).map_err(io_err(&format_path))?;
+        if format != FORMAT_LINE.as_bytes() {
+            return Err(ReadError::NotARecord {
+                path: format_path,
+                reason: "unknown FORMAT",
+            });
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            envelope_segments: list(&dir.join("segments"), "envelopes-", ".seg")?.len(),
+            receipt_segments: list(&dir.join("segments"), "receipts-", ".seg")?.len(),
+            epochs: list(&dir.join("epochs"), "epoch-", ".seg")?.len(),
+            checkpoints: list(&dir.join("checkpoints"), "checkpoint-", ".txt")?.len(),
+        })
+    }
     /// Writes one segment of envelopes (raw signed bytes).
     pub fn write_envelopes(&mut self, frames: &[&[u8]]) -> Result<(), ReadError> {
         let path = self.dir.join(format!(
@@ -471,6 +491,30 @@ mod tests {
         assert_eq!(record, s.record);
         assert_eq!(keys, s.keys);
         assert!(verify_record(&record, &keys).is_clean());
+    }
+
+    #[test]
+    fn reopened_writer_appends_after_existing_files() {
+        let s = sample_record(6, 16);
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RecordWriter::create(dir.path(), &s.keys).unwrap();
+        let (first, rest) = s.epochs.split_at(1);
+        let n0 = first[0].leaves.len();
+        w.write_signed_envelopes(&s.envelopes[..n0]).unwrap();
+        let r: Vec<&[u8]> = s.receipts[..n0].iter().map(|r| r.as_bytes()).collect();
+        w.write_receipts(&r).unwrap();
+        w.write_epoch(&first[0]).unwrap();
+        drop(w);
+        let mut w = RecordWriter::open(dir.path()).unwrap();
+        w.write_signed_envelopes(&s.envelopes[n0..]).unwrap();
+        let r: Vec<&[u8]> = s.receipts[n0..].iter().map(|r| r.as_bytes()).collect();
+        w.write_receipts(&r).unwrap();
+        for e in rest {
+            w.write_epoch(e).unwrap();
+        }
+        let (record, keys) = read_record(dir.path()).unwrap();
+        assert!(verify_record(&record, &keys).is_clean());
+        assert_eq!(record.envelopes, s.record.envelopes);
     }
 
     #[test]
