@@ -193,6 +193,62 @@ fn nonmono(k: usize, seed: u64) -> Model {
     b.outcome(outcome).build().expect("valid")
 }
 
+/// Dense non-monotone model: every relay reads 2–3 variables drawn from the whole
+/// prefix (negated with probability 0.3) and the outcome reads six relays, so most
+/// candidates interact with the outcome.
+fn nonmono_dense(k: usize, seed: u64) -> Model {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut b = ModelBuilder::new();
+    let mut names: Vec<String> = Vec::new();
+    let n_exo = k.div_ceil(2);
+    for i in 0..n_exo {
+        let name = format!("m{i}");
+        b = b.exogenous(
+            name.clone(),
+            Some(&format!("p{}", i % 5)),
+            rng.gen_bool(0.7),
+            true,
+        );
+        names.push(name);
+    }
+    let lit = |rng: &mut ChaCha8Rng, v: &str| {
+        if rng.gen_bool(0.3) {
+            format!("!{v}")
+        } else {
+            v.to_string()
+        }
+    };
+    for i in 0..(k - n_exo) {
+        let w = rng.gen_range(2..=3);
+        let ops: Vec<String> = (0..w)
+            .map(|_| {
+                let v = names[rng.gen_range(0..names.len())].clone();
+                lit(&mut rng, &v)
+            })
+            .collect();
+        let op = if rng.gen_bool(0.5) { " & " } else { " | " };
+        let name = format!("r{i}");
+        b = b.endogenous(
+            name.clone(),
+            Some(&format!("p{}", i % 5)),
+            ops.join(op),
+            true,
+        );
+        names.push(name);
+    }
+    let picks: Vec<String> = (0..6)
+        .map(|_| {
+            let v = names[rng.gen_range(names.len() / 2..names.len())].clone();
+            lit(&mut rng, &v)
+        })
+        .collect();
+    let outcome = format!(
+        "({} | {}) & ({} | {}) & ({} | {})",
+        picks[0], picks[1], picks[2], picks[3], picks[4], picks[5]
+    );
+    b.outcome(outcome).build().expect("valid")
+}
+
 fn to_json(m: &Model) -> String {
     let mut vars = Vec::new();
     for v in m.variables() {
@@ -252,19 +308,36 @@ struct Row {
     path: &'static str,
     causes: f64,
     engine: f64,
+    engine_max: f64,
     brute: Option<f64>,
 }
 
 /// Mean over `models` of the median wall-clock per query.
 fn measure(workload: &'static str, k: usize, models: &[Model], min_time: Duration) -> Row {
-    let opts = AttributeOptions::default();
+    measure_on(workload, k, models, min_time, Path::Auto)
+}
+
+fn measure_on(
+    workload: &'static str,
+    k: usize,
+    models: &[Model],
+    min_time: Duration,
+    path: Path,
+) -> Row {
+    let opts = AttributeOptions {
+        path,
+        max_evaluations: u64::MAX,
+        ..AttributeOptions::default()
+    };
     let (mut engine, mut brute_sum, mut causes, mut vars) = (0.0, 0.0, 0, 0);
+    let mut engine_max = 0.0f64;
     let mut brute_all = true;
     let mut path = "monotone";
     for model in models {
         let (t, att) = time(min_time, || attribute_with(model, &[], &opts));
         let att = att.unwrap_or_else(|e| panic!("{workload} k={k}: {e}"));
         engine += t;
+        engine_max = engine_max.max(t);
         causes += att.causes.len();
         vars += model.len();
         if att.path != Path::Monotone {
@@ -303,6 +376,7 @@ fn measure(workload: &'static str, k: usize, models: &[Model], min_time: Duratio
         path,
         causes: causes as f64 / n,
         engine: engine / n,
+        engine_max,
         brute: brute_all.then_some(brute_sum / n),
     }
 }
@@ -358,7 +432,7 @@ fn svg(rows: &[Row]) -> String {
         w / 2.0 - 60.0,
         h - 10.0
     );
-    let series: [(&str, &str, Box<dyn Fn(&Row) -> Option<f64>>); 5] = [
+    let series: [(&str, &str, Box<dyn Fn(&Row) -> Option<f64>>); 7] = [
         (
             "sp",
             "#1f77b4",
@@ -373,6 +447,16 @@ fn svg(rows: &[Row]) -> String {
             "nonmono",
             "#d62728",
             Box::new(|r: &Row| (r.workload == "nonmono").then_some(r.engine)),
+        ),
+        (
+            "nonmono-dense",
+            "#9467bd",
+            Box::new(|r: &Row| (r.workload == "nonmono-dense").then_some(r.engine)),
+        ),
+        (
+            "sp, general path forced",
+            "#8c564b",
+            Box::new(|r: &Row| (r.workload == "sp (general path forced)").then_some(r.engine)),
         ),
         (
             "brute force (sp)",
@@ -433,6 +517,23 @@ fn main() {
             .collect();
         rows.push(measure("sp", k, &models, min_time));
     }
+    for k in [2, 4, 6, 8, 10, 12, 14, 16, 20, 24] {
+        let models: Vec<Model> = (0..SEEDS)
+            .map(|s| sp_incident(k, 1000 * k as u64 + s))
+            .collect();
+        let row = measure_on(
+            "sp (general path forced)",
+            k,
+            &models,
+            min_time,
+            Path::General,
+        );
+        let slow = row.engine > 1.0;
+        rows.push(row);
+        if slow {
+            break;
+        }
+    }
     for k in [8, 16, 32, 64] {
         rows.push(measure("conj-disj", k, &[conj_disj(k)], min_time));
     }
@@ -447,21 +548,33 @@ fn main() {
             break;
         }
     }
+    for k in [2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32] {
+        let models: Vec<Model> = (0..SEEDS)
+            .map(|s| nonmono_dense(k, 7000 * k as u64 + s))
+            .collect();
+        let row = measure("nonmono-dense", k, &models, min_time);
+        let slow = row.engine > 1.0;
+        rows.push(row);
+        if slow {
+            break;
+        }
+    }
     let mut t = String::new();
-    let _ = writeln!(t, "| workload | k | variables | path | minimal causes (mean) | engine / query | brute force / query | prototype |");
-    let _ = writeln!(t, "|---|---:|---:|---|---:|---:|---:|---:|");
+    let _ = writeln!(t, "| workload | k | variables | path | minimal causes (mean) | engine / query (mean) | engine (slowest model) | brute force / query (mean) | prototype |");
+    let _ = writeln!(t, "|---|---:|---:|---|---:|---:|---:|---:|---:|");
     for r in &rows {
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {:.1} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |",
             r.workload,
             r.k,
             r.vars,
             r.path,
             r.causes,
             fmt_s(r.engine),
+            fmt_s(r.engine_max),
             r.brute.map_or("—".into(), fmt_s),
-            if r.workload == "sp" {
+            if r.workload.starts_with("sp") {
                 prototype(r.k).unwrap_or("—")
             } else {
                 "—"

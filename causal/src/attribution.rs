@@ -54,7 +54,7 @@ impl Default for AttributeOptions {
             contract: true,
             path: Path::Auto,
             max_causes: 1 << 20,
-            max_evaluations: 200_000_000,
+            max_evaluations: 50_000_000,
         }
     }
 }

@@ -11,11 +11,18 @@
 //!   order, adding a variable only if the intervention currently moves it off its
 //!   actual value: freezing a variable that already has its actual value changes
 //!   nothing, so no smallest witness is missed. Exogenous variables never need freezing.
+//! - Before and during the witness search a three-valued (Kleene) evaluation, with the
+//!   still-undecided witness variables unknown, bounds the outcome: when it is surely
+//!   true no completion of the witness can falsify it and the branch is cut. The bound
+//!   is sound, so exactness is kept.
 //! - Evaluation runs compiled postfix programs over 64 lanes; the `W = ∅` test of 64
 //!   cause sets is done in one pass.
-//! - Work is bounded by an evaluation budget; exhausting it is an error, never a guess.
+//! - The search stops at the first size whose sets all contain a found cause (every
+//!   larger set contains one of them).
+//! - Work is bounded by an evaluation budget (model evaluations, and one unit per 64
+//!   enumerated sets); exhausting it is an error, never a guess.
 
-use crate::model::Model;
+use crate::model::{Model, Op};
 
 /// The general search ran out of its evaluation budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +38,13 @@ pub(crate) struct Search<'a> {
     val: Vec<u64>,
     vals: Vec<u64>,
     stack: Vec<u64>,
+    free: Vec<bool>,
+    tri: Vec<u8>,
+    tri_stack: Vec<u8>,
+    parents: Vec<Vec<u32>>,
+    lane_t: Vec<u64>,
+    lane_f: Vec<u64>,
+    lane_stack: Vec<(u64, u64)>,
 }
 
 impl<'a> Search<'a> {
@@ -51,14 +65,38 @@ impl<'a> Search<'a> {
             val: vec![0; n],
             vals: vec![0; n],
             stack: Vec::new(),
+            free: vec![false; n],
+            tri: vec![0; n],
+            tri_stack: Vec::new(),
+            parents: model
+                .vars
+                .iter()
+                .map(|v| {
+                    let mut p = Vec::new();
+                    if let Some(eq) = &v.eq {
+                        eq.for_each_var(&mut |u| p.push(u));
+                    }
+                    p.sort_unstable();
+                    p.dedup();
+                    p
+                })
+                .collect(),
+            lane_t: vec![0; n],
+            lane_f: vec![0; n],
+            lane_stack: Vec::new(),
         }
     }
 
-    fn eval(&mut self) -> Result<u64, Exhausted> {
+    fn charge(&mut self) -> Result<(), Exhausted> {
         if self.budget == 0 {
             return Err(Exhausted);
         }
         self.budget -= 1;
+        Ok(())
+    }
+
+    fn eval(&mut self) -> Result<u64, Exhausted> {
+        self.charge()?;
         Ok(self.model.eval_into(
             self.exo,
             &self.mask,
@@ -78,27 +116,40 @@ impl<'a> Search<'a> {
         let words = m.div_ceil(64).max(1);
         let mut found: Vec<Vec<u64>> = Vec::new();
         let mut out = Vec::new();
+        let mut bits = vec![0u64; words];
         for size in 1..=m {
             // Collect the non-pruned combinations of this size.
             let mut batch: Vec<Vec<usize>> = Vec::new();
             let mut comb: Vec<usize> = (0..size).collect();
+            let mut alive = 0u64;
+            let mut enumerated = 0u64;
             loop {
-                let bits = to_bits(&comb, words);
+                bits.iter_mut().for_each(|w| *w = 0);
+                for &c in &comb {
+                    bits[c / 64] |= 1 << (c % 64);
+                }
                 if !found
                     .iter()
                     .any(|f| f.iter().zip(&bits).all(|(a, b)| a & !b == 0))
                 {
+                    alive += 1;
                     batch.push(comb.clone());
                     if batch.len() == 64 {
                         self.test_batch(&cands, &mut batch, &mut found, &mut out, words)?;
                     }
+                }
+                enumerated += 1;
+                if enumerated % 64 == 0 {
+                    self.charge()?;
                 }
                 if !next_comb(&mut comb, m) {
                     break;
                 }
             }
             self.test_batch(&cands, &mut batch, &mut found, &mut out, words)?;
-            if found.iter().any(|f| f.iter().all(|w| *w == 0)) {
+            // Every set of the next size contains one of this size; if all of those
+            // contain a cause, no larger set can be minimal.
+            if alive == 0 {
                 break;
             }
         }
@@ -128,11 +179,14 @@ impl<'a> Search<'a> {
             self.val[v] = !self.actual_word[v];
         }
         let y = self.eval()?;
+        let hopeless = self.lanes_surely_true()?;
         let combs = std::mem::take(batch);
         for (lane, comb) in combs.into_iter().enumerate() {
             let xs: Vec<u32> = comb.iter().map(|&c| cands[c]).collect();
             let witness = if (y >> lane) & 1 == 0 {
                 Some(Vec::new())
+            } else if (hopeless >> lane) & 1 == 1 {
+                None
             } else {
                 self.smallest_witness(&xs)?
             };
@@ -176,6 +230,10 @@ impl<'a> Search<'a> {
             self.val[x as usize] = !self.actual_word[x as usize];
         }
         let mut chosen = Vec::new();
+        if !self.may_falsify(&pool)? {
+            self.clear_mask(xs);
+            return Ok(None);
+        }
         for size in 1..=pool.len() {
             if self.dfs(&pool, 0, size, &mut chosen)? {
                 self.clear_mask(xs);
@@ -184,6 +242,87 @@ impl<'a> Search<'a> {
         }
         self.clear_mask(xs);
         Ok(None)
+    }
+
+    /// The lane-parallel form of [`Self::may_falsify`] for the cause sets of a batch
+    /// (given by `mask`, with every endogenous descendant undecided): the lanes whose
+    /// outcome is surely true under every witness.
+    fn lanes_surely_true(&mut self) -> Result<u64, Exhausted> {
+        self.charge()?;
+        let model = self.model;
+        // Descendants of X per lane (X itself excluded from the free set).
+        let mut desc = std::mem::take(&mut self.lane_f);
+        for &v in &model.order {
+            let i = v as usize;
+            let mut d = 0u64;
+            for &p in &self.parents[i] {
+                d |= desc[p as usize] | self.mask[p as usize];
+            }
+            desc[i] = d & !self.mask[i];
+        }
+        let mut t = std::mem::take(&mut self.lane_t);
+        let mut f = vec![0u64; model.vars.len()];
+        for &v in &model.order {
+            let i = v as usize;
+            let actual = self.actual_word[i];
+            let (ct, cf) = match model.vars[i].value {
+                Some(_) => (actual, !actual),
+                None => run_kleene(&model.progs[i], &t, &f, &mut self.lane_stack),
+            };
+            // Forced lanes take the intervention value.
+            let m = self.mask[i];
+            let (mut vt, mut vf) = (
+                (ct & !m) | (self.val[i] & m),
+                (cf & !m) | (!self.val[i] & m),
+            );
+            // Undecided lanes (endogenous descendants of X): unknown unless surely actual.
+            if model.vars[i].value.is_none() && model.relevant[i] {
+                let sure_actual = (vt & actual) | (vf & !actual);
+                let free = desc[i] & !sure_actual;
+                vt &= !free;
+                vf &= !free;
+            }
+            t[i] = vt;
+            f[i] = vf;
+        }
+        let (yt, _) = run_kleene(&model.outcome_prog, &t, &f, &mut self.lane_stack);
+        self.lane_t = t;
+        self.lane_f = desc;
+        Ok(yt)
+    }
+
+    /// Three-valued (Kleene) bound: with the current interventions and freezes fixed,
+    /// each variable of `undecided` may still be frozen or not, so where its computed
+    /// value is not surely its actual value it is unknown. Returns false when the
+    /// outcome is surely true, i.e. no completion of the witness can falsify it.
+    fn may_falsify(&mut self, undecided: &[u32]) -> Result<bool, Exhausted> {
+        self.charge()?;
+        for &u in undecided {
+            self.free[u as usize] = true;
+        }
+        let model = self.model;
+        for &v in &model.order {
+            let i = v as usize;
+            let t = if self.mask[i] != 0 {
+                (self.val[i] & 1) as u8
+            } else if model.vars[i].value.is_some() {
+                (self.actual_word[i] & 1) as u8
+            } else {
+                let computed = run3(&model.progs[i], &self.tri, &mut self.tri_stack);
+                let actual = (self.actual_word[i] & 1) as u8;
+                if self.free[i] && computed != actual {
+                    UNKNOWN
+                } else {
+                    computed
+                }
+            };
+            self.tri[i] = t;
+        }
+        let y = run3(&model.outcome_prog, &self.tri, &mut self.tri_stack);
+        for &u in undecided {
+            self.free[u as usize] = false;
+        }
+        Ok(y != 1)
     }
 
     fn clear_mask(&mut self, xs: &[u32]) {
@@ -203,6 +342,9 @@ impl<'a> Search<'a> {
         if left == 0 {
             let y = self.eval()?;
             return Ok(y & 1 == 0);
+        }
+        if start > 0 && !self.may_falsify(&pool[start..])? {
+            return Ok(false);
         }
         self.eval()?;
         let current: Vec<u64> = self.vals.clone();
@@ -227,6 +369,82 @@ impl<'a> Search<'a> {
         }
         Ok(false)
     }
+}
+
+/// Lane-parallel Kleene evaluation: `(surely true, surely false)` masks.
+fn run_kleene(ops: &[Op], t: &[u64], f: &[u64], stack: &mut Vec<(u64, u64)>) -> (u64, u64) {
+    stack.clear();
+    for op in ops {
+        match *op {
+            Op::Const(b) => stack.push(if b { (!0, 0) } else { (0, !0) }),
+            Op::Load(v) => stack.push((t[v as usize], f[v as usize])),
+            Op::Not => {
+                if let Some(top) = stack.last_mut() {
+                    *top = (top.1, top.0);
+                }
+            }
+            Op::And(n) | Op::Or(n) => {
+                let is_and = matches!(op, Op::And(_));
+                let base = stack.len().saturating_sub(n as usize);
+                let (mut at, mut af) = if is_and { (!0u64, 0u64) } else { (0u64, !0u64) };
+                for &(xt, xf) in &stack[base..] {
+                    if is_and {
+                        at &= xt;
+                        af |= xf;
+                    } else {
+                        at |= xt;
+                        af &= xf;
+                    }
+                }
+                stack.truncate(base);
+                stack.push((at, af));
+            }
+        }
+    }
+    stack.pop().unwrap_or((0, !0))
+}
+
+const UNKNOWN: u8 = 2;
+
+/// Kleene evaluation of a postfix program over 0 / 1 / [`UNKNOWN`].
+fn run3(ops: &[Op], vals: &[u8], stack: &mut Vec<u8>) -> u8 {
+    stack.clear();
+    for op in ops {
+        match *op {
+            Op::Const(b) => stack.push(u8::from(b)),
+            Op::Load(v) => stack.push(vals[v as usize]),
+            Op::Not => {
+                if let Some(top) = stack.last_mut() {
+                    *top = match *top {
+                        0 => 1,
+                        1 => 0,
+                        u => u,
+                    };
+                }
+            }
+            Op::And(n) | Op::Or(n) => {
+                let (absorbing, identity) = if matches!(op, Op::And(_)) {
+                    (0, 1)
+                } else {
+                    (1, 0)
+                };
+                let base = stack.len().saturating_sub(n as usize);
+                let mut acc = identity;
+                for &w in &stack[base..] {
+                    if w == absorbing {
+                        acc = absorbing;
+                        break;
+                    }
+                    if w == UNKNOWN {
+                        acc = UNKNOWN;
+                    }
+                }
+                stack.truncate(base);
+                stack.push(acc);
+            }
+        }
+    }
+    stack.pop().unwrap_or(0)
 }
 
 fn to_bits(comb: &[usize], words: usize) -> Vec<u64> {
