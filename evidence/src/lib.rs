@@ -16,6 +16,7 @@
 //! each [`Keeper`] co-sign the checkpoint after checking consistency, collect everything into a [`Record`] and
 //! [`verify_record`] it into a [`Partition`].
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod checkpoint;
 mod codec;

@@ -154,3 +154,148 @@ fn shredded_payload_is_reported_and_seals_still_verify() {
     assert!(p.is_clean(), "shredding breaks no seal");
     assert_eq!(p.payloads[0].status, PayloadStatus::Shredded);
 }
+
+fn reasons_of(p: &Partition, id: &MessageId) -> Vec<SuspectReason> {
+    p.suspect
+        .iter()
+        .find(|s| matches!(&s.item, SuspectItem::Message { id: i, .. } if i == id))
+        .map(|s| s.reasons.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn forged_signature_is_suspect_and_its_citers_cascade() {
+    let s = sample_record(8, 20);
+    // Re-sign the planner's first message with the wrong key: same content, forged author.
+    let i = s
+        .envelopes
+        .iter()
+        .position(|e| e.envelope().author.as_str() == "planner")
+        .unwrap();
+    let forged = s.envelopes[i]
+        .envelope()
+        .clone()
+        .sign(&derive_signing_key(999, "planner"))
+        .unwrap();
+    let mut r = s.record.clone();
+    r.envelopes[i] = forged.as_bytes().to_vec();
+    let p = verify_record(&r, &s.keys);
+    let reasons = reasons_of(&p, forged.id());
+    assert!(
+        reasons
+            .iter()
+            .any(|x| matches!(x, SuspectReason::Signature(SignatureError::BadSignature(_)))),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&SuspectReason::Unreceipted) && reasons.contains(&SuspectReason::Unsealed)
+    );
+    // The genuine message is missing, with its author, and its citers stay certified.
+    let m = p
+        .missing
+        .iter()
+        .find(|m| &m.id == s.envelopes[i].id())
+        .unwrap();
+    assert_eq!(m.author().as_str(), "planner");
+    assert!(!m.certified_citers.is_empty());
+    for c in &m.certified_citers {
+        assert!(p.certified.contains_key(c));
+    }
+}
+
+#[test]
+fn receipt_signed_by_someone_else_is_rejected() {
+    let s = sample_record(9, 16);
+    let target = &s.envelopes[1];
+    let wrong = Receipt::sign(
+        target.id().clone(),
+        PrincipalId::new("supervisor").unwrap(),
+        5,
+        &derive_signing_key(9, "supervisor"),
+    );
+    let mut r = s.record.clone();
+    r.receipts[1] = wrong.as_bytes().to_vec();
+    let p = verify_record(&r, &s.keys);
+    assert!(p
+        .receipt_problems
+        .iter()
+        .any(|x| matches!(x.fault, ReceiptFault::WrongRecipient { .. })));
+    assert!(reasons_of(&p, target.id()).contains(&SuspectReason::Unreceipted));
+}
+
+#[test]
+fn unknown_author_and_unsealed_message_are_suspect() {
+    let s = sample_record(10, 16);
+    let intruder = Envelope::new(
+        PrincipalId::new("intruder").unwrap(),
+        PrincipalId::new("agv-1").unwrap(),
+        9,
+        Payload::SensorReport {
+            sensor: "fake".into(),
+            reading: "clear".into(),
+        },
+    )
+    .sign(&derive_signing_key(10, "intruder"))
+    .unwrap();
+    let mut r = s.record.clone();
+    r.envelopes.push(intruder.as_bytes().to_vec());
+    let p = verify_record(&r, &s.keys);
+    let reasons = reasons_of(&p, intruder.id());
+    assert!(reasons.iter().any(|x| matches!(
+        x,
+        SuspectReason::Signature(SignatureError::UnknownSigner(_))
+    )));
+    assert!(reasons.contains(&SuspectReason::Unsealed));
+    assert_eq!(
+        p.certified.len(),
+        s.envelopes.len(),
+        "an intruder changes nothing certified"
+    );
+}
+
+#[test]
+fn broken_chain_marks_later_epochs_and_their_messages() {
+    let s = sample_record(11, 30);
+    let mut r = s.record.clone();
+    r.epochs.remove(0);
+    r.checkpoints.remove(0);
+    let p = verify_record(&r, &s.keys);
+    assert!(p.epochs.iter().all(|e| !e.intact()));
+    assert!(p.epochs[0].faults.contains(&EpochFault::ChainBroken));
+    assert!(p.certified.is_empty());
+    assert!(p.suspect.iter().all(|x| x.reasons.iter().any(|r| matches!(
+        r,
+        SuspectReason::Unsealed | SuspectReason::SealBroken { .. }
+    ))));
+}
+
+#[test]
+fn missing_cosignature_is_not_witnessed() {
+    let s = sample_record(12, 16);
+    let mut r = s.record.clone();
+    let text = String::from_utf8(r.checkpoints[0].clone()).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| !l.contains("insurer.example"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    r.checkpoints[0] = without.into_bytes();
+    let p = verify_record(&r, &s.keys);
+    assert!(
+        matches!(&p.epochs[0].faults[..], [EpochFault::NotWitnessed { missing }] if missing == &["insurer.example/keeper".to_string()])
+    );
+    assert!(p.checkpoints[0]
+        .faults
+        .contains(&CheckpointFault::MissingCosignature(
+            "insurer.example/keeper".into()
+        )));
+    // A policy that requires only two keepers accepts it.
+    let policy = Policy {
+        required_keepers: Some(vec![
+            "operator.example/keeper".into(),
+            "vendor.example/keeper".into(),
+        ]),
+        ..Policy::default()
+    };
+    assert!(verify_record_with(&r, &s.keys, &policy, None).is_clean());
+}

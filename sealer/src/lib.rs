@@ -5,5 +5,6 @@
 //! owns the I/O around it. [`disk`] is the on-disk record format read by
 //! `audita verify`.
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod disk;
