@@ -71,15 +71,28 @@ pub trait Incident {
 pub struct FacilityIncident<'a> {
     scenario: &'a Scenario,
     messages: Vec<Message>,
+    /// Command index of each message (reference counterparts are not messages).
+    ids: Vec<CommandId>,
+    /// Reference counterparts, kept inactive in every deletion counterfactual.
+    references: BTreeSet<CommandId>,
 }
 
 impl<'a> FacilityIncident<'a> {
     /// Wraps a scenario.
     pub fn new(scenario: &'a Scenario) -> Self {
         let spec = &scenario.spec;
-        let messages = spec
-            .commands
+        let ids: Vec<CommandId> = (0..spec.commands.len())
+            .filter(|i| !spec.commands[*i].is_reference())
+            .map(|i| CommandId(i as u32))
+            .collect();
+        let references: BTreeSet<CommandId> = (0..spec.commands.len())
+            .filter(|i| spec.commands[*i].is_reference())
+            .map(|i| CommandId(i as u32))
+            .collect();
+        let pos = |c: &CommandId| ids.iter().position(|x| x == c);
+        let messages = ids
             .iter()
+            .map(|id| &spec.commands[id.0 as usize])
             .map(|c| {
                 let (args, magnitude) = match c.action {
                     Action::MoveTo { robot, to } => (
@@ -111,12 +124,17 @@ impl<'a> FacilityIncident<'a> {
                     time_s: c.tick as f64 / 10.0,
                     command: c.action.name(),
                     args,
-                    cites: c.cites.iter().map(|x| x.0 as usize).collect(),
+                    cites: c.cites.iter().filter_map(pos).collect(),
                     features: [c.tick as f64, magnitude, c.cites.len() as f64, derived],
                 }
             })
             .collect();
-        Self { scenario, messages }
+        Self {
+            scenario,
+            messages,
+            ids,
+            references,
+        }
     }
 }
 
@@ -128,8 +146,11 @@ impl Incident for FacilityIncident<'_> {
         &self.messages
     }
     fn adverse_without(&self, absent: &BTreeSet<usize>) -> bool {
+        let mut gone: BTreeSet<CommandId> =
+            absent.iter().filter_map(|&i| self.ids.get(i).copied()).collect();
+        gone.extend(self.references.iter().copied());
         let iv = Intervention {
-            absent: absent.iter().map(|&i| CommandId(i as u32)).collect(),
+            absent: gone,
             fulfilled: BTreeSet::new(),
         };
         self.scenario.spec.run(&iv, Mode::Pinned).adverse.is_some()

@@ -159,24 +159,72 @@ pub(crate) fn build(family: crate::scenario::Family, rng: &mut ChaCha8Rng) -> (W
             }
         }
         Family::InevitabilityRigging => {
-            let x1 = b.relay(i1, t0 + lag, Some(r), fast, vec![mv], true);
-            let x2 = b.relay(i2, t0 + lag, Some(r), fast, vec![mv], true);
-            b.cmd_mut(x1).deviation = true;
-            b.cmd_mut(x2).deviation = true;
-            b.relay(r, t0 + lag + 1, None, fast, vec![x1, x2], false);
+            // The victim routes agv-1 (compliant); insider-2 breaches the speed duty on
+            // agv-1 on its own account. insider-1 dispatches agv-2: its declared
+            // reference plan routes agv-2 through the crossing ahead of agv-1 (so the
+            // harm would have been inevitable whatever the victim did); its realised,
+            // innocuous deviation parks agv-2 instead. The deviation is on no path to
+            // the outcome and is no cause of it, yet it makes the harm hinge on the victim.
+            let x = b.origin(i2, t0 + lag, r, fast);
+            b.relay(r, t0 + lag + 1, None, fast, vec![x], false);
+            let hit = arrival_tick(
+                a.crossing_x,
+                a.slow,
+                t0 + 3,
+                &[(t0 + lag + 2, a.fast)],
+                crate::scenario::HORIZON,
+            )
+            .unwrap_or(crate::scenario::HORIZON);
+            let pass = hit.saturating_sub(10);
+            let ahead = i64::from(pass.saturating_sub(t0));
+            let x2 = a.crossing_x - 80 * ahead;
+            b.spec.robots.push(crate::world::Robot {
+                name: "agv-2".into(),
+                kind: crate::world::RobotKind::Agv,
+                mass_kg: 400,
+                pos: Point::new(x2, -1000),
+                target: None,
+                speed: 80,
+            });
+            let agv2 = crate::world::RobotId((b.spec.robots.len() - 1) as u16);
+            let park = Action::MoveTo {
+                robot: agv2,
+                to: Point::new(x2 - 5000, -1000),
+            };
+            let through = Action::MoveTo {
+                robot: agv2,
+                to: Point::new(a.crossing_x + 20_000, -1000),
+            };
+            let dev = b.command(
+                i1,
+                t0,
+                crate::world::Destination::Actuator,
+                park,
+                Vec::new(),
+                crate::world::Derivation::Origin,
+            );
+            b.cmd_mut(dev).deviation = true;
+            let reference = b.command(
+                i1,
+                t0,
+                crate::world::Destination::Actuator,
+                through,
+                Vec::new(),
+                crate::world::Derivation::Origin,
+            );
+            b.cmd_mut(reference).reference_for = Some(dev);
             Planted {
                 adverse: true,
                 causal: p(&[
                     ("planner-1", 1.0),
                     ("dispatcher", 1.0),
                     ("controller-agv-1", 1.0),
-                    ("insider-1", 0.5),
-                    ("insider-2", 0.5),
+                    ("insider-2", 1.0),
                 ]),
-                breach: s(&["insider-1", "insider-2"]),
+                breach: s(&["insider-2"]),
                 conduit: s(&["dispatcher", "controller-agv-1"]),
                 victim: Some("planner-1".into()),
-                framers: p(&[("insider-1", 0.5), ("insider-2", 0.5)]),
+                framers: p(&[("insider-1", 1.0)]),
             }
         }
         _ => {

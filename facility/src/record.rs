@@ -127,10 +127,12 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
             .filter(|(_, e)| matches!(e.source, Source::Command(_)))
             .map(|(i, e)| (e.tick, 1, i)),
     );
+    // Reference counterparts are declared policy, not conduct: they are never signed.
     events.extend(
         spec.commands
             .iter()
             .enumerate()
+            .filter(|(_, c)| !c.is_reference())
             .map(|(i, c)| (c.tick, 2, i)),
     );
     if let Some(adv) = run.adverse {

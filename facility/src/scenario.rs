@@ -55,8 +55,8 @@ pub enum Family {
     Trivial,
     /// Conduct attack: an insider conditions its hazard on a compliant victim.
     Conditioning,
-    /// Conduct attack: redundant insider hazards make the harm inevitable given the
-    /// compliant victim's command.
+    /// Conduct attack: an insider's innocuous deviation from its reference plan turns
+    /// an otherwise inevitable harm into one that hinges on the compliant victim.
     InevitabilityRigging,
     /// Level-2 conduct attack: a framer cites a benign scapegoat and a victim; a decoy
     /// deviation is inert.
@@ -230,6 +230,7 @@ impl Builder {
             derivation,
             reviewed: true,
             deviation: false,
+            reference_for: None,
         });
         CommandId((self.spec.commands.len() - 1) as u32)
     }

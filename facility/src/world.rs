@@ -285,6 +285,18 @@ pub struct Command {
     /// True if the command departs from the author's declared reference policy
     /// (conduct-attack selector variables).
     pub deviation: bool,
+    /// Set on a **reference counterpart**: the command the author's declared reference
+    /// policy would have issued instead of the given deviation. It is not part of the
+    /// record (never signed, never effective in the actual world) and takes effect only
+    /// when that deviation is reverted (treated as absent).
+    pub reference_for: Option<CommandId>,
+}
+
+impl Command {
+    /// Whether this is a reference counterpart (not realised conduct).
+    pub fn is_reference(&self) -> bool {
+        self.reference_for.is_some()
+    }
 }
 
 /// A registered duty.
@@ -498,6 +510,9 @@ pub enum WorldError {
     /// A relay with no inputs.
     #[error("relay command {0} cites nothing")]
     EmptyRelay(u32),
+    /// A reference counterpart that does not name a realised deviation.
+    #[error("command {0} is a reference counterpart of no realised deviation")]
+    BadReference(u32),
 }
 
 impl WorldSpec {
@@ -540,6 +555,15 @@ impl WorldSpec {
             }
             if c.derivation != Derivation::Origin && c.cites.is_empty() {
                 return Err(WorldError::EmptyRelay(i as u32));
+            }
+            if let Some(d) = c.reference_for {
+                if self
+                    .commands
+                    .get(d.0 as usize)
+                    .map_or(true, |x| !x.deviation || x.is_reference())
+                {
+                    return Err(WorldError::BadReference(i as u32));
+                }
             }
         }
         for d in &self.duties {
@@ -592,6 +616,11 @@ impl WorldSpec {
         for (i, c) in self.commands.iter().enumerate() {
             if absent.contains(&CommandId(i as u32)) {
                 continue;
+            }
+            if let Some(d) = c.reference_for {
+                if !absent.contains(&d) {
+                    continue;
+                }
             }
             let ok = |cid: &CommandId| eff.get(cid.0 as usize).copied().unwrap_or(false);
             eff[i] = match c.derivation {

@@ -222,3 +222,34 @@ fn same_seed_same_engine_output_bytes() {
         assert_eq!(a.to_json(), b.to_json(), "{}", family.name());
     }
 }
+
+#[test]
+fn inevitability_rigging_deviation_is_no_cause_yet_framed_the_victim() {
+    use audita_facility::oracle::{truth_given, Variable};
+    use audita_facility::world::CommandId;
+    use std::collections::BTreeSet;
+    for seed in 0..6 {
+        let sc = generate(Family::InevitabilityRigging, seed);
+        let dev = sc
+            .spec
+            .commands
+            .iter()
+            .position(|c| c.deviation)
+            .map(|i| CommandId(i as u32))
+            .unwrap();
+        let t = truth(&sc.spec).unwrap();
+        assert!(
+            !t.candidates.contains(&Variable::Command(dev)),
+            "the deviation lies on no production path"
+        );
+        // Under the reference plan the harm happens anyway and the victim is not involved.
+        let reverted: BTreeSet<CommandId> = [dev].into();
+        let r = truth_given(&sc.spec, &reverted).unwrap();
+        assert!(
+            r.adverse.is_some(),
+            "seed {seed}: harm inevitable under the reference plan"
+        );
+        assert_eq!(r.causal["planner-1"], 0.0);
+        assert_eq!(t.causal["planner-1"], 1.0);
+    }
+}
