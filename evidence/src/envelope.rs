@@ -692,8 +692,11 @@ impl Envelope {
     }
 
     /// Validates, encodes and signs with the author's key.
-    pub fn sign(self, key: &SigningKey) -> Result<SignedEnvelope, EnvelopeError> {
+    pub fn sign(mut self, key: &SigningKey) -> Result<SignedEnvelope, EnvelopeError> {
         self.validate()?;
+        // The decoded view must equal what the bytes say: citations are a set.
+        self.citations.sort();
+        self.citations.dedup();
         let body = self.encode_body();
         let sig = dsse::sign(key, ENVELOPE_TYPE, &body);
         let mut bytes = body;
