@@ -1,0 +1,170 @@
+//! The declared adverse predicate `Y`: which recorded actuation messages it references,
+//! when it fired, how severe it was, and the recorded-state facts the production gate
+//! needs.
+//!
+//! Design constraints (JSON format, `deny_unknown_fields`):
+//! ```json
+//! {"incident": "inc-7", "outcome": "separation_below_0.5m", "t_star_ms": 12300,
+//!  "severity": {"mass_kg": 400.0, "speed_m_per_s": 1.5},
+//!  "anchors": ["controller-agv-1:3f…(64 hex)"], "combine": "any",
+//!  "unrealised": [], "window_start_ms": 0}
+//! ```
+//! - `anchors`: message ids (`author:hex64`) of the actuation messages whose realised
+//!   effects `Y` references. `combine` says whether any (default) or all of them are
+//!   needed for `Y`. No anchors = an exogenous outcome (nobody's message produced it).
+//! - `unrealised`: message ids whose committed effects the recorded state shows never
+//!   arrived (preempted); the production gate cuts them.
+//! - The slice window is `[window_start_ms, window_end_ms]` (end defaults to
+//!   `t_star_ms`); a citation leaving it is a *window exit*.
+//! - Severity is `½·m·v²` in joules from the declared mass and speed at `t*`.
+//! - `delta` is the certification margin δ (default 1.0: exact replay must flip `Y`).
+
+use audita_evidence::{MessageId, PrincipalId};
+use serde::{Deserialize, Serialize};
+
+use crate::VerdictError;
+
+/// How the anchors combine into `Y`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Combine {
+    /// Any anchor's effect suffices.
+    #[default]
+    Any,
+    /// All anchors' effects are needed.
+    All,
+}
+
+/// Mass and speed at the violating tick.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Severity {
+    /// Moving mass (kg).
+    pub mass_kg: f64,
+    /// Speed at `t*` (m/s).
+    pub speed_m_per_s: f64,
+}
+
+impl Severity {
+    /// `½·m·v²` in joules.
+    pub fn joules(&self) -> f64 {
+        0.5 * self.mass_kg * self.speed_m_per_s * self.speed_m_per_s
+    }
+}
+
+fn default_delta() -> f64 {
+    1.0
+}
+
+/// The declaration as read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdverseDecl {
+    /// Incident name.
+    pub incident: String,
+    /// Name of the declared predicate.
+    pub outcome: String,
+    /// Time `Y` became true (ms, record time).
+    pub t_star_ms: u64,
+    /// Severity inputs (none: severity 0).
+    #[serde(default)]
+    pub severity: Option<Severity>,
+    /// Referenced actuation messages (`author:hex64`).
+    #[serde(default)]
+    pub anchors: Vec<String>,
+    /// How anchors combine.
+    #[serde(default)]
+    pub combine: Combine,
+    /// Messages whose committed effect never arrived (`author:hex64`).
+    #[serde(default)]
+    pub unrealised: Vec<String>,
+    /// Window start (ms; default 0).
+    #[serde(default)]
+    pub window_start_ms: u64,
+    /// Window end (ms; default `t_star_ms`).
+    #[serde(default)]
+    pub window_end_ms: Option<u64>,
+    /// Certification margin δ.
+    #[serde(default = "default_delta")]
+    pub delta: f64,
+}
+
+/// A validated declaration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adverse {
+    /// The declaration.
+    pub decl: AdverseDecl,
+    /// Parsed anchors (sorted, unique).
+    pub anchors: Vec<MessageId>,
+    /// Parsed unrealised ids (sorted, unique).
+    pub unrealised: Vec<MessageId>,
+}
+
+impl Adverse {
+    /// Parses and validates declaration JSON.
+    pub fn from_json(text: &str) -> Result<Self, VerdictError> {
+        let decl: AdverseDecl =
+            serde_json::from_str(text).map_err(|e| VerdictError::Adverse(e.to_string()))?;
+        Self::new(decl)
+    }
+
+    /// Validates a declaration.
+    pub fn new(decl: AdverseDecl) -> Result<Self, VerdictError> {
+        let parse = |v: &[String]| -> Result<Vec<MessageId>, VerdictError> {
+            let mut out = v
+                .iter()
+                .map(|s| parse_id(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            out.sort();
+            out.dedup();
+            Ok(out)
+        };
+        let anchors = parse(&decl.anchors)?;
+        let unrealised = parse(&decl.unrealised)?;
+        if let Some(s) = decl.severity {
+            if !(s.mass_kg.is_finite() && s.mass_kg >= 0.0 && s.speed_m_per_s.is_finite()) {
+                return Err(VerdictError::Adverse(
+                    "severity needs a finite non-negative mass and a finite speed".into(),
+                ));
+            }
+        }
+        if !(decl.delta.is_finite() && decl.delta > 0.0 && decl.delta <= 1.0) {
+            return Err(VerdictError::Adverse("delta must lie in (0, 1]".into()));
+        }
+        if decl.window_end() < decl.window_start_ms {
+            return Err(VerdictError::Adverse("window ends before it starts".into()));
+        }
+        Ok(Self {
+            decl,
+            anchors,
+            unrealised,
+        })
+    }
+
+    /// Severity in joules (0 when undeclared).
+    pub fn severity_j(&self) -> f64 {
+        self.decl.severity.map(|s| s.joules()).unwrap_or(0.0)
+    }
+}
+
+impl AdverseDecl {
+    /// End of the slice window.
+    pub fn window_end(&self) -> u64 {
+        self.window_end_ms.unwrap_or(self.t_star_ms)
+    }
+}
+
+/// Formats a message id as `author:hex64`.
+pub fn id_string(id: &MessageId) -> String {
+    format!("{}:{}", id.author, hex::encode(id.digest))
+}
+
+/// Parses `author:hex64` (the author may itself contain `:`).
+pub fn parse_id(s: &str) -> Result<MessageId, VerdictError> {
+    let bad = || VerdictError::Adverse(format!("bad message id {s:?} (want author:hex64)"));
+    let (author, hexd) = s.rsplit_once(':').ok_or_else(bad)?;
+    let bytes = hex::decode(hexd).map_err(|_| bad())?;
+    let digest: [u8; 32] = bytes.try_into().map_err(|_| bad())?;
+    let author = PrincipalId::new(author).map_err(|_| bad())?;
+    Ok(MessageId { author, digest })
+}

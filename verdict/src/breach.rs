@@ -1,0 +1,280 @@
+//! Content-determined breach under the specification and the reasonable-agent
+//! standards, and the faithful-relay (conduit) test.
+//!
+//! Design constraints:
+//! - A finding against principal `p` reads only `p`'s own certified messages in the
+//!   window, `p`'s duty absences, and the certified messages `p` cited (its certified
+//!   input frontier) — never ground truth, never another principal's assertion about
+//!   `p`. Every violation names the message ids that witness it.
+//! - **Faithful relay** (the record-level clean-input replay): a non-origin message
+//!   whose payload equals the payload of one of its consumed certified inputs. Under
+//!   clean-input replay its output is its input's demand.
+//! - **Specification**: a message of `p` violates a safety envelope `p` holds (faithful
+//!   relays included: the duty is literal), or a review, halt or aggregation duty of
+//!   `p` is violated.
+//! - **Reasonable agent**: `p` *originated* (not a faithful relay) a demand outside any
+//!   registered envelope of its target — the registry is public, so the hazard was
+//!   knowable — or a review, halt or aggregation duty of `p` is violated.
+//! - Missing or suspect items authored by `p` are reported as degraded breach
+//!   evaluation, never as a clean non-breach.
+
+use std::collections::BTreeMap;
+
+use audita_evidence::{MessageId, Payload};
+use serde::Serialize;
+
+use crate::duty::{AggregationRule, Duty, DutyRegistry, Standard};
+use crate::slice::{Node, Policy, Slice};
+
+/// One violated duty.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// Duty id (or `registry:<id>` for another holder's envelope under the
+    /// reasonable-agent standard).
+    pub duty: String,
+    /// Standards under which it is a breach.
+    pub standards: Vec<Standard>,
+    /// Witnessing message ids (`author:hex`).
+    pub evidence: Vec<String>,
+    /// What was violated.
+    pub detail: String,
+}
+
+/// Breach of one principal.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Breach {
+    /// Breach under the specification standard.
+    pub specification: bool,
+    /// Breach under the reasonable-agent standard.
+    pub reasonable_agent: bool,
+    /// Violations found.
+    pub violations: Vec<Violation>,
+}
+
+impl Breach {
+    /// Breach under `standard`.
+    pub fn under(&self, standard: Standard) -> bool {
+        match standard {
+            Standard::Specification => self.specification,
+            Standard::ReasonableAgent => self.reasonable_agent,
+        }
+    }
+}
+
+/// Whether `node` faithfully relays one of its consumed certified inputs.
+pub fn faithful(slice: &Slice, node: &Node) -> bool {
+    matches!(node.policy, Policy::RelayAny | Policy::RelayAll)
+        && node.cites.iter().any(|c| {
+            slice
+                .window
+                .get(c)
+                .is_some_and(|p| p.payload == node.payload)
+        })
+}
+
+fn envelope_violation(duty: &Duty, payload: &Payload) -> Option<String> {
+    let Duty::SafetyEnvelope {
+        target,
+        max_mm_per_s,
+        param,
+        min,
+        max,
+        ..
+    } = duty
+    else {
+        return None;
+    };
+    match payload {
+        Payload::SetSpeed {
+            target: t,
+            mm_per_s,
+        } if t == target => max_mm_per_s
+            .filter(|lim| mm_per_s > lim)
+            .map(|lim| format!("set_speed {mm_per_s} mm/s on {t} exceeds {lim} mm/s")),
+        Payload::SetParam {
+            target: t,
+            name,
+            value,
+        } if t == target && param.as_ref().map_or(true, |p| p == name) => {
+            let below = min.is_some_and(|lo| *value < lo);
+            let above = max.is_some_and(|hi| *value > hi);
+            (below || above).then(|| format!("set_param {name}={value} on {t} outside range"))
+        }
+        _ => None,
+    }
+}
+
+fn value_of(p: &Payload) -> Option<(&str, &'static str, i64)> {
+    match p {
+        Payload::SetSpeed { target, mm_per_s } => Some((
+            target,
+            "set_speed",
+            i64::try_from(*mm_per_s).unwrap_or(i64::MAX),
+        )),
+        Payload::SetParam { target, value, .. } => Some((target, "set_param", *value)),
+        _ => None,
+    }
+}
+
+/// Breach of every principal with messages in the window or duties in the registry.
+pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach> {
+    let mut out: BTreeMap<String, Breach> = BTreeMap::new();
+    let push = |out: &mut BTreeMap<String, Breach>, p: &str, v: Violation| {
+        let b = out.entry(p.to_string()).or_default();
+        if v.standards.contains(&Standard::Specification) {
+            b.specification = true;
+        }
+        if v.standards.contains(&Standard::ReasonableAgent) {
+            b.reasonable_agent = true;
+        }
+        b.violations.push(v);
+    };
+    for node in slice.window.values() {
+        if node.policy == Policy::Root {
+            continue;
+        }
+        let p = node.id.author.as_str();
+        let ev = vec![crate::adverse::id_string(&node.id)];
+        let own = duties.duties_of(p);
+        let relay = faithful(slice, node);
+        // Safety envelopes held by p (specification).
+        let mut spec_hit = false;
+        for d in own {
+            if let Some(detail) = envelope_violation(d, &node.payload) {
+                spec_hit = true;
+                let mut standards = vec![Standard::Specification];
+                if !relay {
+                    standards.push(Standard::ReasonableAgent);
+                }
+                push(
+                    &mut out,
+                    p,
+                    Violation {
+                        duty: d.id().to_string(),
+                        standards,
+                        evidence: ev.clone(),
+                        detail,
+                    },
+                );
+            }
+        }
+        // Any registered envelope of the target (reasonable agent, originated only).
+        if !relay && !spec_hit {
+            for (holder, d) in duties.all() {
+                if holder == p {
+                    continue;
+                }
+                if let Some(detail) = envelope_violation(d, &node.payload) {
+                    push(
+                        &mut out,
+                        p,
+                        Violation {
+                            duty: format!("registry:{}", d.id()),
+                            standards: vec![Standard::ReasonableAgent],
+                            evidence: ev.clone(),
+                            detail,
+                        },
+                    );
+                    break;
+                }
+            }
+        }
+        for d in own {
+            match d {
+                Duty::ReviewRequired { id, reviewer } => {
+                    let reviewed = node
+                        .cites
+                        .iter()
+                        .any(|c| c.author.as_str() == reviewer && slice.window.contains_key(c));
+                    if !reviewed {
+                        push(
+                            &mut out,
+                            p,
+                            Violation {
+                                duty: id.clone(),
+                                standards: vec![Standard::Specification, Standard::ReasonableAgent],
+                                evidence: ev.clone(),
+                                detail: format!("no certified review by {reviewer} cited"),
+                            },
+                        );
+                    }
+                }
+                Duty::Aggregation { id, target, rule } => {
+                    let Some((t, kind, v)) = value_of(&node.payload) else {
+                        continue;
+                    };
+                    if t != target {
+                        continue;
+                    }
+                    let ins: Vec<i64> = node
+                        .cites
+                        .iter()
+                        .filter_map(|c| slice.window.get(c))
+                        .filter_map(|n| value_of(&n.payload))
+                        .filter(|(tt, k, _)| tt == target && *k == kind)
+                        .map(|(_, _, x)| x)
+                        .collect();
+                    if ins.is_empty() {
+                        continue;
+                    }
+                    let ok = match rule {
+                        AggregationRule::Min => ins.iter().min() == Some(&v),
+                        AggregationRule::Max => ins.iter().max() == Some(&v),
+                        AggregationRule::Copy => ins.contains(&v),
+                    };
+                    if !ok {
+                        let mut evidence = ev.clone();
+                        evidence.extend(
+                            node.cites
+                                .iter()
+                                .filter(|c| slice.window.contains_key(c))
+                                .map(crate::adverse::id_string),
+                        );
+                        push(
+                            &mut out,
+                            p,
+                            Violation {
+                                duty: id.clone(),
+                                standards: vec![Standard::Specification, Standard::ReasonableAgent],
+                                evidence,
+                                detail: format!("{kind} {v} is not the {rule:?} of inputs {ins:?}"),
+                            },
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for a in &slice.absences {
+        push(
+            &mut out,
+            &a.holder,
+            Violation {
+                duty: a.duty.clone(),
+                standards: vec![Standard::Specification, Standard::ReasonableAgent],
+                evidence: vec![crate::adverse::id_string(&a.trigger)],
+                detail: format!(
+                    "required halt of {} after the cited sensor report was not issued",
+                    a.target
+                ),
+            },
+        );
+    }
+    out
+}
+
+/// Missing or attested-suspect items authored by `p` (degraded breach evaluation).
+pub fn degraded(slice: &Slice, p: &str) -> Vec<MessageId> {
+    let mut v: Vec<MessageId> = slice
+        .missing
+        .iter()
+        .map(|(id, _)| id)
+        .chain(slice.suspect.iter().map(|s| &s.id))
+        .filter(|id| id.author.as_str() == p)
+        .cloned()
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}

@@ -1,0 +1,246 @@
+//! The duty registry: declared obligations per principal, the breach standard a verdict
+//! is computed under, and each principal's reference policy (for blame-shift
+//! certificates).
+//!
+//! Design constraints (JSON format, every object `deny_unknown_fields`):
+//! ```json
+//! {"standard": "reasonable_agent",
+//!  "principals": {
+//!    "planner-1":  {"duties": [{"kind": "safety_envelope", "id": "aisle-speed",
+//!                               "target": "agv-1", "max_mm_per_s": 1000}]},
+//!    "supervisor": {"duties": [{"kind": "halt_authority", "id": "halt-aisle",
+//!                               "target": "agv-1", "trigger_contains": "aisle",
+//!                               "deadline_ms": 500}]},
+//!    "planner-2":  {"duties": [{"kind": "review_required", "id": "rev-p2",
+//!                               "reviewer": "checker"}],
+//!                   "reference": [{"id": "no-fast", "kind": "set_speed",
+//!                                  "min_mm_per_s": 1001}]}}}
+//! ```
+//! - `standard` (`specification` | `reasonable_agent`, default `specification`) is
+//!   the standard culpability is computed under; both are always evaluated and
+//!   reported.
+//! - Duty kinds: `safety_envelope` (`target`; `max_mm_per_s` bounds `set_speed`;
+//!   `param` + `min`/`max` bound `set_param`), `review_required` (`reviewer`: every
+//!   derived message of the holder must cite a certified message of the reviewer),
+//!   `halt_authority` (`target`, `trigger_contains`, optional `trigger_sensor`,
+//!   `deadline_ms`: on a certified sensor report whose reading contains the text, the
+//!   holder must issue a certified `halt` of the target within the deadline; an unissued
+//!   halt is a duty-indexed absence variable `absent.<id>`), `aggregation` (`target`,
+//!   `rule` `min`|`max`|`copy`: a command on the target must carry the declared
+//!   aggregate of the values of its consumed certified inputs on that target).
+//! - `reference` lists forbidden-conduct rules; a certified message of the principal
+//!   matching any rule is a *deviation* (a selector variable of the blame-shift
+//!   certificate). A rule matches when every given field matches.
+//! - Duty ids are unique across the registry and are identifiers
+//!   (`[A-Za-z_][A-Za-z0-9_.:-]*`), because they name model variables.
+//! - Breach is *content-determined*: [`crate::breach`] reads only the holder's own
+//!   certified messages/absences and their certified inputs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::VerdictError;
+
+/// The standard culpability is computed under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Standard {
+    /// Literal violation of a duty the principal holds.
+    #[default]
+    Specification,
+    /// What a reasonable agent holding the principal's certified inputs would not have
+    /// done: originating a demand outside any registered envelope of its target, an
+    /// unissued registered halt, an unreviewed or mis-aggregated command. A faithful
+    /// relay of a certified input is not a breach under this standard.
+    ReasonableAgent,
+}
+
+impl Standard {
+    /// Stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Standard::Specification => "specification",
+            Standard::ReasonableAgent => "reasonable_agent",
+        }
+    }
+}
+
+/// Aggregation rule of an [`Duty::Aggregation`] duty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AggregationRule {
+    /// The minimum of the inputs' values.
+    Min,
+    /// The maximum of the inputs' values.
+    Max,
+    /// Equal to an input's value.
+    Copy,
+}
+
+/// One declared duty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Duty {
+    /// A safety envelope on commands to a target.
+    SafetyEnvelope {
+        /// Duty id.
+        id: String,
+        /// Actuator or batch.
+        target: String,
+        /// Upper bound on `set_speed` (mm/s).
+        #[serde(default)]
+        max_mm_per_s: Option<u64>,
+        /// Parameter bounded by `min`/`max` in `set_param`.
+        #[serde(default)]
+        param: Option<String>,
+        /// Lower bound (milli-units).
+        #[serde(default)]
+        min: Option<i64>,
+        /// Upper bound (milli-units).
+        #[serde(default)]
+        max: Option<i64>,
+    },
+    /// Every derived message must cite a certified review by `reviewer`.
+    ReviewRequired {
+        /// Duty id.
+        id: String,
+        /// Reviewing principal.
+        reviewer: String,
+    },
+    /// Halt authority: on a triggering sensor report, halt the target in time.
+    HaltAuthority {
+        /// Duty id (names the absence variable `absent.<id>`).
+        id: String,
+        /// Actuator to halt.
+        target: String,
+        /// Text the sensor reading must contain.
+        trigger_contains: String,
+        /// Only reports of this sensor trigger (any sensor when absent).
+        #[serde(default)]
+        trigger_sensor: Option<String>,
+        /// Deadline after the report (ms).
+        deadline_ms: u64,
+    },
+    /// Commands on the target must carry the declared aggregate of their inputs.
+    Aggregation {
+        /// Duty id.
+        id: String,
+        /// Actuator or batch.
+        target: String,
+        /// The rule.
+        rule: AggregationRule,
+    },
+}
+
+impl Duty {
+    /// The duty id.
+    pub fn id(&self) -> &str {
+        match self {
+            Duty::SafetyEnvelope { id, .. }
+            | Duty::ReviewRequired { id, .. }
+            | Duty::HaltAuthority { id, .. }
+            | Duty::Aggregation { id, .. } => id,
+        }
+    }
+}
+
+/// A forbidden-conduct rule of a reference policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Rule id.
+    pub id: String,
+    /// Payload kind (`set_speed`, `move_to`, `halt`, `set_param`, ...).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Target actuator or batch.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Matches messages citing a message of this principal.
+    #[serde(default)]
+    pub cites_author: Option<String>,
+    /// Matches `set_speed` at or above this speed (mm/s).
+    #[serde(default)]
+    pub min_mm_per_s: Option<u64>,
+}
+
+/// The duties and reference policy of one principal.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalDuties {
+    /// Declared duties.
+    #[serde(default)]
+    pub duties: Vec<Duty>,
+    /// Reference policy: forbidden-conduct rules (deviations).
+    #[serde(default)]
+    pub reference: Vec<Rule>,
+}
+
+/// The machine-readable duty registry (validated on load).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DutyRegistry {
+    /// Standard culpability is computed under.
+    #[serde(default)]
+    pub standard: Standard,
+    /// Duties per principal name.
+    #[serde(default)]
+    pub principals: BTreeMap<String, PrincipalDuties>,
+}
+
+impl DutyRegistry {
+    /// Parses and validates registry JSON.
+    pub fn from_json(text: &str) -> Result<Self, VerdictError> {
+        let reg: DutyRegistry =
+            serde_json::from_str(text).map_err(|e| VerdictError::Duties(e.to_string()))?;
+        reg.validate()?;
+        Ok(reg)
+    }
+
+    /// Checks duty ids (unique identifiers) and numeric fields.
+    pub fn validate(&self) -> Result<(), VerdictError> {
+        let mut seen = BTreeSet::new();
+        for (p, d) in &self.principals {
+            for duty in &d.duties {
+                let id = duty.id();
+                if !audita_causal::expr::is_identifier(id) {
+                    return Err(VerdictError::Duties(format!(
+                        "duty id {id:?} of {p} is not an identifier"
+                    )));
+                }
+                if !seen.insert(id.to_string()) {
+                    return Err(VerdictError::Duties(format!("duplicate duty id {id:?}")));
+                }
+                if let Duty::SafetyEnvelope {
+                    min: Some(lo),
+                    max: Some(hi),
+                    ..
+                } = duty
+                {
+                    if lo > hi {
+                        return Err(VerdictError::Duties(format!(
+                            "duty {id}: min {lo} exceeds max {hi}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Duties held by `principal`.
+    pub fn duties_of(&self, principal: &str) -> &[Duty] {
+        self.principals
+            .get(principal)
+            .map(|d| d.duties.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// Every `(holder, duty)` pair in registry order.
+    pub fn all(&self) -> impl Iterator<Item = (&str, &Duty)> {
+        self.principals
+            .iter()
+            .flat_map(|(p, d)| d.duties.iter().map(move |x| (p.as_str(), x)))
+    }
+}

@@ -1,0 +1,338 @@
+//! One reading of the slice — a completion of the missing/suspect items plus an
+//! on/off choice for every non-witness (hypothesis) edge — gated and turned into an
+//! `audita-causal` structural model.
+//!
+//! Design constraints:
+//! - **Production gate.** A certified message is a candidate iff it has a production
+//!   path to an anchor: a chain of enabled consuming citation edges through certified,
+//!   realised messages (or present completion items). Hash-match edges are always
+//!   enabled; folded-transform and similarity edges only when the reading turns the
+//!   hypothesis on. Messages declared unrealised (preempted) are cut: they and
+//!   everything reaching `Y` only through them get no variable (ρ = 0).
+//! - **Mechanisms** from citation structure: origin → exogenous `true`; `relay-any` →
+//!   `|` of its consumed candidate inputs, `relay-all` → `&`. A consumed input that is
+//!   a root, a window exit, an unrealised message or a disabled hypothesis edge is
+//!   supplied from outside the model (constant `true`); an absent completion item is
+//!   `false`. A present item participates through its citers' edges only (its own
+//!   inputs are unknown): exogenous `true`.
+//! - **Outcome** from recorded actuation semantics: the anchors combined by the
+//!   declaration (`|` or `&`), conjoined with every absence variable whose target is an
+//!   anchor target (the dutiful halt would have stopped the actuation). No anchors: the
+//!   outcome is exogenous (`true`, no variable can be a cause).
+//! - **Admissible** readings reproduce the recorded facts: `Y` holds and every
+//!   certified candidate evaluates present.
+//! - Variable names: `m_<first 16 hex of the digest>` (suffixed on collision) and
+//!   `absent.<duty>`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use audita_causal::{Model, ModelBuilder};
+use audita_evidence::MessageId;
+
+use crate::slice::{EdgeKind, Policy, Slice};
+use crate::VerdictError;
+
+/// A completion and hypothesis choice.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// Completion items taken as present (others absent).
+    pub present: BTreeSet<MessageId>,
+    /// Hypothesis edges `(child, parent)` turned on.
+    pub hypotheses: BTreeSet<(MessageId, MessageId)>,
+    /// Certified messages forced absent (blame-shift reversions).
+    pub reverted: BTreeSet<MessageId>,
+}
+
+/// What a model variable stands for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum VarRef {
+    /// A message (certified or completion item).
+    Message(MessageId),
+    /// An absence variable (index into [`Slice::absences`]).
+    Absence(usize),
+}
+
+/// A gated model of one reading.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The structural model.
+    pub model: Model,
+    /// Variable name → what it stands for.
+    pub vars: BTreeMap<String, VarRef>,
+    /// Message → variable name.
+    pub names: BTreeMap<MessageId, String>,
+    /// Certified candidate messages (passed the gate).
+    pub gated: BTreeSet<MessageId>,
+    /// Enabled consuming edges `(child, parent)` among model variables.
+    pub links: BTreeSet<(MessageId, MessageId)>,
+}
+
+/// Stable variable names for every message of the slice and its items.
+pub fn var_names(slice: &Slice) -> BTreeMap<MessageId, String> {
+    let mut out = BTreeMap::new();
+    let mut used = BTreeSet::new();
+    let ids = slice.window.keys().chain(slice.items.iter().map(|i| &i.id));
+    for id in ids {
+        if out.contains_key(id) {
+            continue;
+        }
+        let base = format!("m_{}", hex::encode(&id.digest[..8]));
+        let mut name = base.clone();
+        let mut k = 1;
+        while !used.insert(name.clone()) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        out.insert(id.clone(), name);
+    }
+    out
+}
+
+enum Input {
+    True,
+    False,
+    Var(MessageId),
+}
+
+impl Slice {
+    fn enabled(&self, child: &MessageId, parent: &MessageId, kind: EdgeKind, r: &Reading) -> bool {
+        match kind {
+            EdgeKind::HashMatch => true,
+            EdgeKind::FoldedTransform | EdgeKind::SimilarityMatch => {
+                r.hypotheses.contains(&(child.clone(), parent.clone()))
+            }
+            EdgeKind::WindowExit => false,
+        }
+    }
+
+    /// Gates and builds the model of `reading`. Returns `Ok(None)` when the reading is
+    /// not admissible (unless `check` is false, as for blame-shift reversions).
+    pub fn model(
+        &self,
+        reading: &Reading,
+        names: &BTreeMap<MessageId, String>,
+        check: bool,
+    ) -> Result<Option<Built>, VerdictError> {
+        let item_present =
+            |id: &MessageId| self.items.iter().any(|i| &i.id == id) && reading.present.contains(id);
+        let is_item = |id: &MessageId| self.items.iter().any(|i| &i.id == id);
+        // Consuming edges by child.
+        let mut by_child: BTreeMap<&MessageId, Vec<(&MessageId, EdgeKind)>> = BTreeMap::new();
+        for e in &self.edges {
+            if e.consumed {
+                by_child
+                    .entry(&e.child)
+                    .or_default()
+                    .push((&e.parent, e.kind));
+            }
+        }
+        // Gate: reverse reachability from the live anchors.
+        let mut gated: BTreeSet<MessageId> = BTreeSet::new();
+        let mut present_items: BTreeSet<MessageId> = BTreeSet::new();
+        let mut stack: Vec<MessageId> = Vec::new();
+        for a in &self.anchors {
+            if gated.insert(a.clone()) {
+                stack.push(a.clone());
+            }
+        }
+        for it in self.items.iter().filter(|i| i.anchor) {
+            if reading.present.contains(&it.id) {
+                present_items.insert(it.id.clone());
+            }
+        }
+        let mut links = BTreeSet::new();
+        while let Some(child) = stack.pop() {
+            if reading.reverted.contains(&child) {
+                continue;
+            }
+            let Some(node) = self.window.get(&child) else {
+                continue;
+            };
+            if !matches!(node.policy, Policy::RelayAny | Policy::RelayAll) {
+                continue;
+            }
+            for (parent, kind) in by_child.get(&child).cloned().unwrap_or_default() {
+                if !self.enabled(&child, parent, kind, reading) {
+                    continue;
+                }
+                if self.unrealised.contains(parent) {
+                    continue;
+                }
+                if let Some(p) = self.window.get(parent) {
+                    if p.policy == Policy::Root {
+                        continue;
+                    }
+                    links.insert((child.clone(), parent.clone()));
+                    if gated.insert(parent.clone()) {
+                        stack.push(parent.clone());
+                    }
+                } else if item_present(parent) {
+                    links.insert((child.clone(), parent.clone()));
+                    present_items.insert(parent.clone());
+                }
+            }
+        }
+        let name = |id: &MessageId| -> Result<&String, VerdictError> {
+            names
+                .get(id)
+                .ok_or_else(|| VerdictError::Internal(format!("no variable name for {id}")))
+        };
+        let mut b = ModelBuilder::new();
+        let mut vars = BTreeMap::new();
+        let mut name_of = BTreeMap::new();
+        for id in &gated {
+            let node = self
+                .window
+                .get(id)
+                .ok_or_else(|| VerdictError::Internal(format!("gated unknown {id}")))?;
+            let n = name(id)?.clone();
+            let principal = Some(id.author.as_str());
+            vars.insert(n.clone(), VarRef::Message(id.clone()));
+            name_of.insert(id.clone(), n.clone());
+            if reading.reverted.contains(id) {
+                b = b.exogenous(n, principal, false, true);
+                continue;
+            }
+            let inputs: Vec<Input> = match node.policy {
+                Policy::RelayAny | Policy::RelayAll => by_child
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(parent, kind)| {
+                        if !self.enabled(id, parent, kind, reading)
+                            || self.unrealised.contains(parent)
+                        {
+                            Input::True
+                        } else if gated.contains(parent) {
+                            Input::Var(parent.clone())
+                        } else if is_item(parent) {
+                            if present_items.contains(parent) {
+                                Input::Var(parent.clone())
+                            } else {
+                                Input::False
+                            }
+                        } else {
+                            Input::True
+                        }
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let any = node.policy == Policy::RelayAny;
+            let mut terms = Vec::new();
+            let mut constant: Option<bool> = None;
+            if inputs.is_empty() {
+                constant = Some(true);
+            }
+            for i in &inputs {
+                match i {
+                    Input::True if any => constant = Some(true),
+                    Input::False if !any => constant = Some(false),
+                    Input::Var(p) => terms.push(name(p)?.clone()),
+                    _ => {}
+                }
+            }
+            if constant.is_none() && terms.is_empty() {
+                constant = Some(!any);
+            }
+            b = match constant {
+                Some(v) => b.exogenous(n, principal, v, true),
+                None => {
+                    terms.sort();
+                    terms.dedup();
+                    let eq = terms.join(if any { " | " } else { " & " });
+                    b.endogenous(n, principal, eq, true)
+                }
+            };
+        }
+        for id in &present_items {
+            let n = name(id)?.clone();
+            vars.insert(n.clone(), VarRef::Message(id.clone()));
+            name_of.insert(id.clone(), n.clone());
+            b = b.exogenous(n, Some(id.author.as_str()), true, true);
+        }
+        let mut conj = Vec::new();
+        for (i, a) in self.absences.iter().enumerate() {
+            vars.insert(a.variable.clone(), VarRef::Absence(i));
+            b = b.exogenous(a.variable.clone(), Some(a.holder.as_str()), true, true);
+            if a.in_outcome {
+                conj.push(a.variable.clone());
+            }
+        }
+        // Outcome.
+        let mut anchor_terms = Vec::new();
+        let mut anchor_false = false;
+        let mut n_anchor = 0;
+        for a in &self.anchors {
+            n_anchor += 1;
+            anchor_terms.push(name(a)?.clone());
+        }
+        for it in self.items.iter().filter(|i| i.anchor) {
+            n_anchor += 1;
+            if present_items.contains(&it.id) {
+                anchor_terms.push(name(&it.id)?.clone());
+            } else {
+                anchor_false = true;
+            }
+        }
+        let all = self.anchor_combine_all;
+        let anchor_expr = if n_anchor == 0 {
+            "true".to_string()
+        } else if all && anchor_false {
+            "false".to_string()
+        } else if anchor_terms.is_empty() {
+            "false".to_string()
+        } else {
+            format!("({})", anchor_terms.join(if all { " & " } else { " | " }))
+        };
+        let outcome = if n_anchor == 0 {
+            anchor_expr
+        } else {
+            std::iter::once(anchor_expr)
+                .chain(conj)
+                .collect::<Vec<_>>()
+                .join(" & ")
+        };
+        let model = b
+            .outcome(outcome)
+            .build()
+            .map_err(|e| VerdictError::Internal(format!("model: {e}")))?;
+        let built = Built {
+            model,
+            vars,
+            names: name_of,
+            gated,
+            links,
+        };
+        if check && !built.admissible(self) {
+            return Ok(None);
+        }
+        Ok(Some(built))
+    }
+}
+
+impl Built {
+    /// Whether `Y` holds and every certified candidate evaluates present.
+    pub fn admissible(&self, slice: &Slice) -> bool {
+        let vals = self.model.evaluate(&[]);
+        let y = self.model.outcome().eval(&|v: &str| {
+            self.model
+                .var(v)
+                .map(|id| vals[id.index()])
+                .unwrap_or(false)
+        });
+        if !y {
+            return false;
+        }
+        self.gated.iter().all(|id| {
+            !slice.window.contains_key(id)
+                || self
+                    .names
+                    .get(id)
+                    .and_then(|n| self.model.var(n))
+                    .map(|v| vals[v.index()])
+                    .unwrap_or(false)
+        })
+    }
+}

@@ -1,0 +1,477 @@
+//! The incident slice `S(Y)`: backward citation closure from the anchors over certified
+//! messages across epochs, witness-grade edge classification, completion items and
+//! duty-indexed absences.
+//!
+//! Design constraints:
+//! - Input is the verification partition: only **certified** messages enter the
+//!   slice. Missing ids (from the partition) and suspect items whose id is sealed in
+//!   an intact epoch are the only non-certified items considered ("attested"); both
+//!   are facts an injector cannot create, so injected (forged) items change nothing.
+//! - Window: certified messages with `window_start_ms ≤ timestamp ≤ window_end_ms`.
+//! - Record conventions (what the envelope format lets us derive, documented in
+//!   `SCHEMA.md`):
+//!   * **Production policy** from the replay pin `policy@origin|relay-any|relay-all`.
+//!     Without the pin a root payload (sensor report, external input) is a root and a
+//!     derived payload is `relay-any`: citation is consent and, by default, a claim of
+//!     consumption. An `origin` message's citations are context, not consumed inputs.
+//!   * **Edge grade.** A citation names the parent's id, the SHA-256 of its signed
+//!     bytes, so a citation of a certified in-window parent is a **hash match** (the
+//!     child's input artifact hash equals the parent's output artifact hash). A child
+//!     pinned `link@folded` declares that it applied an unlogged transformation to
+//!     its inputs (**folded transform**); `link@similarity` declares inputs matched by
+//!     embedding proximity (**similarity match**). A transformation logged as its own
+//!     message is an ordinary node with hash-match edges in and out. A citation of a
+//!     certified message outside the window, or of an id nobody attests, is a
+//!     **window exit**; its id is the boundary artifact hash.
+//! - A completion item touches the slice when it is an anchor or a consumed input of a
+//!   closure message; only those are enumerated (others cannot change any grade).
+//! - A halt-authority duty is active when a certified triggering sensor report in the
+//!   window has its deadline expire by `t*` without a certified halt of the target by
+//!   the holder in `[report, report + deadline]`; it adds the absence variable
+//!   `absent.<duty id>` owned by the holder. It enters `Y` (as a necessary condition)
+//!   when its target is the target of an anchor.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use audita_evidence::{MessageId, Partition, Payload, Record, SuspectReason};
+use serde::Serialize;
+
+use crate::adverse::Adverse;
+use crate::duty::{Duty, DutyRegistry};
+
+/// How a message's presence depends on its citations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Sensor report or external input: environment.
+    Root,
+    /// The author's own decision; citations are context.
+    Origin,
+    /// Produced iff at least one consumed input is.
+    RelayAny,
+    /// Produced iff every consumed input is.
+    RelayAll,
+}
+
+/// Witness grade of a closure edge (causal-witness memo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// Child's input hash equals parent's output hash (citation by id).
+    HashMatch,
+    /// A transformation folded into the child, not logged as its own node.
+    FoldedTransform,
+    /// Matched by embedding proximity: a hypothesis, not an edge.
+    SimilarityMatch,
+    /// The closure leaves the slice window.
+    WindowExit,
+}
+
+impl EdgeKind {
+    /// Whether the edge is a causal witness.
+    pub fn is_witness(self) -> bool {
+        self == EdgeKind::HashMatch
+    }
+}
+
+/// One citation edge of the closure.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Edge {
+    /// Citing message.
+    pub child: MessageId,
+    /// Cited message (the boundary artifact for a window exit).
+    pub parent: MessageId,
+    /// Witness grade.
+    pub kind: EdgeKind,
+    /// Whether the child consumes the parent (not an origin's context citation).
+    pub consumed: bool,
+}
+
+/// A certified message of the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Its id.
+    pub id: MessageId,
+    /// Timestamp (ms).
+    pub timestamp: u64,
+    /// Payload.
+    pub payload: Payload,
+    /// Production policy.
+    pub policy: Policy,
+    /// Citations.
+    pub cites: Vec<MessageId>,
+    /// Declared grade of its citation edges.
+    pub link: EdgeKind,
+}
+
+/// Why a non-certified item is in the completion set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ItemKind {
+    /// Attested (cited, receipted or sealed) but absent.
+    Missing,
+    /// Present, sealed in an intact epoch, but failing a check.
+    Suspect,
+    /// Declared anchor that nothing in the record attests.
+    Unresolved,
+}
+
+/// A non-certified item whose presence a completion decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// Its id (author-attributed).
+    pub id: MessageId,
+    /// Kind.
+    pub kind: ItemKind,
+    /// Closure messages consuming it.
+    pub citers: Vec<MessageId>,
+    /// Whether it is an anchor.
+    pub anchor: bool,
+    /// Whether it is enumerated (touches the slice).
+    pub touches: bool,
+}
+
+/// A duty-indexed absence variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absence {
+    /// Variable name `absent.<duty>`.
+    pub variable: String,
+    /// Duty id.
+    pub duty: String,
+    /// Holder.
+    pub holder: String,
+    /// Actuator that was not halted.
+    pub target: String,
+    /// The triggering certified sensor report.
+    pub trigger: MessageId,
+    /// Whether it enters `Y` (its target is an anchor's target).
+    pub in_outcome: bool,
+}
+
+/// An attested suspect item (sealed in an intact epoch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttestedSuspect {
+    /// Id.
+    pub id: MessageId,
+    /// Reason codes.
+    pub reasons: Vec<String>,
+}
+
+/// The incident slice.
+#[derive(Debug, Clone)]
+pub struct Slice {
+    /// Certified messages in the window, by id.
+    pub window: BTreeMap<MessageId, Node>,
+    /// Closure (certified, in window, reachable backwards from the anchors).
+    pub closure: BTreeSet<MessageId>,
+    /// Edges of the closure in (child, parent) order.
+    pub edges: Vec<Edge>,
+    /// Certified anchors.
+    pub anchors: Vec<MessageId>,
+    /// Completion items (missing, attested suspect, unresolved anchors).
+    pub items: Vec<Item>,
+    /// Duty absences active in the window.
+    pub absences: Vec<Absence>,
+    /// Declared unrealised messages.
+    pub unrealised: BTreeSet<MessageId>,
+    /// Attested suspect items.
+    pub suspect: Vec<AttestedSuspect>,
+    /// All missing ids with their certified citers.
+    pub missing: Vec<(MessageId, Vec<MessageId>)>,
+    /// Targets of the anchors.
+    pub anchor_targets: BTreeSet<String>,
+    /// Whether all anchors are needed for `Y` (`combine: all`).
+    pub anchor_combine_all: bool,
+}
+
+fn policy_of(env: &audita_evidence::Envelope) -> Policy {
+    if env.payload.is_root() {
+        return Policy::Root;
+    }
+    for t in &env.pins.tools {
+        if t.name == "policy" {
+            match t.version.as_str() {
+                "origin" => return Policy::Origin,
+                "relay-all" => return Policy::RelayAll,
+                "relay-any" => return Policy::RelayAny,
+                _ => {}
+            }
+        }
+    }
+    Policy::RelayAny
+}
+
+fn link_of(env: &audita_evidence::Envelope) -> EdgeKind {
+    for t in &env.pins.tools {
+        if t.name == "link" {
+            match t.version.as_str() {
+                "folded" => return EdgeKind::FoldedTransform,
+                "similarity" => return EdgeKind::SimilarityMatch,
+                _ => {}
+            }
+        }
+    }
+    EdgeKind::HashMatch
+}
+
+/// Ids sealed in intact epochs.
+pub fn intact_leaves(record: &Record, partition: &Partition) -> BTreeSet<MessageId> {
+    let mut out = BTreeSet::new();
+    for st in partition.epochs.iter().filter(|e| e.intact()) {
+        if let Some(raw) = record.epochs.get(st.record_index) {
+            for leaf in &raw.leaves {
+                if let Ok(id) = MessageId::from_leaf_bytes(leaf) {
+                    out.insert(id);
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Slice {
+    /// Builds the slice of `adverse` over a verified record.
+    pub fn build(
+        record: &Record,
+        partition: &Partition,
+        duties: &DutyRegistry,
+        adverse: &Adverse,
+    ) -> Slice {
+        let decl = &adverse.decl;
+        let (lo, hi) = (decl.window_start_ms, decl.window_end());
+        let mut window = BTreeMap::new();
+        for (id, c) in &partition.certified {
+            let env = c.envelope.envelope();
+            let anchor = adverse.anchors.contains(id);
+            if !(anchor || (env.timestamp >= lo && env.timestamp <= hi)) {
+                continue;
+            }
+            window.insert(
+                id.clone(),
+                Node {
+                    id: id.clone(),
+                    timestamp: env.timestamp,
+                    payload: env.payload.clone(),
+                    policy: policy_of(env),
+                    cites: env.citations.clone(),
+                    link: link_of(env),
+                },
+            );
+        }
+        // Attested suspects: sealed in an intact epoch, not a mere duplicate copy.
+        let sealed = intact_leaves(record, partition);
+        let mut suspect: Vec<AttestedSuspect> = Vec::new();
+        for s in &partition.suspect {
+            if let audita_evidence::SuspectItem::Message { id, .. } = &s.item {
+                let dup_only = s.reasons.iter().all(|r| *r == SuspectReason::Duplicate);
+                if sealed.contains(id) && !dup_only && !suspect.iter().any(|x| &x.id == id) {
+                    suspect.push(AttestedSuspect {
+                        id: id.clone(),
+                        reasons: s.reasons.iter().map(|r| r.code().to_string()).collect(),
+                    });
+                }
+            }
+        }
+        suspect.sort_by(|a, b| a.id.cmp(&b.id));
+        let missing: Vec<(MessageId, Vec<MessageId>)> = partition
+            .missing
+            .iter()
+            .map(|m| (m.id.clone(), m.certified_citers.clone()))
+            .collect();
+        let mut items: BTreeMap<MessageId, Item> = BTreeMap::new();
+        let item_kind = |id: &MessageId| -> Option<ItemKind> {
+            if missing.iter().any(|(m, _)| m == id) {
+                Some(ItemKind::Missing)
+            } else if suspect.iter().any(|s| &s.id == id) {
+                Some(ItemKind::Suspect)
+            } else {
+                None
+            }
+        };
+        for (id, _) in &missing {
+            items.insert(
+                id.clone(),
+                Item {
+                    id: id.clone(),
+                    kind: ItemKind::Missing,
+                    citers: Vec::new(),
+                    anchor: false,
+                    touches: false,
+                },
+            );
+        }
+        for s in &suspect {
+            items.insert(
+                s.id.clone(),
+                Item {
+                    id: s.id.clone(),
+                    kind: ItemKind::Suspect,
+                    citers: Vec::new(),
+                    anchor: false,
+                    touches: false,
+                },
+            );
+        }
+        // Anchors.
+        let mut anchors = Vec::new();
+        for a in &adverse.anchors {
+            if window.contains_key(a) {
+                anchors.push(a.clone());
+            } else {
+                let kind = item_kind(a).unwrap_or(ItemKind::Unresolved);
+                let it = items.entry(a.clone()).or_insert(Item {
+                    id: a.clone(),
+                    kind,
+                    citers: Vec::new(),
+                    anchor: true,
+                    touches: true,
+                });
+                it.anchor = true;
+                it.touches = true;
+            }
+        }
+        // Backward closure.
+        let mut closure = BTreeSet::new();
+        let mut edges = Vec::new();
+        let mut queue: VecDeque<MessageId> = anchors.iter().cloned().collect();
+        for a in &anchors {
+            closure.insert(a.clone());
+        }
+        while let Some(child) = queue.pop_front() {
+            let Some(node) = window.get(&child) else {
+                continue;
+            };
+            let consumed = matches!(node.policy, Policy::RelayAny | Policy::RelayAll);
+            for c in &node.cites {
+                let kind = if window.contains_key(c) {
+                    if closure.insert(c.clone()) {
+                        queue.push_back(c.clone());
+                    }
+                    node.link
+                } else if let Some(it) = items.get_mut(c) {
+                    if consumed {
+                        it.touches = true;
+                        if !it.citers.contains(&child) {
+                            it.citers.push(child.clone());
+                        }
+                    }
+                    node.link
+                } else {
+                    EdgeKind::WindowExit
+                };
+                edges.push(Edge {
+                    child: child.clone(),
+                    parent: c.clone(),
+                    kind,
+                    consumed,
+                });
+            }
+        }
+        edges.sort();
+        edges.dedup();
+        let mut items: Vec<Item> = items.into_values().collect();
+        for it in &mut items {
+            it.citers.sort();
+        }
+        let anchor_targets: BTreeSet<String> = anchors
+            .iter()
+            .filter_map(|a| window.get(a))
+            .filter_map(|n| n.payload.target().map(str::to_string))
+            .collect();
+        let absences = absences(&window, duties, adverse, &anchor_targets);
+        Slice {
+            window,
+            closure,
+            edges,
+            anchors,
+            items,
+            absences,
+            unrealised: adverse.unrealised.iter().cloned().collect(),
+            suspect,
+            missing,
+            anchor_targets,
+            anchor_combine_all: adverse.decl.combine == crate::adverse::Combine::All,
+        }
+    }
+
+    /// Completion items that are enumerated.
+    pub fn touching_items(&self) -> impl Iterator<Item = &Item> {
+        self.items.iter().filter(|i| i.touches)
+    }
+
+    /// Consumed non-witness edges between closure members or items (hypotheses).
+    pub fn hypotheses(&self) -> Vec<&Edge> {
+        self.edges
+            .iter()
+            .filter(|e| {
+                e.consumed
+                    && matches!(
+                        e.kind,
+                        EdgeKind::FoldedTransform | EdgeKind::SimilarityMatch
+                    )
+            })
+            .collect()
+    }
+
+    /// The author of a slice message or item.
+    pub fn author_of(id: &MessageId) -> &str {
+        id.author.as_str()
+    }
+}
+
+fn absences(
+    window: &BTreeMap<MessageId, Node>,
+    duties: &DutyRegistry,
+    adverse: &Adverse,
+    anchor_targets: &BTreeSet<String>,
+) -> Vec<Absence> {
+    let t_star = adverse.decl.t_star_ms;
+    let mut out = Vec::new();
+    for (holder, duty) in duties.all() {
+        let Duty::HaltAuthority {
+            id,
+            target,
+            trigger_contains,
+            trigger_sensor,
+            deadline_ms,
+        } = duty
+        else {
+            continue;
+        };
+        let mut triggers: Vec<&Node> = window
+            .values()
+            .filter(|n| match &n.payload {
+                Payload::SensorReport { sensor, reading } => {
+                    reading.contains(trigger_contains.as_str())
+                        && trigger_sensor
+                            .as_ref()
+                            .map_or(true, |s| s == sensor || s == n.id.author.as_str())
+                }
+                _ => false,
+            })
+            .filter(|n| n.timestamp.saturating_add(*deadline_ms) <= t_star)
+            .collect();
+        triggers.sort_by_key(|n| (n.timestamp, n.id.clone()));
+        for trig in triggers {
+            let end = trig.timestamp.saturating_add(*deadline_ms);
+            let fulfilled = window.values().any(|n| {
+                n.id.author.as_str() == holder
+                    && matches!(&n.payload, Payload::Halt { target: t } if t == target)
+                    && n.timestamp >= trig.timestamp
+                    && n.timestamp <= end
+            });
+            if !fulfilled {
+                out.push(Absence {
+                    variable: format!("absent.{id}"),
+                    duty: id.clone(),
+                    holder: holder.to_string(),
+                    target: target.clone(),
+                    trigger: trig.id.clone(),
+                    in_outcome: anchor_targets.contains(target),
+                });
+                break;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,891 @@
+//! The verdict: per principal duty, breach, causation interval with replay receipts,
+//! harm, flags and the evidence sub-graph; the JSON schema of `SCHEMA.md`; the flat
+//! per-(incident, principal) row view.
+//!
+//! Design constraints:
+//! - Deterministic: every map is a `BTreeMap`, every list sorted; equal inputs give
+//!   byte-identical JSON ([`Verdict::to_json`]).
+//! - Only certified messages, attested missing ids and attested suspect items (sealed
+//!   in an intact epoch) are read, so injected items that fail verification change no
+//!   byte of the verdict.
+//! - `culpable = breach(standard) ∧ ρ_lo > 0 ∧ claim = causal`: no causal verdict
+//!   through a non-witness edge, and ρ_lo is lowered to the certified grade when replay
+//!   does not confirm a cause (abstention, never accusation).
+//! - No silent exoneration: a principal is `exonerated` only when ρ_hi = 0 and no
+//!   completion item could carry its production path (an uncited certified message of
+//!   it predating a missing item's citers); otherwise it is `unresolved` and the
+//!   author-attributed items are named.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use audita_causal::certify::{certify, CertifyConfig, CertifyMode, ModelReplayer};
+use audita_causal::Replayer;
+use audita_evidence::{MessageId, Partition, Payload, Record};
+use serde::Serialize;
+
+use crate::adverse::{id_string, Adverse};
+use crate::breach::{breaches, degraded, faithful, Breach};
+use crate::duty::{DutyRegistry, Standard};
+use crate::interval::intervals;
+use crate::reading::{var_names, VarRef};
+use crate::slice::{Edge, EdgeKind, ItemKind, Policy, Slice};
+use crate::VerdictError;
+
+/// Schema identifier written into every verdict.
+pub const SCHEMA: &str = "audita.verdict/v1";
+
+/// Claim level (causal-witness memo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimLevel {
+    /// Closure reaches the source through hash-match edges only.
+    Causal,
+    /// Temporal precedence with plausible mechanism (offending edges named).
+    Temporal,
+    /// The closure exits the window: external parent suspected (boundary named).
+    Indeterminate,
+}
+
+impl ClaimLevel {
+    /// Stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClaimLevel::Causal => "causal",
+            ClaimLevel::Temporal => "temporal",
+            ClaimLevel::Indeterminate => "indeterminate",
+        }
+    }
+}
+
+/// An edge as written in the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct EdgeView {
+    /// Citing message.
+    pub child: String,
+    /// Cited message.
+    pub parent: String,
+    /// Witness grade.
+    pub kind: EdgeKind,
+    /// Whether the child consumes the parent.
+    pub consumed: bool,
+}
+
+impl From<&Edge> for EdgeView {
+    fn from(e: &Edge) -> Self {
+        EdgeView {
+            child: id_string(&e.child),
+            parent: id_string(&e.parent),
+            kind: e.kind,
+            consumed: e.consumed,
+        }
+    }
+}
+
+/// A claim with its justification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Claim {
+    /// Level.
+    pub level: ClaimLevel,
+    /// Folded-transform and similarity edges that downgrade the claim.
+    pub offending_edges: Vec<EdgeView>,
+    /// Boundary artifact hashes (ids) where the closure exits the window.
+    pub boundary: Vec<String>,
+}
+
+/// Flags of a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flag {
+    /// Faithful relay of upstream content.
+    Conduit,
+    /// ρ_hi = 0 with nothing missing that could implicate it.
+    Exonerated,
+    /// Graded through a duty absence.
+    Omission,
+    /// Missing items are named in the finding.
+    EvidenceMissing,
+    /// Attested suspect items are named in the finding.
+    EvidenceSuspect,
+    /// A cause of it was not confirmed by replay.
+    Abstained,
+}
+
+impl Flag {
+    /// Stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flag::Conduit => "conduit",
+            Flag::Exonerated => "exonerated",
+            Flag::Omission => "omission",
+            Flag::EvidenceMissing => "evidence_missing",
+            Flag::EvidenceSuspect => "evidence_suspect",
+            Flag::Abstained => "abstained",
+        }
+    }
+}
+
+/// Summary status of a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingStatus {
+    /// Breach ∧ ρ_lo > 0 with a causal claim.
+    Culpable,
+    /// Breach without causation (ρ_hi = 0).
+    NegligentButInert,
+    /// Causation without breach.
+    InvolvedCleared,
+    /// Neither breach nor causation.
+    Exonerated,
+    /// The evidence does not settle it (interval straddles 0, a non-causal claim, or
+    /// named missing/suspect items).
+    Unresolved,
+}
+
+/// A missing or suspect item named in a finding.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct NamedItem {
+    /// Id (`author:hex`).
+    pub id: String,
+    /// Its author.
+    pub author: String,
+    /// `missing`, `suspect` or `unresolved`.
+    pub kind: ItemKind,
+}
+
+/// The verdict about one principal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// Registered duties of the principal.
+    pub duties: Vec<String>,
+    /// Breach under both standards.
+    pub breach: Breach,
+    /// Involvement bound.
+    pub rho_lo: f64,
+    /// Upper end of the interval.
+    pub rho_hi: f64,
+    /// `breach(standard) ∧ ρ_lo > 0 ∧ claim causal`.
+    pub culpable: bool,
+    /// Summary status.
+    pub status: FindingStatus,
+    /// Claim level of its causal finding.
+    pub claim: Claim,
+    /// Flags.
+    pub flags: Vec<Flag>,
+    /// Certified evidence sub-graph (message ids) justifying the findings.
+    pub evidence: Vec<String>,
+    /// Author-attributed missing/suspect items bearing on this finding.
+    pub items: Vec<NamedItem>,
+    /// Human-readable notes (exoneration, preemption, abstention).
+    pub notes: Vec<String>,
+}
+
+/// A replay receipt of a proposed cause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayReceipt {
+    /// Cause variables.
+    pub vars: Vec<String>,
+    /// Witness variables.
+    pub witness: Vec<String>,
+    /// Grade.
+    pub grade: f64,
+    /// Factual risk.
+    pub q0: f64,
+    /// Interventional risk.
+    pub q1: f64,
+    /// Hoeffding half-width.
+    pub epsilon: f64,
+    /// Runs per arm.
+    pub runs: u32,
+    /// Action match of the factual arm.
+    pub action_match: f64,
+    /// Whether the cause was certified.
+    pub certified: bool,
+    /// Justification.
+    pub note: String,
+}
+
+/// Overall status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Graded and certified by replay.
+    Graded,
+    /// Replay could not run or no reading is admissible: no causal finding stands.
+    Abstained,
+}
+
+/// The slice as written in the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SliceView {
+    /// Closure message ids.
+    pub messages: Vec<String>,
+    /// Closure edges with witness grades.
+    pub edges: Vec<EdgeView>,
+    /// Duty absences.
+    pub absences: Vec<AbsenceView>,
+}
+
+/// A duty absence as written in the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AbsenceView {
+    /// Variable name.
+    pub variable: String,
+    /// Duty id.
+    pub duty: String,
+    /// Holder.
+    pub holder: String,
+    /// Triggering report.
+    pub trigger: String,
+    /// Whether it enters `Y`.
+    pub in_outcome: bool,
+}
+
+/// A completion item as written in the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ItemView {
+    /// Id.
+    pub id: String,
+    /// Author.
+    pub author: String,
+    /// Kind.
+    pub kind: ItemKind,
+    /// Certified closure messages consuming it.
+    pub citers: Vec<String>,
+    /// Whether it is an anchor.
+    pub anchor: bool,
+    /// Whether it is enumerated.
+    pub enumerated: bool,
+}
+
+/// Completion statistics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Completions {
+    /// Items (missing, attested suspect, unresolved anchors).
+    pub items: Vec<ItemView>,
+    /// Hypothesis edges enumerated on/off.
+    pub hypotheses: Vec<EdgeView>,
+    /// Readings enumerated.
+    pub readings: u64,
+    /// Admissible readings.
+    pub admissible: u64,
+}
+
+/// The verdict of one incident (schema [`SCHEMA`], documented in `SCHEMA.md`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Schema id.
+    pub schema: &'static str,
+    /// Incident name.
+    pub incident: String,
+    /// Declared predicate.
+    pub outcome: String,
+    /// `t*` (ms).
+    pub t_star_ms: u64,
+    /// Harm severity (J).
+    pub severity_j: f64,
+    /// Standard culpability was computed under.
+    pub standard: Standard,
+    /// Hex log root of the last intact epoch.
+    pub record_root: String,
+    /// Overall status.
+    pub status: Status,
+    /// Incident-level claim.
+    pub claim: Claim,
+    /// Declared anchors.
+    pub anchors: Vec<String>,
+    /// The slice.
+    pub slice: SliceView,
+    /// Model variable → message id or duty absence.
+    pub variables: BTreeMap<String, String>,
+    /// Completion statistics.
+    pub completions: Completions,
+    /// Equivocations found by verification.
+    pub equivocations: usize,
+    /// Replay receipts of the canonical reading.
+    pub replay: Vec<ReplayReceipt>,
+    /// Findings per principal.
+    pub principals: BTreeMap<String, Finding>,
+    /// Incident-level notes.
+    pub notes: Vec<String>,
+}
+
+/// The flat per-(incident, principal) row (the Parquet sink's columns).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictRow {
+    /// Incident name.
+    pub incident: String,
+    /// Principal.
+    pub principal: String,
+    /// Declared predicate.
+    pub outcome: String,
+    /// `t*` (ms).
+    pub t_star_ms: u64,
+    /// Severity (J).
+    pub severity_j: f64,
+    /// Standard name.
+    pub standard: String,
+    /// Duty ids.
+    pub duties: Vec<String>,
+    /// Breach (specification).
+    pub breach_specification: bool,
+    /// Breach (reasonable agent).
+    pub breach_reasonable: bool,
+    /// ρ_lo.
+    pub rho_lo: f64,
+    /// ρ_hi.
+    pub rho_hi: f64,
+    /// Culpable.
+    pub culpable: bool,
+    /// Claim level name.
+    pub claim: String,
+    /// Flag names.
+    pub flags: Vec<String>,
+    /// Evidence ids.
+    pub evidence: Vec<String>,
+    /// Record root.
+    pub record_root: String,
+}
+
+impl Verdict {
+    /// Pretty JSON (deterministic).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// One row per principal.
+    pub fn rows(&self) -> Vec<VerdictRow> {
+        self.principals
+            .iter()
+            .map(|(p, f)| VerdictRow {
+                incident: self.incident.clone(),
+                principal: p.clone(),
+                outcome: self.outcome.clone(),
+                t_star_ms: self.t_star_ms,
+                severity_j: self.severity_j,
+                standard: self.standard.name().to_string(),
+                duties: f.duties.clone(),
+                breach_specification: f.breach.specification,
+                breach_reasonable: f.breach.reasonable_agent,
+                rho_lo: f.rho_lo,
+                rho_hi: f.rho_hi,
+                culpable: f.culpable,
+                claim: f.claim.level.name().to_string(),
+                flags: f.flags.iter().map(|x| x.name().to_string()).collect(),
+                evidence: f.evidence.clone(),
+                record_root: self.record_root.clone(),
+            })
+            .collect()
+    }
+
+    /// The finding of `principal`.
+    pub fn finding(&self, principal: &str) -> Option<&Finding> {
+        self.principals.get(principal)
+    }
+}
+
+/// Knobs of a verdict computation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Certification mode (exact by default).
+    pub mode: CertifyMode,
+    /// Tolerance for action matching.
+    pub tolerance: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: CertifyMode::Exact,
+            tolerance: 0.0,
+        }
+    }
+}
+
+/// Computes the verdict, certifying causes on the slice model itself.
+pub fn verdict(
+    record: &Record,
+    partition: &Partition,
+    duties: &DutyRegistry,
+    adverse: &Adverse,
+) -> Result<Verdict, VerdictError> {
+    verdict_with(
+        record,
+        partition,
+        duties,
+        adverse,
+        &Options::default(),
+        None,
+    )
+}
+
+fn record_root(partition: &Partition) -> String {
+    partition
+        .epochs
+        .iter()
+        .filter(|e| e.intact())
+        .filter_map(|e| e.header.as_ref())
+        .max_by_key(|h| h.number)
+        .map(|h| hex::encode(h.log_root))
+        .unwrap_or_default()
+}
+
+/// Computes the verdict; `replayer` (when given) is the certification hook, called with
+/// the variable names of [`Verdict::variables`].
+pub fn verdict_with(
+    record: &Record,
+    partition: &Partition,
+    duties: &DutyRegistry,
+    adverse: &Adverse,
+    opts: &Options,
+    replayer: Option<&mut dyn Replayer>,
+) -> Result<Verdict, VerdictError> {
+    duties.validate()?;
+    let slice = Slice::build(record, partition, duties, adverse);
+    let names = var_names(&slice);
+    // Principals: authors of derived certified messages in the window, duty holders,
+    // authors of attested items.
+    let mut principals: BTreeSet<String> = slice
+        .window
+        .values()
+        .filter(|n| n.policy != Policy::Root)
+        .map(|n| n.id.author.to_string())
+        .collect();
+    principals.extend(duties.principals.keys().cloned());
+    principals.extend(slice.items.iter().map(|i| i.id.author.to_string()));
+    principals.extend(slice.missing.iter().map(|(m, _)| m.author.to_string()));
+    let iv = intervals(&slice, &names, &principals)?;
+    let brs = breaches(&slice, duties);
+    let mut notes = Vec::new();
+    let mut status = Status::Graded;
+    let mut lo = iv.lo.clone();
+    let mut hi = iv.hi.clone();
+    let mut abstained: BTreeSet<String> = BTreeSet::new();
+    let mut receipts = Vec::new();
+    if iv.admissible == 0 {
+        status = Status::Abstained;
+        notes.push(
+            "no reading of the evidence reproduces the declared outcome: no causal finding"
+                .to_string(),
+        );
+        let involved: BTreeSet<String> = slice
+            .closure
+            .iter()
+            .map(|m| m.author.to_string())
+            .chain(slice.items.iter().map(|i| i.id.author.to_string()))
+            .chain(slice.absences.iter().map(|a| a.holder.clone()))
+            .collect();
+        for p in &principals {
+            lo.insert(p.clone(), 0.0);
+            hi.insert(p.clone(), if involved.contains(p) { 1.0 } else { 0.0 });
+        }
+    }
+    // Certification by replay on the canonical reading.
+    if let Some((_, built, att)) = &iv.canonical {
+        let cfg = CertifyConfig {
+            delta: adverse.decl.delta,
+            mode: opts.mode,
+            tolerance: opts.tolerance,
+        };
+        let mut own;
+        let rep: &mut dyn Replayer = match replayer {
+            Some(r) => r,
+            None => {
+                own = ModelReplayer::exact(built.model.clone());
+                &mut own
+            }
+        };
+        match certify(&built.model, &[], att.clone(), rep, &cfg) {
+            Ok(c) => {
+                for r in &c.receipts {
+                    receipts.push(ReplayReceipt {
+                        vars: r.cause.vars.clone(),
+                        witness: r.cause.witness.clone(),
+                        grade: r.cause.grade,
+                        q0: r.q0,
+                        q1: r.q1,
+                        epsilon: r.epsilon,
+                        runs: r.runs,
+                        action_match: r.action_match,
+                        certified: r.certified,
+                        note: r.note.clone(),
+                    });
+                }
+                for p in &principals {
+                    let certified = c.attribution.responsibility_of(p);
+                    if let Some(l) = lo.get_mut(p) {
+                        if certified < *l {
+                            *l = certified;
+                            abstained.insert(p.clone());
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                status = Status::Abstained;
+                notes.push(format!("certification by replay failed, abstaining: {e}"));
+                for p in &principals {
+                    if lo.get(p).is_some_and(|l| *l > 0.0) {
+                        abstained.insert(p.clone());
+                    }
+                    lo.insert(p.clone(), 0.0);
+                }
+            }
+        }
+    } else if iv.admissible > 0 {
+        notes.push("canonical reading not admissible: causes not replay-certified".into());
+        for p in &principals {
+            if lo.get(p).is_some_and(|l| *l > 0.0) {
+                abstained.insert(p.clone());
+            }
+            lo.insert(p.clone(), 0.0);
+        }
+        status = Status::Abstained;
+    }
+
+    // Evidence reading: widest if admissible, else canonical.
+    let evidence_reading = iv.widest.as_ref().or(iv.canonical.as_ref());
+    let touching: Vec<&crate::slice::Item> = slice.touching_items().collect();
+    let latest_item_time = touching
+        .iter()
+        .map(|it| {
+            if it.anchor {
+                adverse.decl.t_star_ms
+            } else {
+                it.citers
+                    .iter()
+                    .filter_map(|c| slice.window.get(c))
+                    .map(|n| n.timestamp)
+                    .max()
+                    .unwrap_or(adverse.decl.t_star_ms)
+            }
+        })
+        .max();
+    let cited: BTreeSet<&MessageId> = slice.window.values().flat_map(|n| n.cites.iter()).collect();
+
+    let mut findings = BTreeMap::new();
+    for p in &principals {
+        let breach = brs.get(p).cloned().unwrap_or_default();
+        let rho_lo = lo.get(p).copied().unwrap_or(0.0);
+        let rho_hi = hi.get(p).copied().unwrap_or(0.0).max(rho_lo);
+        let mut flags = BTreeSet::new();
+        let mut f_notes = Vec::new();
+        let mut evidence: BTreeSet<String> = BTreeSet::new();
+        let mut offending: BTreeSet<EdgeView> = BTreeSet::new();
+        let mut boundary: BTreeSet<String> = BTreeSet::new();
+        let mut own_vars: Vec<MessageId> = Vec::new();
+        for v in &breach.violations {
+            evidence.extend(v.evidence.iter().cloned());
+        }
+        if let Some((_, built, _)) = evidence_reading {
+            // p's gated messages and everything downstream of them to the anchors.
+            let mut frontier: Vec<MessageId> = built
+                .gated
+                .iter()
+                .chain(built.names.keys())
+                .filter(|id| id.author.as_str() == p)
+                .cloned()
+                .collect();
+            frontier.sort();
+            frontier.dedup();
+            own_vars = frontier.clone();
+            let mut seen: BTreeSet<MessageId> = frontier.iter().cloned().collect();
+            while let Some(m) = frontier.pop() {
+                evidence.insert(id_string(&m));
+                for (child, parent) in &built.links {
+                    if parent == &m && seen.insert(child.clone()) {
+                        frontier.push(child.clone());
+                    }
+                }
+            }
+            for e in &slice.edges {
+                let on_path = seen.contains(&e.child) && seen.contains(&e.parent);
+                if on_path && e.consumed && !e.kind.is_witness() {
+                    offending.insert(EdgeView::from(e));
+                }
+                if e.kind == EdgeKind::WindowExit && e.consumed && own_vars.contains(&e.child) {
+                    boundary.insert(id_string(&e.parent));
+                }
+            }
+            for (name, r) in &built.vars {
+                if let VarRef::Absence(i) = r {
+                    if let Some(a) = slice.absences.get(*i) {
+                        if a.holder == *p && rho_hi > 0.0 && built.model.var(name).is_some() {
+                            flags.insert(Flag::Omission);
+                            evidence.insert(id_string(&a.trigger));
+                        }
+                    }
+                }
+            }
+        }
+        // Conduit: every gated message a faithful relay, and involved.
+        let gated_own: Vec<&crate::slice::Node> = own_vars
+            .iter()
+            .filter_map(|id| slice.window.get(id))
+            .collect();
+        let owns_absence = slice
+            .absences
+            .iter()
+            .any(|a| a.holder == *p && a.in_outcome);
+        if rho_hi > 0.0
+            && !gated_own.is_empty()
+            && !owns_absence
+            && gated_own.iter().all(|n| faithful(&slice, n))
+        {
+            flags.insert(Flag::Conduit);
+        }
+        // Items bearing on p.
+        let mut items: BTreeSet<NamedItem> = BTreeSet::new();
+        for id in degraded(&slice, p) {
+            let kind = if slice.suspect.iter().any(|s| s.id == id) {
+                ItemKind::Suspect
+            } else {
+                ItemKind::Missing
+            };
+            items.insert(NamedItem {
+                id: id_string(&id),
+                author: id.author.to_string(),
+                kind,
+            });
+        }
+        let widened = rho_lo < rho_hi;
+        let orphan = slice.window.values().any(|n| {
+            n.id.author.as_str() == p
+                && n.policy != Policy::Root
+                && !cited.contains(&n.id)
+                && !slice.closure.contains(&n.id)
+                && latest_item_time.is_some_and(|t| n.timestamp <= t)
+        });
+        if widened || (rho_hi == 0.0 && orphan) || rho_lo == 0.0 && !touching.is_empty() {
+            for it in &touching {
+                items.insert(NamedItem {
+                    id: id_string(&it.id),
+                    author: it.id.author.to_string(),
+                    kind: it.kind,
+                });
+            }
+        }
+        if items.iter().any(|i| i.kind != ItemKind::Suspect) {
+            flags.insert(Flag::EvidenceMissing);
+        }
+        if items.iter().any(|i| i.kind == ItemKind::Suspect) {
+            flags.insert(Flag::EvidenceSuspect);
+        }
+        if abstained.contains(p) {
+            flags.insert(Flag::Abstained);
+            f_notes.push("a cause of this principal was not confirmed by replay: abstained".into());
+        }
+        let level = if !boundary.is_empty() {
+            ClaimLevel::Indeterminate
+        } else if !offending.is_empty() && rho_lo == 0.0 && rho_hi > 0.0 {
+            ClaimLevel::Temporal
+        } else {
+            ClaimLevel::Causal
+        };
+        let claim = Claim {
+            level,
+            offending_edges: offending.into_iter().collect(),
+            boundary: boundary.into_iter().collect(),
+        };
+        let b = breach.under(duties.standard);
+        let culpable = b && rho_lo > 0.0 && level == ClaimLevel::Causal;
+        let withheld = rho_hi == 0.0 && orphan && !touching.is_empty();
+        let status = if culpable {
+            FindingStatus::Culpable
+        } else if rho_hi == 0.0 && !withheld && items.is_empty() {
+            if b {
+                FindingStatus::NegligentButInert
+            } else {
+                FindingStatus::Exonerated
+            }
+        } else if !b && rho_lo > 0.0 {
+            FindingStatus::InvolvedCleared
+        } else {
+            FindingStatus::Unresolved
+        };
+        if rho_hi == 0.0 && !withheld && items.is_empty() {
+            flags.insert(Flag::Exonerated);
+            f_notes.extend(exoneration_notes(&slice, p));
+        }
+        if withheld {
+            f_notes.push(
+                "exoneration withheld: a missing item with unknown inputs could carry a production path of this principal"
+                    .into(),
+            );
+        }
+        match status {
+            FindingStatus::NegligentButInert => {
+                f_notes.push("negligent but inert: breach without causation".into())
+            }
+            FindingStatus::InvolvedCleared => {
+                f_notes.push("involved, cleared: causation without breach".into())
+            }
+            _ => {}
+        }
+        let duty_ids: Vec<String> = duties
+            .duties_of(p)
+            .iter()
+            .map(|d| d.id().to_string())
+            .collect();
+        findings.insert(
+            p.clone(),
+            Finding {
+                duties: duty_ids,
+                breach,
+                rho_lo,
+                rho_hi,
+                culpable,
+                status,
+                claim,
+                flags: flags.into_iter().collect(),
+                evidence: evidence.into_iter().collect(),
+                items: items.into_iter().collect(),
+                notes: f_notes,
+            },
+        );
+    }
+
+    // Incident-level claim.
+    let offending: Vec<EdgeView> = slice
+        .edges
+        .iter()
+        .filter(|e| {
+            e.consumed
+                && matches!(
+                    e.kind,
+                    EdgeKind::FoldedTransform | EdgeKind::SimilarityMatch
+                )
+        })
+        .map(EdgeView::from)
+        .collect();
+    let mut boundary: Vec<String> = slice
+        .edges
+        .iter()
+        .filter(|e| e.consumed && e.kind == EdgeKind::WindowExit)
+        .map(|e| id_string(&e.parent))
+        .chain(
+            slice
+                .items
+                .iter()
+                .filter(|i| i.kind == ItemKind::Unresolved)
+                .map(|i| id_string(&i.id)),
+        )
+        .collect();
+    boundary.sort();
+    boundary.dedup();
+    let claim = Claim {
+        level: if !boundary.is_empty() {
+            ClaimLevel::Indeterminate
+        } else if !offending.is_empty() {
+            ClaimLevel::Temporal
+        } else {
+            ClaimLevel::Causal
+        },
+        offending_edges: offending,
+        boundary,
+    };
+    let mut variables = BTreeMap::new();
+    if let Some((_, built, _)) = evidence_reading {
+        for (name, r) in &built.vars {
+            let v = match r {
+                VarRef::Message(id) => id_string(id),
+                VarRef::Absence(i) => slice
+                    .absences
+                    .get(*i)
+                    .map(|a| format!("absence:{}", a.duty))
+                    .unwrap_or_default(),
+            };
+            variables.insert(name.clone(), v);
+        }
+    }
+    // Rewrite receipt variable names to message ids for readability is left to readers
+    // through `variables`.
+    let verdict = Verdict {
+        schema: SCHEMA,
+        incident: adverse.decl.incident.clone(),
+        outcome: adverse.decl.outcome.clone(),
+        t_star_ms: adverse.decl.t_star_ms,
+        severity_j: adverse.severity_j(),
+        standard: duties.standard,
+        record_root: record_root(partition),
+        status,
+        claim,
+        anchors: adverse.anchors.iter().map(id_string).collect(),
+        slice: SliceView {
+            messages: slice.closure.iter().map(id_string).collect(),
+            edges: slice.edges.iter().map(EdgeView::from).collect(),
+            absences: slice
+                .absences
+                .iter()
+                .map(|a| AbsenceView {
+                    variable: a.variable.clone(),
+                    duty: a.duty.clone(),
+                    holder: a.holder.clone(),
+                    trigger: id_string(&a.trigger),
+                    in_outcome: a.in_outcome,
+                })
+                .collect(),
+        },
+        variables,
+        completions: Completions {
+            items: slice
+                .items
+                .iter()
+                .map(|i| ItemView {
+                    id: id_string(&i.id),
+                    author: i.id.author.to_string(),
+                    kind: i.kind,
+                    citers: i.citers.iter().map(id_string).collect(),
+                    anchor: i.anchor,
+                    enumerated: i.touches,
+                })
+                .collect(),
+            hypotheses: slice.hypotheses().into_iter().map(EdgeView::from).collect(),
+            readings: iv.total,
+            admissible: iv.admissible,
+        },
+        equivocations: partition.equivocations.len(),
+        replay: receipts,
+        principals: findings,
+        notes,
+    };
+    Ok(verdict)
+}
+
+fn exoneration_notes(slice: &Slice, p: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in slice.window.values() {
+        if n.id.author.as_str() != p || n.policy == Policy::Root {
+            continue;
+        }
+        let Some(t) = n.payload.target() else {
+            continue;
+        };
+        if !slice.anchor_targets.contains(t) || slice.closure.contains(&n.id) {
+            continue;
+        }
+        let veto = slice
+            .window
+            .values()
+            .find(|v| matches!(v.payload, Payload::Halt { .. }) && v.cites.contains(&n.id));
+        let why = if slice.unrealised.contains(&n.id) {
+            "its committed effect never arrived (recorded unrealised)".to_string()
+        } else if let Some(v) = veto {
+            format!("vetoed by {} before effect", id_string(&v.id))
+        } else {
+            "not consumed by any message producing the outcome".to_string()
+        };
+        out.push(format!(
+            "{}: no intact production path to the outcome; {why}; rho = 0",
+            id_string(&n.id)
+        ));
+    }
+    for n in slice.closure.iter().filter_map(|id| slice.window.get(id)) {
+        if n.id.author.as_str() == p && slice.unrealised.contains(&n.id) {
+            out.push(format!(
+                "{}: preempted (effect never arrived); rho = 0",
+                id_string(&n.id)
+            ));
+        }
+    }
+    out
+}
