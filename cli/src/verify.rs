@@ -25,6 +25,9 @@ pub struct VerifyArgs {
     /// verification is the default).
     #[arg(long)]
     pub batch: bool,
+    /// Threads for signature checks (default: available parallelism).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Omit the list of certified messages (counts only) for large records.
     #[arg(long)]
     pub brief: bool,
@@ -46,8 +49,12 @@ pub fn run(args: &VerifyArgs) -> i32 {
             return 2;
         }
     };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let policy = Policy {
         batch_signatures: args.batch,
+        threads,
         ..Policy::default()
     };
     let partition = verify_record_with(&record, &keys, &policy, store.as_ref());

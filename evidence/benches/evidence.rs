@@ -170,6 +170,27 @@ fn summary() {
     let [t_sign, t_raw_sign, t_verify, t_raw_strict, t_raw_single, t_raw_batch, t_seal, t_record, t_record_batch] =
         [t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8]];
 
+    // Wall time with all cores (shared machine: indicative only).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threaded = Policy {
+        threads: cores,
+        ..Policy::default()
+    };
+    let wall_threaded = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            assert!(verify_record_with(&s.record, &s.keys, &threaded, None).is_clean());
+            t.elapsed().as_secs_f64() / n as f64
+        })
+        .fold(f64::INFINITY, f64::min);
+    let wall_single = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            assert!(verify_record(&s.record, &s.keys).is_clean());
+            t.elapsed().as_secs_f64() / n as f64
+        })
+        .fold(f64::INFINITY, f64::min);
+
     let typical_sizes: Vec<usize> = envs
         .iter()
         .filter(|e| typical(e))
@@ -240,6 +261,12 @@ fn summary() {
         "audita full-record verify (batch signatures)",
         t_record_batch,
         t_raw_single,
+    );
+    println!(
+        "full-record verify (strict), wall time: 1 thread {:.0} messages/s, {cores} threads {:.0} messages/s ({:.2}× speed-up)",
+        1.0 / wall_single,
+        1.0 / wall_threaded,
+        wall_single / wall_threaded
     );
     println!(
         "overhead ratios: verify/raw single = {:.2}, verify/raw strict = {:.2}, full record (strict)/raw single = {:.2}, full record (batch)/raw batch = {:.2}",

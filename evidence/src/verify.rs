@@ -100,6 +100,9 @@ pub struct Policy {
     /// verification may accept edge-case signatures (small-order components made
     /// by the key holder) that strict verification rejects.
     pub batch_signatures: bool,
+    /// Threads for strict signature checks (0 or 1 = the calling thread only).
+    /// The partition does not depend on it.
+    pub threads: usize,
 }
 
 /// A certified message: the precondition type for attribution.
@@ -642,12 +645,15 @@ pub fn verify_record_with(
             }),
             keys,
         );
-    for p in present.values_mut() {
-        let check = if batch_ok {
-            p.env.envelope().validate().map_err(MessageCheck::Envelope)
+    let envs: Vec<&SignedEnvelope> = present.values().map(|p| &p.env).collect();
+    let checks = par_map(&envs, policy.threads, |env| {
+        if batch_ok {
+            env.envelope().validate().map_err(MessageCheck::Envelope)
         } else {
-            p.env.check(keys)
-        };
+            env.check(keys)
+        }
+    });
+    for (p, check) in present.values_mut().zip(checks) {
         match check {
             Ok(()) => {}
             Err(MessageCheck::Signature(e)) => p.reasons.push(SuspectReason::Signature(e)),
@@ -675,7 +681,11 @@ pub fn verify_record_with(
             }),
             keys,
         );
-    for (i, decoded) in decoded.into_iter().enumerate() {
+    let receipt_sigs = par_map(&decoded, policy.threads, |d| match d {
+        Ok(r) if !receipts_batch_ok => r.verify(keys),
+        _ => Ok(()),
+    });
+    for (i, (decoded, signature)) in decoded.into_iter().zip(receipt_sigs).enumerate() {
         let r = match decoded {
             Err(e) => {
                 out.receipt_problems.push(ReceiptProblem {
@@ -695,11 +705,6 @@ pub fn verify_record_with(
             });
             continue;
         }
-        let signature = if receipts_batch_ok {
-            Ok(())
-        } else {
-            r.verify(keys)
-        };
         if let Err(e) = signature {
             out.receipt_problems.push(ReceiptProblem {
                 record_index: i,
@@ -853,6 +858,25 @@ pub fn verify_record_with(
         }
     }
     out
+}
+
+/// Maps `f` over `items` on up to `threads` scoped threads, preserving order.
+fn par_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if threads <= 1 || items.len() < 2 * threads {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 /// One Ed25519 batch over `(signer, payload type, body, signature)`; false if any

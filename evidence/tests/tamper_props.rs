@@ -67,6 +67,8 @@ proptest! {
         prop_assert!(!p.is_clean());
         let batched = verify_record_with(&r, &s.keys, &Policy { batch_signatures: true, ..Policy::default() }, None);
         prop_assert_eq!(&batched, &p, "batch verification changes no finding");
+        let threaded = verify_record_with(&r, &s.keys, &Policy { threads: 3, ..Policy::default() }, None);
+        prop_assert_eq!(&threaded, &p, "threads change no finding");
         for c in p.certified.values() {
             prop_assert!(originals.contains(c.envelope.as_bytes()), "a modified envelope was certified");
         }
