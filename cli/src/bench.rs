@@ -813,7 +813,11 @@ fn write_section(path: &Path, r: &Value) -> anyhow::Result<()> {
                 .find("\n## ")
                 .map(|i| start + head.len() + i + 1)
                 .unwrap_or(old.len());
-            format!("{}{}{}", &old[..start], section, &old[end..])
+            if end < old.len() {
+                format!("{}{}\n{}", &old[..start], section, &old[end..])
+            } else {
+                format!("{}{}", &old[..start], section)
+            }
         }
         None if old.is_empty() => format!("# Benchmarks\n\n{section}"),
         None => format!(
