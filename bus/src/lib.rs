@@ -186,3 +186,49 @@ pub fn drain(
     }
     Ok(out)
 }
+
+/// Runs the consume → handle → produce → flush → commit loop of a stateless stage
+/// until `stop` is set or `max_idle` passes without input.
+///
+/// `handle` turns one delivery into records on `producer`. Offsets are committed
+/// only after the producer flushed, so a crash between the two re-delivers the batch
+/// (at-least-once); the stages downstream dedupe by message id. A handler error that
+/// is transient stops the loop without committing the batch, so it is re-read.
+pub fn pump(
+    consumer: &mut dyn Consumer,
+    producer: &mut dyn Producer,
+    stop: &std::sync::atomic::AtomicBool,
+    batch: usize,
+    max_idle: Option<Duration>,
+    mut handle: impl FnMut(&Delivery, &mut dyn Producer) -> Result<(), BusError>,
+) -> Result<u64, BusError> {
+    use std::sync::atomic::Ordering;
+    let mut handled = 0u64;
+    let mut idle_since = std::time::Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        let mut last: std::collections::BTreeMap<(String, u32), Delivery> =
+            std::collections::BTreeMap::new();
+        while last.len() < batch.max(1) {
+            match consumer.poll(Duration::from_millis(50))? {
+                Some(d) => {
+                    handle(&d, producer)?;
+                    handled += 1;
+                    last.insert((d.topic.clone(), d.partition), d);
+                }
+                None => break,
+            }
+        }
+        if last.is_empty() {
+            if max_idle.is_some_and(|m| idle_since.elapsed() >= m) {
+                break;
+            }
+            continue;
+        }
+        idle_since = std::time::Instant::now();
+        producer.flush()?;
+        for d in last.values() {
+            consumer.commit(d)?;
+        }
+    }
+    Ok(handled)
+}
