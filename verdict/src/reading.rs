@@ -11,9 +11,10 @@
 //!   everything reaching `Y` only through them get no variable (ρ = 0).
 //! - **Mechanisms** from citation structure: origin → exogenous `true`; `relay-any` →
 //!   `|` of its consumed candidate inputs, `relay-all` → `&`. A consumed input that is
-//!   a root, a window exit, an unrealised message or a disabled hypothesis edge is
-//!   supplied from outside the model (constant `true`); an absent completion item is
-//!   `false`. A present item participates through its citers' edges only (its own
+//!   a root, a window exit or a disabled hypothesis edge is supplied from outside the
+//!   model (constant `true`); an absent completion item is `false`; an unrealised
+//!   (preempted) input supplies nothing to a `relay-any` (`false`) and is not what
+//!   decided a `relay-all` (`true`). A present item participates through its citers' edges only (its own
 //!   inputs are unknown): exogenous `true`.
 //! - **Outcome** from recorded actuation semantics: the anchors combined by the
 //!   declaration (`|` or `&`), conjoined with every absence variable whose target is an
@@ -200,9 +201,15 @@ impl Slice {
                     .unwrap_or_default()
                     .into_iter()
                     .map(|(parent, kind)| {
-                        if !self.enabled(id, parent, kind, reading)
-                            || self.unrealised.contains(parent)
-                        {
+                        if self.unrealised.contains(parent) {
+                            // A preempted input supplies nothing to an any-relay; an
+                            // all-relay exists, so it is not what decided it.
+                            if node.policy == Policy::RelayAny {
+                                Input::False
+                            } else {
+                                Input::True
+                            }
+                        } else if !self.enabled(id, parent, kind, reading) {
                             Input::True
                         } else if gated.contains(parent) {
                             Input::Var(parent.clone())

@@ -697,7 +697,7 @@ pub fn verdict_with(
             } else {
                 FindingStatus::Exonerated
             }
-        } else if !b && rho_lo > 0.0 {
+        } else if !b && rho_lo > 0.0 && degraded(&slice, p).is_empty() {
             FindingStatus::InvolvedCleared
         } else {
             FindingStatus::Unresolved
