@@ -15,10 +15,7 @@
 use audita_bus::{topics, BusError, Delivery, Producer};
 use audita_evidence::{KeyRegistry, Receipt, SignedEnvelope};
 
-/// Frame kind byte of an accepted envelope.
-pub const FRAME_ENVELOPE: u8 = b'E';
-/// Frame kind byte of an accepted receipt.
-pub const FRAME_RECEIPT: u8 = b'R';
+pub use audita_sealer::stage::{FRAME_ENVELOPE, FRAME_RECEIPT};
 
 /// A record that failed ingest checks, as published on `audita.suspect`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

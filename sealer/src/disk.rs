@@ -331,8 +331,18 @@ pub struct RecordWriter {
     checkpoints: usize,
 }
 
+/// Writes `bytes` to `path` atomically: a `.tmp` sibling is written and synced, then
+/// renamed, so a crash (even SIGKILL) never leaves a half-written record file.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReadError> {
-    fs::write(path, bytes).map_err(io_err(path))
+    use std::io::Write as _;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let mut f = fs::File::create(&tmp).map_err(io_err(&tmp))?;
+    f.write_all(bytes).map_err(io_err(&tmp))?;
+    f.sync_all().map_err(io_err(&tmp))?;
+    drop(f);
+    fs::rename(&tmp, path).map_err(io_err(path))
 }
 
 impl RecordWriter {
