@@ -1,0 +1,276 @@
+//! Golden tests per SPEC §5 family at record level: the facility's signed, sealed record
+//! of each scenario, a duty registry and adverse declaration derived from the world's
+//! declarations (never from the planted truth), and the verdict compared with the
+//! planted causal profile, breach set and conduit flags. Record attacks (forge, drop,
+//! reorder, equivocate) on every family: forgery is bitwise invisible, drops are named.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use audita_evidence::verify_record;
+use audita_facility::oracle::envelope;
+use audita_facility::record::{attack, sign_record, Attack};
+use audita_facility::scenario::{generate, Family, Scenario};
+use audita_facility::world::{Action, Adverse as WorldAdverse, Destination, Duty, Mode, Source};
+use audita_verdict::{
+    id_string, verdict, Adverse, AdverseDecl, Combine, DutyRegistry, Flag, Severity, Verdict,
+};
+use serde_json::json;
+
+/// The duty registry the facility declares: every principal holds the speed envelope of
+/// every robot and the acceptance range of every batch; supervisors hold their halt
+/// duties. Judged under the reasonable-agent standard.
+fn registry(sc: &Scenario) -> DutyRegistry {
+    let spec = &sc.spec;
+    let mut principals = serde_json::Map::new();
+    for p in &spec.principals {
+        let mut duties = Vec::new();
+        for (ri, r) in spec.robots.iter().enumerate() {
+            let lim = envelope(spec, ri);
+            if lim != i64::MAX {
+                duties.push(
+                    json!({"kind": "safety_envelope", "id": format!("env.{}.{}", p.name, r.name),
+                    "target": r.name, "max_mm_per_s": lim * 10}),
+                );
+            }
+        }
+        for b in &spec.batches {
+            duties.push(
+                json!({"kind": "safety_envelope", "id": format!("range.{}.{}", p.name, b.name),
+                "target": b.name, "param": "param", "min": b.range.0, "max": b.range.1}),
+            );
+        }
+        for (di, d) in spec.duties.iter().enumerate() {
+            if let Duty::HaltOnEntry {
+                supervisor,
+                zone,
+                robot,
+                deadline,
+            } = d
+            {
+                if spec.name(*supervisor) == p.name {
+                    duties.push(json!({"kind": "halt_authority", "id": format!("halt.{di}"),
+                        "target": spec.robots[robot.0 as usize].name,
+                        "trigger_contains": format!("entered {}", spec.zones[*zone as usize].name),
+                        "deadline_ms": u64::from(*deadline) * 100}));
+                }
+            }
+        }
+        principals.insert(p.name.clone(), json!({"duties": duties}));
+    }
+    DutyRegistry::from_json(
+        &json!({"standard": "reasonable_agent", "principals": principals}).to_string(),
+    )
+    .expect("registry")
+}
+
+/// The adverse declaration from the recorded state: anchors are the last realised
+/// command actuation of each kind on Y's actuator before t* (unless an environmental
+/// event of that kind superseded it); unrealised are actuating commands whose effect
+/// never arrived.
+fn declaration(sc: &Scenario, ids: &[audita_evidence::MessageId]) -> Adverse {
+    let run = sc.spec.run_actual(Mode::Pinned);
+    let y = run.adverse.expect("adverse scenario");
+    let (target_is, severity) = match y {
+        WorldAdverse::Safety {
+            robot, severity_mj, ..
+        } => {
+            let mass = sc.spec.robots[robot.0 as usize].mass_kg as f64;
+            let v = if mass > 0.0 {
+                (2.0 * severity_mj as f64 / 1000.0 / mass).sqrt()
+            } else {
+                0.0
+            };
+            (
+                Box::new(
+                    move |a: &Action| matches!(a, Action::MoveTo { robot: r, .. } | Action::SetSpeed { robot: r, .. } | Action::Halt { robot: r } if *r == robot),
+                ) as Box<dyn Fn(&Action) -> bool>,
+                Some(Severity {
+                    mass_kg: mass,
+                    speed_m_per_s: v,
+                }),
+            )
+        }
+        WorldAdverse::Quality { batch, .. } => (
+            Box::new(
+                move |a: &Action| matches!(a, Action::SetParam { batch: b, .. } if *b == batch),
+            ) as Box<dyn Fn(&Action) -> bool>,
+            None,
+        ),
+    };
+    let mut last: BTreeMap<&'static str, Source> = BTreeMap::new();
+    for e in &run.actuations {
+        if e.tick <= y.tick() && target_is(&e.action) {
+            last.insert(e.action.name(), e.source);
+        }
+    }
+    let anchors: Vec<String> = last
+        .values()
+        .filter_map(|s| match s {
+            Source::Command(c) => ids.get(c.0 as usize).map(id_string),
+            _ => None,
+        })
+        .collect();
+    let realised: BTreeSet<u32> = run
+        .actuations
+        .iter()
+        .filter_map(|e| match e.source {
+            Source::Command(c) => Some(c.0),
+            _ => None,
+        })
+        .collect();
+    let unrealised: Vec<String> = sc
+        .spec
+        .commands
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| c.destination == Destination::Actuator && !realised.contains(&(*i as u32)))
+        .filter_map(|(i, _)| ids.get(i).map(id_string))
+        .collect();
+    Adverse::new(AdverseDecl {
+        incident: format!("{}-{}", sc.family, sc.seed),
+        outcome: "adverse".into(),
+        t_star_ms: u64::from(y.tick()) * 100 + 99,
+        severity,
+        anchors,
+        combine: Combine::Any,
+        unrealised,
+        window_start_ms: 0,
+        window_end_ms: None,
+        delta: 1.0,
+    })
+    .expect("declaration")
+}
+
+fn judge(
+    sc: &Scenario,
+) -> (
+    Verdict,
+    audita_facility::record::SignedRecord,
+    Adverse,
+    DutyRegistry,
+) {
+    let sr = sign_record(sc).expect("record");
+    let part = verify_record(&sr.record, &sr.keys);
+    assert!(part.is_clean());
+    let adv = declaration(sc, &sr.command_ids);
+    let duties = registry(sc);
+    let v = verdict(&sr.record, &part, &duties, &adv).expect("verdict");
+    (v, sr, adv, duties)
+}
+
+const FAMILIES: [Family; 8] = [
+    Family::Trivial,
+    Family::Redundancy,
+    Family::InertTwin,
+    Family::Preemption,
+    Family::Omission,
+    Family::Chain,
+    Family::UnexpectedStartup,
+    Family::NoCause,
+];
+
+#[test]
+fn every_family_matches_its_planted_truth_at_record_level() {
+    let mut failures = Vec::new();
+    for fam in FAMILIES {
+        for seed in 0..4u64 {
+            let sc = generate(fam, seed);
+            let (v, ..) = judge(&sc);
+            for p in sc.principals() {
+                let want = sc.planted.causal.get(&p).copied().unwrap_or(0.0);
+                let Some(f) = v.finding(&p) else {
+                    if want != 0.0 {
+                        failures.push(format!("{} seed {seed}: {p} missing", fam.name()));
+                    }
+                    continue;
+                };
+                if f.rho_lo != want || f.rho_hi != want {
+                    failures.push(format!(
+                        "{} seed {seed}: {p} rho [{}, {}] want {want}",
+                        fam.name(),
+                        f.rho_lo,
+                        f.rho_hi
+                    ));
+                }
+                let breach = f.breach.reasonable_agent;
+                if breach != sc.planted.breach.contains(&p) {
+                    failures.push(format!("{} seed {seed}: {p} breach {breach}", fam.name()));
+                }
+                let conduit = f.flags.contains(&Flag::Conduit);
+                if conduit != sc.planted.conduit.contains(&p) {
+                    failures.push(format!("{} seed {seed}: {p} conduit {conduit}", fam.name()));
+                }
+                let culpable = breach && want > 0.0;
+                if f.culpable != culpable {
+                    failures.push(format!(
+                        "{} seed {seed}: {p} culpable {}",
+                        fam.name(),
+                        f.culpable
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn record_attacks_are_invisible_or_named_on_every_family() {
+    for fam in FAMILIES {
+        let sc = generate(fam, 1);
+        let (clean, sr, adv, duties) = judge(&sc);
+        for which in Attack::ALL {
+            for pick in 0..3u64 {
+                let rep = attack(&sr, which, pick);
+                let part = verify_record(&rep.record, &sr.keys);
+                let v = verdict(&rep.record, &part, &duties, &adv).expect("verdict");
+                match which {
+                    Attack::Forge => {
+                        assert_eq!(v.to_json(), clean.to_json(), "{} forge", fam.name())
+                    }
+                    Attack::Drop => {
+                        let d = rep.dropped.expect("dropped");
+                        let named = v
+                            .completions
+                            .items
+                            .iter()
+                            .any(|i| i.id == id_string(&d) && i.author == d.author.as_str());
+                        assert!(named, "{} drop of {d} not named", fam.name());
+                        // Nobody compliant becomes culpable; culpability needs breach.
+                        for (p, f) in &v.principals {
+                            if f.culpable {
+                                assert!(f.breach.reasonable_agent, "{p}");
+                            }
+                        }
+                        // A culprit whose ρ_lo fell has the items named.
+                        for (p, f) in &v.principals {
+                            if let Some(c) = clean.finding(p) {
+                                if c.culpable && f.rho_lo < c.rho_lo {
+                                    assert!(
+                                        !f.items.is_empty(),
+                                        "{} {p} lowered silently",
+                                        fam.name()
+                                    );
+                                }
+                                if c.culpable && !f.culpable {
+                                    assert!(
+                                        !f.items.is_empty() || f.rho_lo < c.rho_lo,
+                                        "{} {p}",
+                                        fam.name()
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    Attack::Reorder | Attack::Equivocate => {
+                        for (p, f) in &v.principals {
+                            if f.culpable {
+                                assert!(f.breach.reasonable_agent, "{p}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
