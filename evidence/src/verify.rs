@@ -563,7 +563,7 @@ pub fn verify_record_with(
                             .filter(|k| !have.contains(k))
                             .cloned()
                             .collect();
-                        if best.as_ref().map_or(true, |b| missing.len() < b.len()) {
+                        if !best.as_ref().is_some_and(|b| b.len() <= missing.len()) {
                             best = Some(missing);
                         }
                     }
