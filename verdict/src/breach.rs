@@ -136,7 +136,14 @@ pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach
         let p = node.id.author.as_str();
         let ev = vec![crate::adverse::id_string(&node.id)];
         let own = duties.duties_of(p);
-        let relay = faithful(slice, node);
+        // A relay with a consumed input the record lost cannot be shown to originate
+        // its content: it gets the benefit of the doubt (the item is named instead).
+        let lost_input = matches!(node.policy, Policy::RelayAny | Policy::RelayAll)
+            && node
+                .cites
+                .iter()
+                .any(|c| slice.missing.iter().any(|(m, _)| m == c));
+        let relay = faithful(slice, node) || lost_input;
         // Safety envelopes held by p (specification).
         let mut spec_hit = false;
         for d in own {

@@ -55,7 +55,22 @@ fn registry(sc: &Scenario) -> DutyRegistry {
                 }
             }
         }
-        principals.insert(p.name.clone(), json!({"duties": duties}));
+        // Reference policy: the world's declared deviations, as content rules.
+        let mut reference = Vec::new();
+        for (ci, c) in spec.commands.iter().enumerate() {
+            if c.deviation && spec.name(c.author) == p.name {
+                let cites = c
+                    .cites
+                    .first()
+                    .map(|x| spec.name(spec.commands[x.0 as usize].author).to_string());
+                reference.push(json!({"id": format!("ref.{ci}"), "kind": c.action.name(),
+                    "cites_author": cites}));
+            }
+        }
+        principals.insert(
+            p.name.clone(),
+            json!({"duties": duties, "reference": reference}),
+        );
     }
     DutyRegistry::from_json(
         &json!({"standard": "reasonable_agent", "principals": principals}).to_string(),
@@ -132,7 +147,8 @@ fn declaration(sc: &Scenario, ids: &[audita_evidence::MessageId]) -> Adverse {
         t_star_ms: u64::from(y.tick()) * 100 + 99,
         severity,
         anchors,
-        combine: Combine::Any,
+        // Y references the actuator's realised state: its last actuation of every kind.
+        combine: Combine::All,
         unrealised,
         window_start_ms: 0,
         window_end_ms: None,
@@ -158,7 +174,9 @@ fn judge(
     (v, sr, adv, duties)
 }
 
-const FAMILIES: [Family; 8] = [
+const FAMILIES: [Family; 10] = [
+    Family::Conditioning,
+    Family::Scapegoat,
     Family::Trivial,
     Family::Redundancy,
     Family::InertTwin,
@@ -269,6 +287,37 @@ fn record_attacks_are_invisible_or_named_on_every_family() {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn blame_shift_certificates_match_the_planted_framers() {
+    for fam in [Family::Conditioning, Family::Scapegoat] {
+        for seed in 0..3u64 {
+            let sc = generate(fam, seed);
+            let (v, sr, adv, duties) = judge(&sc);
+            let victim = sc.planted.victim.clone().expect("victim");
+            let part = verify_record(&sr.record, &sr.keys);
+            let cert = audita_verdict::certificate(&sr.record, &part, &duties, &adv, &[&victim])
+                .expect("certificate")
+                .expect("deviations raised the victim's grade");
+            assert!(cert.realised > cert.reference);
+            for (p, want) in &sc.planted.framers {
+                let got = cert.framers.get(p).map(|f| f.rho_frame).unwrap_or(0.0);
+                assert_eq!(got, *want, "{} seed {seed}: rho_frame of {p}", fam.name());
+            }
+            // Replay check of every minimal set: the victim's grade falls to reference.
+            for set in &cert.sets {
+                assert!(set.victim_grade_after <= cert.reference, "{set:?}");
+            }
+            // The compliant victim is never culpable; compliant deviators neither.
+            assert!(!v.finding(&victim).unwrap().culpable);
+            for (p, f) in &cert.framers {
+                if !v.finding(p).unwrap().breach.reasonable_agent {
+                    assert!(!f.culpable, "{p}");
                 }
             }
         }
