@@ -12,9 +12,9 @@
 //!   through a non-witness edge, and ρ_lo is lowered to the certified grade when replay
 //!   does not confirm a cause (abstention, never accusation).
 //! - No silent exoneration: a principal is `exonerated` only when ρ_hi = 0 and no
-//!   completion item could carry its production path (an uncited certified message of
-//!   it predating a missing item's citers); otherwise it is `unresolved` and the
-//!   author-attributed items are named.
+//!   completion item could carry its production path (a certified message of it
+//!   outside the closure predating a touching item's citers); otherwise it is
+//!   `unresolved` and the author-attributed items are named.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -560,7 +560,6 @@ pub fn verdict_with(
             }
         })
         .max();
-    let cited: BTreeSet<&MessageId> = slice.window.values().flat_map(|n| n.cites.iter()).collect();
 
     let mut findings = BTreeMap::new();
     for p in &principals {
@@ -651,11 +650,14 @@ pub fn verdict_with(
         let orphan = slice.window.values().any(|n| {
             n.id.author.as_str() == p
                 && n.policy != Policy::Root
-                && !cited.contains(&n.id)
                 && !slice.closure.contains(&n.id)
                 && latest_item_time.is_some_and(|t| n.timestamp <= t)
         });
-        if widened || (rho_hi == 0.0 && orphan) || rho_lo == 0.0 && !touching.is_empty() {
+        // A completion item reads with unknown inputs, so it can move the grade of
+        // every principal in the model (and of any whose uncited message it may have
+        // consumed): name it in all those findings.
+        let in_model = !own_vars.is_empty() || slice.absences.iter().any(|a| a.holder == *p);
+        if widened || orphan || in_model || rho_hi > 0.0 {
             for it in &touching {
                 items.insert(NamedItem {
                     id: id_string(&it.id),
