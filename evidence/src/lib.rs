@@ -13,8 +13,9 @@
 //!
 //! Typical flow: build an [`Envelope`], [`Envelope::sign`] it, have the recipient
 //! sign a [`Receipt`], feed ids to a [`Sealer`] and [`Sealer::close_epoch`], let
-//! each [`Keeper`] co-sign the checkpoint after checking consistency, collect everything into a [`Record`] and
-//! [`verify_record`] it into a [`Partition`].
+//! each [`Keeper`] co-sign the checkpoint after checking consistency, collect
+//! everything into a [`Record`] and [`verify_record`] it into a [`Partition`];
+//! attribution then works on [`Certified`] messages only.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
