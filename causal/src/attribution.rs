@@ -137,6 +137,18 @@ impl Attribution {
         best
     }
 
+    /// The principals owning a variable of `cause` (sorted, no duplicates).
+    pub fn principals_of<'a>(&'a self, cause: &'a Cause) -> Vec<&'a str> {
+        let mut ps: Vec<&str> = cause
+            .vars
+            .iter()
+            .filter_map(|v| self.principal_of.get(v).and_then(|p| p.as_deref()))
+            .collect();
+        ps.sort_unstable();
+        ps.dedup();
+        ps
+    }
+
     /// Whether `var` belongs to some minimal cause.
     pub fn is_cause_member(&self, var: &str) -> bool {
         self.causes.iter().any(|c| c.vars.iter().any(|v| v == var))
@@ -231,57 +243,77 @@ pub fn attribute_with(
     }
 
     let lifted = opts.contract && model.groups.contracted.is_some();
-    let mut causes = Vec::with_capacity(raw.len());
-    for (xs, ws) in raw {
-        let grade = 1.0 / (xs.len() + ws.len()) as f64;
-        let witness = sorted_names(model, &ws);
-        let sets = if lifted {
-            model.groups.lift(&xs, &exo)
-        } else {
-            vec![xs]
-        };
-        for set in sets {
-            causes.push(Cause {
-                vars: sorted_names(model, &set),
-                witness: witness.clone(),
-                grade,
-            });
-            if causes.len() > opts.max_causes {
-                return Err(AttributeError::TooManyCauses(opts.max_causes));
+    // Work on variable ids (name order) and convert to names last: sorting id vectors
+    // orders the name vectors identically.
+    let mut sets: Vec<(Vec<u32>, Vec<u32>, usize)> = Vec::with_capacity(raw.len());
+    for (xs, mut ws) in raw {
+        let size = xs.len() + ws.len();
+        ws.sort_unstable();
+        if lifted {
+            for set in model.groups.lift(&xs, &exo) {
+                sets.push((set, ws.clone(), size));
             }
+        } else {
+            let mut xs = xs;
+            xs.sort_unstable();
+            sets.push((xs, ws, size));
+        }
+        if sets.len() > opts.max_causes {
+            return Err(AttributeError::TooManyCauses(opts.max_causes));
         }
     }
-    causes.sort_by(|a, b| {
-        a.vars
-            .len()
-            .cmp(&b.vars.len())
-            .then_with(|| a.vars.cmp(&b.vars))
-            .then_with(|| a.witness.cmp(&b.witness))
+    sets.sort_unstable_by(|a, b| {
+        a.0.len()
+            .cmp(&b.0.len())
+            .then_with(|| a.0.cmp(&b.0))
+            .then_with(|| a.1.cmp(&b.1))
     });
-    causes.dedup_by(|a, b| a.vars == b.vars);
+    sets.dedup_by(|a, b| a.0 == b.0);
+
+    let principal_ix: Vec<Option<usize>> = model
+        .vars
+        .iter()
+        .map(|v| {
+            v.principal
+                .as_ref()
+                .and_then(|p| model.principals.binary_search(p).ok())
+        })
+        .collect();
+    let mut rho = vec![0.0f64; model.principals.len()];
+    let names = |ids: &[u32]| -> Vec<String> {
+        ids.iter()
+            .map(|&i| model.vars[i as usize].name.clone())
+            .collect()
+    };
+    let mut causes = Vec::with_capacity(sets.len());
+    for (xs, ws, size) in sets {
+        let grade = 1.0 / size as f64;
+        for &x in &xs {
+            if let Some(p) = principal_ix[x as usize] {
+                if grade > rho[p] {
+                    rho[p] = grade;
+                }
+            }
+        }
+        causes.push(Cause {
+            vars: names(&xs),
+            witness: names(&ws),
+            grade,
+        });
+    }
 
     let principal_of: BTreeMap<String, Option<String>> = model
         .vars
         .iter()
         .map(|v| (v.name.clone(), v.principal.clone()))
         .collect();
-    let responsibility = model.principals.iter().map(|p| (p.clone(), 0.0)).collect();
-    let mut att = Attribution {
+    let responsibility = model.principals.iter().cloned().zip(rho).collect();
+    let att = Attribution {
         outcome,
         causes,
         responsibility,
         path,
         principal_of,
     };
-    att.retain_causes(|_| true);
     Ok(att)
-}
-
-fn sorted_names(model: &Model, ids: &[u32]) -> Vec<String> {
-    let mut names: Vec<String> = ids
-        .iter()
-        .map(|&i| model.vars[i as usize].name.clone())
-        .collect();
-    names.sort();
-    names
 }

@@ -217,3 +217,16 @@ fn rechunking_changes_no_grade() {
     .unwrap();
     assert_eq!(plain.responsibility_of("supervisor"), 1.0 / 3.0);
 }
+
+#[test]
+fn accessors_group_causes_by_principal() {
+    let att = check("family_redundancy");
+    let cause = &att.causes[0];
+    assert_eq!(att.principals_of(cause), vec!["planner-1", "planner-2"]);
+    assert_eq!(att.causes_of("planner-1").count(), 1);
+    assert_eq!(att.causes_of("controller").count(), 0);
+    assert_eq!(att.best_cause_of("planner-2").map(|c| c.grade), Some(0.5));
+    assert_eq!(att.exonerated().collect::<Vec<_>>(), vec!["controller"]);
+    assert!(att.is_cause_member("m_speed_p1"));
+    assert!(!att.is_cause_member("agv_fast"));
+}
