@@ -48,7 +48,7 @@ impl Sp {
 
     /// Realises a gadget with exactly `budget` candidate variables; returns the name of
     /// the variable carrying its output.
-    fn gadget(&mut self, budget: usize, depth: usize) -> String {
+    fn gadget(&mut self, budget: usize) -> String {
         if budget == 1 {
             let name = self.fresh("m_plan");
             let p = format!("planner-{}", self.n % 7);
@@ -62,13 +62,10 @@ impl Sp {
             self.rng.gen_range(0..10)
         };
         match kind {
-            0..=3 | 4..=6 if budget >= 3 => {
+            0..=6 if budget >= 3 => {
                 let w = self.rng.gen_range(2..=3).min(budget - 1);
                 let shares = split(&mut self.rng, budget - 1, w);
-                let kids: Vec<String> = shares
-                    .into_iter()
-                    .map(|b| self.gadget(b, depth + 1))
-                    .collect();
+                let kids: Vec<String> = shares.into_iter().map(|b| self.gadget(b)).collect();
                 let (prefix, p, op) = if kind <= 3 {
                     ("m_disp", "dispatcher", " | ")
                 } else {
@@ -84,7 +81,7 @@ impl Sp {
             }
             7..=8 | 2 => {
                 let d = self.rng.gen_range(1..=3).min(budget - 1);
-                let mut prev = self.gadget(budget - d, depth + 1);
+                let mut prev = self.gadget(budget - d);
                 for _ in 0..d {
                     let name = self.fresh("m_relay");
                     self.endo(&name, &format!("relay-{}", self.n % 5), prev);
@@ -93,7 +90,7 @@ impl Sp {
                 prev
             }
             _ => {
-                let child = self.gadget(budget - 2, depth + 1);
+                let child = self.gadget(budget - 2);
                 let abs = self.fresh("absent_halt");
                 let unfulfilled = self.rng.gen_bool(0.8);
                 self.exo(&abs, "supervisor", unfulfilled);
@@ -121,7 +118,7 @@ fn sp_incident(k: usize, seed: u64) -> Model {
         b: Some(ModelBuilder::new()),
         n: 0,
     };
-    let root = sp.gadget(k, 0);
+    let root = sp.gadget(k);
     let b = sp.b.take().unwrap_or_default();
     b.exogenous("human_near", None, true, false)
         .outcome(format!("human_near & {root}"))
@@ -406,6 +403,9 @@ fn prototype(k: usize) -> Option<&'static str> {
     }
 }
 
+/// (label, colour, value of a row).
+type Series = (&'static str, &'static str, Box<dyn Fn(&Row) -> Option<f64>>);
+
 fn svg(rows: &[Row]) -> String {
     let (w, h, ml, mb) = (720.0, 420.0, 70.0, 50.0);
     let (x_max, y_min, y_max) = (64.0f64, -7.0f64, 2.0f64); // log10 seconds
@@ -444,7 +444,7 @@ fn svg(rows: &[Row]) -> String {
         w / 2.0 - 60.0,
         h - 10.0
     );
-    let series: [(&str, &str, Box<dyn Fn(&Row) -> Option<f64>>); 7] = [
+    let series: [Series; 7] = [
         (
             "sp",
             "#1f77b4",

@@ -130,7 +130,7 @@ impl Attribution {
     pub fn best_cause_of<'a>(&'a self, principal: &'a str) -> Option<&'a Cause> {
         let mut best: Option<&Cause> = None;
         for c in self.causes_of(principal) {
-            if best.map_or(true, |b| c.grade > b.grade) {
+            if !matches!(best, Some(b) if c.grade <= b.grade) {
                 best = Some(c);
             }
         }

@@ -24,6 +24,9 @@
 
 use crate::model::{Model, Op};
 
+/// A cause set with one smallest witness, as variable indices.
+pub(crate) type CauseWitness = (Vec<u32>, Vec<u32>);
+
 /// The general search ran out of its evaluation budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Exhausted;
@@ -107,7 +110,7 @@ impl<'a> Search<'a> {
     }
 
     /// Every minimal cause with one smallest witness, as variable indices.
-    pub(crate) fn run(mut self) -> Result<Vec<(Vec<u32>, Vec<u32>)>, Exhausted> {
+    pub(crate) fn run(mut self) -> Result<Vec<CauseWitness>, Exhausted> {
         let model = self.model;
         let cands: Vec<u32> = (0..model.vars.len() as u32)
             .filter(|&v| model.vars[v as usize].candidate && model.relevant[v as usize])
@@ -139,7 +142,7 @@ impl<'a> Search<'a> {
                     }
                 }
                 enumerated += 1;
-                if enumerated % 64 == 0 {
+                if enumerated & 63 == 0 {
                     self.charge()?;
                 }
                 if !next_comb(&mut comb, m) {
@@ -161,7 +164,7 @@ impl<'a> Search<'a> {
         cands: &[u32],
         batch: &mut Vec<Vec<usize>>,
         found: &mut Vec<Vec<u64>>,
-        out: &mut Vec<(Vec<u32>, Vec<u32>)>,
+        out: &mut Vec<CauseWitness>,
         words: usize,
     ) -> Result<(), Exhausted> {
         if batch.is_empty() {

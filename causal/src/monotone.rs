@@ -107,7 +107,7 @@ pub(crate) fn minimal_causes(
             Family::unit(words)
         } else {
             let base = match &model.vars[v].eq {
-                Some(eq) => cuts(eq, signs.sign[v], model, signs, actual, &fam, words, limit)?,
+                Some(eq) => cuts(eq, signs.sign[v], signs, actual, &fam, words, limit)?,
                 None => Family::none(words),
             };
             if bit_of[v] != usize::MAX {
@@ -118,7 +118,7 @@ pub(crate) fn minimal_causes(
         };
         fam[v] = Some(f);
     }
-    let top = cuts(&model.outcome, 1, model, signs, actual, &fam, words, limit)?;
+    let top = cuts(&model.outcome, 1, signs, actual, &fam, words, limit)?;
     let mut out = Vec::with_capacity(top.len());
     for set in top.iter() {
         let mut vars = Vec::new();
@@ -144,7 +144,6 @@ fn lit(value: bool, sign: i8) -> bool {
 fn cuts(
     node: &Node,
     pol: i8,
-    model: &Model,
     signs: &Signs,
     actual: &[bool],
     fam: &[Option<Family>],
@@ -167,7 +166,7 @@ fn cuts(
                 _ => constant(actual[u]),
             }
         }
-        Node::Not(e) => cuts(e, -pol, model, signs, actual, fam, words, limit)?,
+        Node::Not(e) => cuts(e, -pol, signs, actual, fam, words, limit)?,
         Node::And(es) | Node::Or(es) => {
             let union = matches!(node, Node::And(_)) == (pol > 0);
             let mut acc = if union {
@@ -176,7 +175,7 @@ fn cuts(
                 Family::unit(words)
             };
             for e in es {
-                let f = cuts(e, pol, model, signs, actual, fam, words, limit)?;
+                let f = cuts(e, pol, signs, actual, fam, words, limit)?;
                 acc = if union {
                     acc.union_min(&f, limit)?
                 } else {

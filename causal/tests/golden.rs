@@ -30,7 +30,10 @@ fn check(name: &str) -> audita_causal::Attribution {
 }
 
 /// Hand-derived ρ profiles and cause counts.
-const HAND: &[(&str, usize, &[(&str, f64)])] = &[
+/// (model, number of causes, ρ per principal).
+type Hand = (&'static str, usize, &'static [(&'static str, f64)]);
+
+const HAND: &[Hand] = &[
     // Suzy's throw is a cause only with witness {billy_hits} frozen: grade 1/2.
     ("late_preemption", 1, &[("suzy", 0.5), ("billy", 0.0)]),
     // Billy's firing prevents the preventer: a but-for cause, as is Suzy's going.

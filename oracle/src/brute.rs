@@ -68,8 +68,10 @@ pub fn attribute(model: &OracleModel) -> Result<OracleReport, String> {
             let mut w = rest;
             loop {
                 let ws = members(w);
-                if best.as_ref().map_or(true, |b| ws.len() < b.len())
-                    && falsifies(model, &actual, &xs, &ws)?
+                if match &best {
+                    None => true,
+                    Some(b) => ws.len() < b.len(),
+                } && falsifies(model, &actual, &xs, &ws)?
                 {
                     best = Some(ws);
                 }
