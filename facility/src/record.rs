@@ -62,8 +62,11 @@ pub struct SignedRecord {
     pub keys: KeyRegistry,
     /// Envelopes in record order.
     pub envelopes: Vec<SignedEnvelope>,
-    /// Message id of each world command (index = command index).
+    /// Message ids of the signed world commands, in record order.
     pub command_ids: Vec<MessageId>,
+    /// Message id of each world command by command index (`None` for reference
+    /// counterparts, which are never signed).
+    pub command_map: Vec<Option<MessageId>>,
 }
 
 fn pid(name: &str) -> Result<EvPrincipal, RecordError> {
@@ -337,6 +340,7 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
             }
         }
     }
+    let command_map = command_ids.clone();
     let command_ids: Vec<MessageId> = command_ids.into_iter().flatten().collect();
 
     let mut sealer =
@@ -380,6 +384,7 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
         keys,
         envelopes: out.into_iter().map(|(e, _)| e).collect(),
         command_ids,
+        command_map,
     })
 }
 
@@ -546,4 +551,195 @@ fn log_key_of(sr: &SignedRecord) -> audita_evidence::SigningKey {
         .find_map(|e| e.envelope().pins.seed)
         .unwrap_or(0);
     derive_signing_key(seed, ORIGIN)
+}
+
+/// The duty registry of a scenario in the `audita-verdict` JSON format, under the given
+/// standard (`specification` or `reasonable_agent`). Every non-sensor principal holds
+/// the speed envelope of every robot and the acceptance range of every batch; halt and
+/// review duties go to their holders; deviating principals get one reference rule per
+/// deviation (kind + target).
+pub fn registry_json(sc: &Scenario, standard: &str) -> String {
+    let spec = &sc.spec;
+    let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let mut principals = Vec::new();
+    for (pi, p) in spec.principals.iter().enumerate() {
+        if p.role == Role::Sensor {
+            continue;
+        }
+        let mut duties = Vec::new();
+        for (ri, r) in spec.robots.iter().enumerate() {
+            let env = crate::oracle::envelope(spec, ri);
+            if env != i64::MAX {
+                duties.push(format!(
+                    "{{\"kind\": \"safety_envelope\", \"id\": \"env-{pi}-{ri}\", \"target\": {}, \"max_mm_per_s\": {}}}",
+                    q(&r.name),
+                    env.max(0) * 10
+                ));
+            }
+        }
+        for (bi, b) in spec.batches.iter().enumerate() {
+            duties.push(format!(
+                "{{\"kind\": \"safety_envelope\", \"id\": \"range-{pi}-{bi}\", \"target\": {}, \"param\": \"param\", \"min\": {}, \"max\": {}}}",
+                q(&b.name),
+                b.range.0,
+                b.range.1
+            ));
+        }
+        for (di, d) in spec.duties.iter().enumerate() {
+            match *d {
+                crate::world::Duty::HaltOnEntry {
+                    supervisor,
+                    zone,
+                    robot,
+                    deadline,
+                } if supervisor.0 as usize == pi => {
+                    let z = &spec.zones[zone as usize];
+                    let sensor = z.sensor.map(|s| spec.name(s).to_string());
+                    duties.push(format!(
+                        "{{\"kind\": \"halt_authority\", \"id\": \"halt-{di}\", \"target\": {}, \"trigger_contains\": {}{}, \"deadline_ms\": {}}}",
+                        q(&spec.robots[robot.0 as usize].name),
+                        q(&format!("entered {}", z.name)),
+                        sensor.map(|s| format!(", \"trigger_sensor\": {}", q(&s))).unwrap_or_default(),
+                        u64::from(deadline) * crate::world::TICK_MS
+                    ));
+                }
+                crate::world::Duty::ReviewRequired { principal } if principal.0 as usize == pi => {
+                    duties.push(format!("{{\"kind\": \"review_required\", \"id\": \"review-{di}\", \"reviewer\": \"checker\"}}"));
+                }
+                _ => {}
+            }
+        }
+        let rules: Vec<String> = spec
+            .commands
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.author.0 as usize == pi && c.deviation && !c.is_reference())
+            .map(|(ci, c)| {
+                format!(
+                    "{{\"id\": \"dev-{ci}\", \"kind\": \"{}\", \"target\": {}}}",
+                    c.action.name(),
+                    q(&target_name(spec, c.action))
+                )
+            })
+            .collect();
+        principals.push(format!(
+            "{}: {{\"duties\": [{}], \"reference\": [{}]}}",
+            q(&p.name),
+            duties.join(", "),
+            rules.join(", ")
+        ));
+    }
+    format!(
+        "{{\"standard\": {}, \"principals\": {{{}}}}}",
+        q(standard),
+        principals.join(", ")
+    )
+}
+
+/// The adverse declaration of a scenario's recorded incident in the `audita-verdict`
+/// JSON format (`None` when the run is not adverse). Anchors are the signed actuating
+/// commands on the adverse entity realised by `t*` that the outcome needs: all of them
+/// (`combine: all`) when the recorded actuation semantics is one conjunction, any of
+/// them when it is a disjunction of single commands; none for an exogenous outcome.
+pub fn adverse_json(
+    sc: &Scenario,
+    sr: &SignedRecord,
+) -> Result<Option<String>, crate::oracle::OracleError> {
+    use crate::oracle::{candidates, minimal_causes, tabulate, Variable};
+    let spec = &sc.spec;
+    let (adverse, vars) = candidates(spec);
+    let Some(adv) = adverse else { return Ok(None) };
+    let act: Vec<Variable> = vars
+        .iter()
+        .copied()
+        .filter(|v| matches!(v, Variable::Command(c) if spec.commands[c.0 as usize].destination == Destination::Actuator))
+        .collect();
+    let table = tabulate(spec, &act, &std::collections::BTreeSet::new())?;
+    minimal_causes(act.len(), &table)?;
+    let n = act.len();
+    let full = if n == 0 { 0 } else { (1u64 << n) - 1 };
+    let implicants: Vec<u64> = (0..=full)
+        .filter(|&m| {
+            table[m as usize]
+                && (0..n).all(|i| m & (1 << i) == 0 || !table[(m & !(1 << i)) as usize])
+        })
+        .collect();
+    let id_of = |i: usize| match act[i] {
+        Variable::Command(c) => sr.command_map.get(c.0 as usize).cloned().flatten(),
+        Variable::Absence(_) => None,
+    };
+    let (anchors, combine): (Vec<MessageId>, &str) = if implicants.len() == 1 {
+        (
+            (0..n)
+                .filter(|i| implicants[0] & (1 << i) != 0)
+                .filter_map(id_of)
+                .collect(),
+            "all",
+        )
+    } else {
+        (
+            implicants
+                .iter()
+                .flat_map(|m| (0..n).filter(move |i| m & (1 << i) != 0))
+                .collect::<std::collections::BTreeSet<usize>>()
+                .into_iter()
+                .filter_map(id_of)
+                .collect(),
+            "any",
+        )
+    };
+    let (outcome, severity) = match adv {
+        Adverse::Safety {
+            robot, severity_mj, ..
+        } => {
+            let m = spec
+                .robots
+                .get(robot.0 as usize)
+                .map(|r| r.mass_kg)
+                .unwrap_or(1)
+                .max(1) as f64;
+            let v = (2.0 * severity_mj as f64 / 1000.0 / m).sqrt();
+            (
+                "separation_below_0.5m",
+                format!(", \"severity\": {{\"mass_kg\": {m:.1}, \"speed_m_per_s\": {v:.6}}}"),
+            )
+        }
+        Adverse::Quality { .. } => ("batch_parameter_out_of_range", String::new()),
+    };
+    let anchors: Vec<String> = anchors.iter().map(|a| format!("\"{a}\"")).collect();
+    Ok(Some(format!(
+        "{{\"incident\": \"{}-{}\", \"outcome\": \"{outcome}\", \"t_star_ms\": {}{severity}, \"anchors\": [{}], \"combine\": \"{combine}\", \"unrealised\": [], \"window_start_ms\": 0}}",
+        sc.family,
+        sc.seed,
+        u64::from(adv.tick()) * crate::world::TICK_MS + 99,
+        anchors.join(", ")
+    )))
+}
+
+/// The verdict layer's variable names for the world's variables: `m_<first 8 digest
+/// bytes, hex>` for each signed command, `absent.halt-<duty>` for each halt duty.
+pub fn verdict_variables(
+    sc: &Scenario,
+    sr: &SignedRecord,
+) -> Vec<(String, crate::oracle::Variable)> {
+    use crate::oracle::Variable;
+    let mut out = Vec::new();
+    for (i, id) in sr.command_map.iter().enumerate() {
+        if let Some(id) = id {
+            let hex: String = id.digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            out.push((
+                format!("m_{hex}"),
+                Variable::Command(crate::world::CommandId(i as u32)),
+            ));
+        }
+    }
+    for (d, duty) in sc.spec.duties.iter().enumerate() {
+        if matches!(duty, crate::world::Duty::HaltOnEntry { .. }) {
+            out.push((
+                format!("absent.halt-{d}"),
+                Variable::Absence(crate::world::DutyId(d as u16)),
+            ));
+        }
+    }
+    out
 }

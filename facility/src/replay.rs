@@ -5,7 +5,8 @@
 //!   `i` as absent (consumption level); setting `absent.<d>` false inserts the dutiful
 //!   halt. Frozen variables stay at their actual values, which on the world's monotone
 //!   incidents is the no-op (the minimal witness is empty); a set to `true` of an
-//!   actually-true variable is also a no-op. Unknown names are a permanent error.
+//!   actually-true variable is also a no-op. Setting an unknown name is a permanent
+//!   error (the engine then abstains).
 //! - Pinned mode re-runs the deterministic world: bitwise reproducible, so the engine's
 //!   exact mode applies. Hosted mode draws replica `run` of the seeded stochastic
 //!   actuation (common random numbers across arms); the recorded trace is the actual
@@ -37,6 +38,17 @@ impl<'a> WorldReplayer<'a> {
     /// Replayer on the hosted world; the recorded trace is replica 0's.
     pub fn hosted(spec: &'a WorldSpec, params: Hosted) -> Self {
         Self::new(spec, Some(params))
+    }
+    /// Replayer whose variables carry caller-given names (e.g. the verdict layer's
+    /// `m_<digest prefix>` and `absent.<duty id>`; see [`crate::record::verdict_variables`]).
+    pub fn named(
+        spec: &'a WorldSpec,
+        hosted: Option<Hosted>,
+        vars: Vec<(String, Variable)>,
+    ) -> Self {
+        let mut r = Self::new(spec, hosted);
+        r.vars = vars;
+        r
     }
     fn new(spec: &'a WorldSpec, hosted: Option<Hosted>) -> Self {
         let (_, vars) = candidates(spec);
@@ -111,14 +123,8 @@ impl Replayer for WorldReplayer<'_> {
                 }
             }
         }
-        for (name, _) in &iv.freeze {
-            if !self.vars.iter().any(|(n, _)| n == name) {
-                return Err(ReplayError {
-                    message: format!("unknown variable {name}"),
-                    transient: false,
-                });
-            }
-        }
+        // Frozen variables stay at their actual values: on the consumption-level world
+        // that is the no-op, whatever their name.
         let mode = match self.hosted {
             None => Mode::Pinned,
             Some(params) => Mode::Hosted {
