@@ -40,12 +40,14 @@ pub fn empty_root() -> Hash {
 }
 
 fn split(n: usize) -> usize {
-    // Largest power of two strictly below n (n >= 2).
-    let mut k = 1;
-    while k << 1 < n {
-        k <<= 1;
-    }
-    k
+    split_u64(n as u64) as usize
+}
+
+/// Largest power of two strictly below `n` (`n >= 2`), for any `u64`: tree sizes
+/// come from untrusted proofs, so no loop may depend on their magnitude.
+fn split_u64(n: u64) -> u64 {
+    debug_assert!(n >= 2);
+    1u64 << (63 - (n.max(2) - 1).leading_zeros())
 }
 
 /// Root over already-hashed leaves (MTH of RFC 9162).
@@ -177,7 +179,7 @@ fn inclusion_len(index: u64, size: u64) -> usize {
     // Number of hashes an honest proof carries.
     let (mut m, mut n, mut len) = (index, size, 0usize);
     while n > 1 {
-        let k = split(n as usize) as u64;
+        let k = split_u64(n);
         if m < k {
             n = k;
         } else {
@@ -380,6 +382,37 @@ mod tests {
         (0..n)
             .map(|i| leaf_hash(&(i as u32).to_be_bytes()))
             .collect()
+    }
+
+    #[test]
+    fn split_is_the_largest_power_of_two_below() {
+        for n in 2u64..5000 {
+            let k = split_u64(n);
+            assert!(k.is_power_of_two() && k < n && 2 * k >= n, "n={n}");
+        }
+        assert_eq!(split_u64(u64::MAX), 1 << 63);
+        assert_eq!(split_u64((1 << 63) + 1), 1 << 63);
+    }
+
+    /// Caught by the `proof_verify` fuzz target: a proof claiming a tree size above
+    /// 2^63 made the split loop spin forever while computing the expected length.
+    #[test]
+    fn huge_claimed_tree_size_fails_fast() {
+        let leaf = leaf_hash(b"x");
+        for size in [u64::MAX, (1 << 63) + 1, 1 << 63] {
+            let p = InclusionProof {
+                index: 0,
+                size,
+                path: vec![leaf; 3],
+            };
+            assert!(p.verify(&leaf, &leaf).is_err());
+            let c = ConsistencyProof {
+                old_size: 1,
+                size,
+                path: vec![leaf; 3],
+            };
+            assert!(c.verify(&leaf, &leaf).is_err());
+        }
     }
 
     #[test]
