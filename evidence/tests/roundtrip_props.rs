@@ -125,3 +125,17 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Proof verification is total and fast for any claimed index and size
+    /// (regression companion of `huge_claimed_tree_size_fails_fast`).
+    #[test]
+    fn proof_verification_is_total(
+        index in any::<u64>(), size in any::<u64>(), old in any::<u64>(),
+        path in proptest::collection::vec(any::<[u8; 32]>(), 0..70),
+        leaf in any::<[u8; 32]>(), root in any::<[u8; 32]>(),
+    ) {
+        let _ = InclusionProof { index, size, path: path.clone() }.verify(&leaf, &root);
+        let _ = ConsistencyProof { old_size: old, size, path }.verify(&leaf, &root);
+    }
+}
