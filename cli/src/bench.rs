@@ -17,11 +17,13 @@
 //!
 //! Families: `redundancy`, `inert_twin`, `preemption`, `omission`, `chain`,
 //! `unexpected_startup`, `no_cause`, `trivial`, `conditioning`, `inevitability_rigging`,
-//! `scapegoat`, `generator`. Methods: `audita` (causal engine with exact replay
-//! certification on the pinned world, culpable = certified ρ where the principal's own
-//! record breaches a registered duty), `audita_causal_only` (the same engine, duty layer
-//! ablated), `single_site`, `shapley`, `anomaly`, `judge_all_at_once`,
-//! `judge_step_wise`, `judge_binary_search` (run only with `AUDITA_JUDGE_ENDPOINT`).
+//! `scapegoat`, `generator`. Methods: `audita` (the full pipeline: the scenario's
+//! signed, sealed record is verified and `audita-verdict` computes the verdict under the
+//! reasonable-agent standard, certifying causes by replay on the pinned world;
+//! culpable profile = ρ_lo where the finding is culpable), `audita_causal_only` (the
+//! same verdict's ρ_lo, duty layer ablated), `single_site`, `shapley`, `anomaly`,
+//! `judge_all_at_once`, `judge_step_wise`, `judge_binary_search` (run only with
+//! `AUDITA_JUDGE_ENDPOINT`).
 //!
 //! Responsibility error (see `audita_baselines::metrics`): total-variation distance
 //! between unit-mass normalised profiles over the principals, i.e. ½·ℓ1. `error` is
@@ -43,10 +45,13 @@ use audita_evidence::verify_record;
 use audita_facility::conduct::certificate;
 use audita_facility::generator::{self, Params};
 use audita_facility::model::model_json;
-use audita_facility::oracle::{breaches, truth, Truth};
-use audita_facility::record::{attack, sign_record, Attack};
+use audita_facility::oracle::{truth, Truth};
+use audita_facility::record::{
+    adverse_json, attack, registry_json, sign_record, verdict_variables, Attack,
+};
 use audita_facility::replay::WorldReplayer;
 use audita_facility::scenario::{generate, Family, Scenario};
+use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options as VerdictOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Map, Value};
 
@@ -137,6 +142,7 @@ struct Outcome {
     truth: Truth,
     agrees: bool,
     engine_us: f64,
+    verdict_us: f64,
     oracle_us: f64,
     k: usize,
 }
@@ -165,12 +171,51 @@ fn audita_causal(sc: &Scenario) -> anyhow::Result<Profile> {
         .collect())
 }
 
-fn culpable_of(sc: &Scenario, causal: &Profile) -> Profile {
-    let breach = breaches(&sc.spec);
-    causal
-        .iter()
-        .map(|(k, v)| (k.clone(), if breach.contains(k) { *v } else { 0.0 }))
-        .collect()
+/// Audita's verdict on the signed record of a scenario: sign, verify, and run
+/// `audita-verdict` under `standard` with replay certification on the pinned world.
+/// Returns (culpable profile = ρ_lo where culpable, involvement profile = ρ_lo, verdict
+/// JSON); all-zero profiles and no JSON when the run is not adverse.
+fn audita_verdict_on(
+    sc: &Scenario,
+    record: &audita_evidence::Record,
+    sr: &audita_facility::record::SignedRecord,
+    standard: &str,
+) -> anyhow::Result<(Profile, Profile, Option<String>)> {
+    let part = verify_record(record, &sr.keys);
+    let Some(adv) = adverse_json(sc, sr)? else {
+        return Ok((zero(sc), zero(sc), None));
+    };
+    let reg = DutyRegistry::from_json(&registry_json(sc, standard))?;
+    let adv = Adverse::from_json(&adv)?;
+    let mut rep = WorldReplayer::named(&sc.spec, None, verdict_variables(sc, sr));
+    let v = verdict_with(
+        record,
+        &part,
+        &reg,
+        &adv,
+        &VerdictOptions::default(),
+        Some(&mut rep),
+    )?;
+    let rows = v.rows();
+    let mut culp = zero(sc);
+    let mut inv = zero(sc);
+    for r in rows {
+        if let Some(e) = inv.get_mut(&r.principal) {
+            *e = r.rho_lo;
+        }
+        if let Some(e) = culp.get_mut(&r.principal) {
+            *e = if r.culpable { r.rho_lo } else { 0.0 };
+        }
+    }
+    Ok((culp, inv, Some(v.to_json())))
+}
+
+fn audita_verdict(
+    sc: &Scenario,
+    standard: &str,
+) -> anyhow::Result<(Profile, Profile, Option<String>)> {
+    let sr = sign_record(sc)?;
+    audita_verdict_on(sc, &sr.record, &sr, standard)
 }
 
 fn evaluate(
@@ -184,12 +229,15 @@ fn evaluate(
     let agrees =
         t.causal == sc.planted.causal_over(&names) && t.culpable == sc.planted.culpable(&names);
     let t1 = Instant::now();
-    let causal = audita_causal(sc)?;
+    let _engine = audita_causal(sc)?;
     let engine_us = t1.elapsed().as_secs_f64() * 1e6;
+    let t2 = Instant::now();
+    let (culpable, involvement, _) = audita_verdict(sc, "reasonable_agent")?;
+    let verdict_us = t2.elapsed().as_secs_f64() * 1e6;
     let inc = FacilityIncident::new(sc);
     let mut profiles: BTreeMap<&'static str, Option<Profile>> = BTreeMap::new();
-    profiles.insert("audita", Some(culpable_of(sc, &causal)));
-    profiles.insert("audita_causal_only", Some(causal));
+    profiles.insert("audita", Some(culpable));
+    profiles.insert("audita_causal_only", Some(involvement));
     profiles.insert("single_site", Some(single_site::score(&inc)));
     profiles.insert("shapley", shapley::score(&inc).ok());
     profiles.insert("anomaly", Some(anomaly::score(&inc)));
@@ -207,11 +255,13 @@ fn evaluate(
         truth: t,
         agrees,
         engine_us,
+        verdict_us,
         oracle_us,
     })
 }
 
-fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
+/// Runs the evaluation and returns the result object.
+fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
     let seeds = if a.seeds.is_empty() {
         vec![0]
     } else {
@@ -247,10 +297,10 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
     let mut agree = (0u64, 0u64);
     let mut no_cause: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     let mut conduct: BTreeMap<&str, [u64; 4]> = BTreeMap::new();
-    let mut wall: BTreeMap<usize, (f64, f64, u64)> = BTreeMap::new();
+    let mut wall: BTreeMap<usize, (f64, f64, f64, u64)> = BTreeMap::new();
     let mut gen_adverse = (0u64, 0u64);
     let mut duty: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
-    let mut attacks: BTreeMap<&str, [u64; 3]> = BTreeMap::new();
+    let mut attacks: BTreeMap<&str, [u64; 5]> = BTreeMap::new();
     let mut hosted: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
 
     let record = |family: &str, seed: u64, out: &Outcome, cells: &mut Cells| {
@@ -334,10 +384,11 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
             gen_adverse.0 += u64::from(out.truth.adverse.is_some());
             gen_adverse.1 += 1;
             record("generator", seed, &out, &mut cells);
-            let w = wall.entry(out.k).or_insert((0.0, 0.0, 0));
+            let w = wall.entry(out.k).or_insert((0.0, 0.0, 0.0, 0));
             w.0 += out.engine_us;
             w.1 += out.oracle_us;
-            w.2 += 1;
+            w.2 += out.verdict_us;
+            w.3 += 1;
             pb.inc(1);
         }
         pb.set_message(format!("seed {seed} hosted replay"));
@@ -353,6 +404,7 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
                 let sc = generate(family, seed * 1_000_000 + i);
                 let sr = sign_record(&sc)?;
                 let clean = verify_record(&sr.record, &sr.keys);
+                let clean_verdict = audita_verdict_on(&sc, &sr.record, &sr, "reasonable_agent")?;
                 for which in Attack::ALL {
                     let rep = attack(&sr, which, i);
                     let part = verify_record(&rep.record, &sr.keys);
@@ -366,10 +418,21 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
                         Attack::Equivocate => !part.equivocations.is_empty(),
                     };
                     let invariant = part.certified.keys().eq(clean.certified.keys());
-                    let e = attacks.entry(which.name()).or_insert([0; 3]);
+                    // Verdict level: bitwise-identical verdict JSON; for deletions, the
+                    // lost item's author is named (missing) and no ρ_lo of a principal
+                    // is raised.
+                    let (_, inv_attacked, json_attacked) =
+                        audita_verdict_on(&sc, &rep.record, &sr, "reasonable_agent")?;
+                    let verdict_same = json_attacked == clean_verdict.2;
+                    let not_raised = inv_attacked
+                        .iter()
+                        .all(|(p, r)| *r <= clean_verdict.1.get(p).copied().unwrap_or(0.0) + 1e-12);
+                    let e = attacks.entry(which.name()).or_insert([0; 5]);
                     e[0] += u64::from(detected);
                     e[1] += u64::from(invariant);
                     e[2] += 1;
+                    e[3] += u64::from(verdict_same);
+                    e[4] += u64::from(not_raised);
                 }
                 pb.inc(1);
             }
@@ -421,7 +484,14 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
         .collect();
     let attacks_v: Map<String, Value> = attacks
         .iter()
-        .map(|(k, v)| (k.to_string(), json!({"detected_rate": rate(v[0], v[2]), "certified_invariant_rate": rate(v[1], v[2]), "n": v[2]})))
+        .map(|(k, v)| {
+            (
+                k.to_string(),
+                json!({"detected_rate": rate(v[0], v[2]), "certified_invariant_rate": rate(v[1], v[2]),
+                       "verdict_invariant_rate": rate(v[3], v[2]), "rho_lo_never_raised_rate": rate(v[4], v[2]),
+                       "n": v[2]}),
+            )
+        })
         .collect();
     let conduct_v: Map<String, Value> = conduct
         .iter()
@@ -446,11 +516,11 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
         .collect();
     let wall_v: Map<String, Value> = wall
         .iter()
-        .map(|(k, (e, o, n))| {
+        .map(|(k, (e, o, v, n))| {
             let nn = (*n).max(1) as f64;
             (
                 k.to_string(),
-                json!({"engine": round(e / nn), "oracle": round(o / nn), "n": n}),
+                json!({"engine": round(e / nn), "oracle": round(o / nn), "verdict": round(v / nn), "n": n}),
             )
         })
         .collect();
@@ -479,6 +549,11 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
         "seeds": seeds,
         "draws_per_seed": a.draws,
     });
+    Ok(result)
+}
+
+fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
+    let result = compute(a)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
@@ -543,8 +618,10 @@ fn hosted_certification(
     Ok(())
 }
 
-/// Duty-standard sensitivity: the aisle envelope under the strict (0.8 m/s),
-/// specification (1.0 m/s) and lenient (2.0 m/s) standards.
+/// Duty-standard sensitivity: Audita's culpable profile under the verdict layer's
+/// literal specification standard, and under the aisle envelope registered at 0.8, 1.0
+/// (the tables' registry) and 2.0 m/s (reasonable-agent standard), each against the
+/// tables' profile; plus whether the causal profile stays put.
 fn duty_sensitivity(
     sc: &Scenario,
     out: &Outcome,
@@ -562,6 +639,18 @@ fn duty_sensitivity(
         .cloned()
         .flatten()
         .unwrap_or_default();
+    // The verdict layer's literal specification standard (relays holding the envelope
+    // breach too) against the reasonable-agent standard the tables use.
+    {
+        let (culp, inv, _) = audita_verdict(sc, "specification")?;
+        let e = acc
+            .entry("verdict_specification_standard")
+            .or_insert([0.0; 4]);
+        e[0] += f64::from(u8::from(culp != base));
+        e[1] += metrics::error(&culp, &base);
+        e[2] += f64::from(u8::from(inv == causal));
+        e[3] += 1.0;
+    }
     for (name, limit) in [
         ("strict_0.8mps", 80),
         ("spec_1.0mps", 100),
@@ -572,7 +661,7 @@ fn duty_sensitivity(
             z.speed_limit = limit;
         }
         let t = truth(&alt.spec)?;
-        let culp = culpable_of(&alt, &causal);
+        let (culp, _, _) = audita_verdict(&alt, "reasonable_agent")?;
         let e = acc.entry(name).or_insert([0.0; 4]);
         e[0] += f64::from(u8::from(culp != base));
         e[1] += metrics::error(&culp, &base);
@@ -642,9 +731,10 @@ fn markdown(r: &Value) -> String {
          generator {} draws, {:.1}% adverse; oracle agrees with planted truth on {:.1}% of draws). \
          Responsibility error is ½·ℓ1 between unit-mass profiles against the **culpable** profile \
          (conduits enter with 0); the causal-profile error (conduits zeroed) is in the JSON as \
-         `error_causal`. Culpability for the `audita` row is the certified engine ρ restricted to \
-         principals whose own record breaches a registered duty (content-determined registry check \
-         of `audita-facility`; the verdict layer replaces it when it lands). LLM judges: {}.\n\n",
+         `error_causal`. The `audita` row is the full pipeline: the scenario's \
+         signed, sealed record is verified, and `audita-verdict` grades it under the \
+         reasonable-agent standard with replay certification on the pinned world (culpable = \
+         ρ_lo of culpable findings); `audita_causal_only` is the same verdict's ρ_lo. LLM judges: {}.\n\n",
         r["seeds"],
         r["draws_per_seed"],
         r["generator"]["draws"],
@@ -737,13 +827,15 @@ fn markdown(r: &Value) -> String {
             ));
         }
     }
-    s.push_str("\n### Record attacks (every named family; evidence-layer verification)\n\n| Attack | detected | certified set unchanged | n |\n|---|---|---|---|\n");
+    s.push_str("\n### Record attacks (every named family)\n\n| Attack | detected | certified set unchanged | verdict bitwise unchanged | no ρ_lo raised | n |\n|---|---|---|---|---|---|\n");
     if let Some(o) = r["record_attacks"].as_object() {
         for (m, v) in o {
             s.push_str(&format!(
-                "| {m} | {:.3} | {:.3} | {} |\n",
+                "| {m} | {:.3} | {:.3} | {:.3} | {:.3} | {} |\n",
                 v["detected_rate"].as_f64().unwrap_or(0.0),
                 v["certified_invariant_rate"].as_f64().unwrap_or(0.0),
+                v["verdict_invariant_rate"].as_f64().unwrap_or(0.0),
+                v["rho_lo_never_raised_rate"].as_f64().unwrap_or(0.0),
                 v["n"]
             ));
         }
@@ -784,14 +876,15 @@ fn markdown(r: &Value) -> String {
             ));
         }
     }
-    s.push_str(&format!("\n### Wall-clock per incident query vs interacting candidates k (generator; µs; {} build)\n\n| k | engine (gate model + certify) | oracle (2^k re-executions) | n |\n|---|---|---|---|\n", if cfg!(debug_assertions) { "debug" } else { "release" }));
+    s.push_str(&format!("\n### Wall-clock per incident query vs interacting candidates k (generator; µs; {} build)\n\n| k | verdict (sign + verify + slice + grade + certify) | engine alone (model + certify) | oracle (2^k re-executions) | n |\n|---|---|---|---|---|\n", if cfg!(debug_assertions) { "debug" } else { "release" }));
     if let Some(o) = r["wallclock_us"].as_object() {
         let mut rows: Vec<(u64, &Value)> =
             o.iter().map(|(k, v)| (k.parse().unwrap_or(0), v)).collect();
         rows.sort_by_key(|(k, _)| *k);
         for (k, v) in rows {
             s.push_str(&format!(
-                "| {k} | {:.0} | {:.0} | {} |\n",
+                "| {k} | {:.0} | {:.0} | {:.0} | {} |\n",
+                v["verdict"].as_f64().unwrap_or(0.0),
                 v["engine"].as_f64().unwrap_or(0.0),
                 v["oracle"].as_f64().unwrap_or(0.0),
                 v["n"]
@@ -981,4 +1074,87 @@ fn wallclock_svg(r: &Value) -> String {
         top + ph + 35.0
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> AttributionArgs {
+        AttributionArgs {
+            draws: 2,
+            seeds: vec![0, 1],
+            json: true,
+            generator_draws: 8,
+            no_cause_draws: 4,
+            out: PathBuf::from("unused.md"),
+            no_write: true,
+        }
+    }
+
+    #[test]
+    fn audita_is_exact_on_every_family_and_baselines_show_their_limits() {
+        let r = compute(&small()).unwrap();
+        for (fam, methods) in r["families"].as_object().unwrap() {
+            assert_eq!(methods["audita"]["error"].as_f64(), Some(0.0), "{fam}");
+            assert_eq!(methods["audita"]["exact"].as_f64(), Some(1.0), "{fam}");
+            assert_eq!(
+                methods["judge_all_at_once"]["n"].as_u64(),
+                Some(0),
+                "judges never run in tests"
+            );
+        }
+        assert_eq!(
+            r["families"]["redundancy"]["single_site"]["error"].as_f64(),
+            Some(1.0)
+        );
+        assert_eq!(
+            r["no_cause"]["anomaly"]["manufactured_rate"].as_f64(),
+            Some(1.0)
+        );
+        assert_eq!(
+            r["no_cause"]["audita"]["manufactured_rate"].as_f64(),
+            Some(0.0)
+        );
+        assert_eq!(
+            r["record_attacks"]["forge"]["certified_invariant_rate"].as_f64(),
+            Some(1.0)
+        );
+        assert_eq!(
+            r["record_attacks"]["drop"]["detected_rate"].as_f64(),
+            Some(1.0)
+        );
+        for fam in ["conditioning", "inevitability_rigging", "scapegoat"] {
+            let c = &r["conduct_attacks"][fam];
+            assert_eq!(
+                c["victim_culpability_zero_rate"].as_f64(),
+                Some(1.0),
+                "{fam}"
+            );
+            assert_eq!(
+                c["certificate_names_attacker_rate"].as_f64(),
+                Some(1.0),
+                "{fam}"
+            );
+        }
+        assert_eq!(r["oracle_agreement"].as_f64(), Some(1.0));
+    }
+
+    #[test]
+    fn section_rewrite_leaves_other_sections_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("BENCHMARKS.md");
+        std::fs::write(
+            &path,
+            "# Benchmarks\n\n## Attribution accuracy\n\nold\n\n## Evidence layer\n\nkeep me\n",
+        )
+        .unwrap();
+        let r = compute(&small()).unwrap();
+        write_section(&path, &r).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("## Evidence layer\n\nkeep me\n"));
+        assert!(!text.contains("\nold\n"));
+        assert_eq!(text.matches("## Attribution accuracy").count(), 1);
+        assert!(dir.path().join("benchmarks/attribution_error.svg").exists());
+    }
 }
