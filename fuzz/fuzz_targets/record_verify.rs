@@ -3,7 +3,9 @@
 //! does to the record's items.
 #![no_main]
 
-use audita_evidence::sample::sample_record;
+use std::sync::OnceLock;
+
+use audita_evidence::sample::{sample_record, Sample};
 use audita_evidence::verify_record;
 use libfuzzer_sys::fuzz_target;
 
@@ -11,7 +13,8 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {
         return;
     }
-    let s = sample_record(1, 16);
+    static SAMPLE: OnceLock<Sample> = OnceLock::new();
+    let s = SAMPLE.get_or_init(|| sample_record(1, 16));
     let mut r = s.record.clone();
     // data = [which, index, bytes...]: replace one item with fuzzer bytes.
     let (which, idx, bytes) = (data[0] % 5, data[1] as usize, data[2..].to_vec());
