@@ -323,3 +323,101 @@ fn blame_shift_certificates_match_the_planted_framers() {
         }
     }
 }
+
+/// Maps the verdict's variable names onto the facility world replayer's (`m<i>`,
+/// `absent.<duty>`), so causes are certified by exact re-execution of the world.
+struct WorldHook<'a> {
+    inner: audita_facility::replay::WorldReplayer<'a>,
+    names: BTreeMap<String, String>,
+}
+
+impl audita_causal::Replayer for WorldHook<'_> {
+    fn recorded(&self) -> Vec<audita_causal::certify::ActuationEvent> {
+        self.inner.recorded()
+    }
+    fn replay(
+        &mut self,
+        iv: &audita_causal::certify::Intervention,
+        run: u32,
+    ) -> Result<audita_causal::certify::ReplayRun, audita_causal::certify::ReplayError> {
+        let map = |v: &Vec<(String, bool)>| -> Result<Vec<(String, bool)>, audita_causal::certify::ReplayError> {
+            v.iter()
+                .map(|(n, b)| {
+                    self.names.get(n).map(|m| (m.clone(), *b)).ok_or_else(|| {
+                        audita_causal::certify::ReplayError { message: format!("unmapped {n}"), transient: false }
+                    })
+                })
+                .collect()
+        };
+        let mapped = audita_causal::certify::Intervention {
+            set: map(&iv.set)?,
+            freeze: map(&iv.freeze)?,
+        };
+        self.inner.replay(&mapped, run)
+    }
+}
+
+#[test]
+fn causes_are_certified_by_exact_world_replay() {
+    for fam in [
+        Family::Trivial,
+        Family::Redundancy,
+        Family::Omission,
+        Family::Chain,
+        Family::UnexpectedStartup,
+    ] {
+        let sc = generate(fam, 2);
+        let (v, sr, adv, duties) = judge(&sc);
+        let by_id: BTreeMap<String, usize> = sr
+            .command_ids
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (id_string(m), i))
+            .collect();
+        let mut names = BTreeMap::new();
+        for (var, what) in &v.variables {
+            if let Some(i) = by_id.get(what) {
+                names.insert(var.clone(), format!("m{i}"));
+            } else if let Some(d) = what.strip_prefix("absence:halt.") {
+                names.insert(var.clone(), format!("absent.{d}"));
+            }
+        }
+        let mut hook = WorldHook {
+            inner: audita_facility::replay::WorldReplayer::pinned(&sc.spec),
+            names,
+        };
+        let part = verify_record(&sr.record, &sr.keys);
+        let w = audita_verdict::verdict_with(
+            &sr.record,
+            &part,
+            &duties,
+            &adv,
+            &Default::default(),
+            Some(&mut hook),
+        )
+        .expect("verdict");
+        assert_eq!(
+            w.status,
+            audita_verdict::Status::Graded,
+            "{}: {:?}",
+            fam.name(),
+            w.notes
+        );
+        assert!(!w.replay.is_empty());
+        assert!(
+            w.replay.iter().all(|r| r.certified),
+            "{}: {:?}",
+            fam.name(),
+            w.replay
+        );
+        for (p, f) in &v.principals {
+            let g = w.finding(p).unwrap();
+            assert_eq!(
+                (g.rho_lo, g.culpable),
+                (f.rho_lo, f.culpable),
+                "{} {p}",
+                fam.name()
+            );
+        }
+    }
+}
