@@ -210,6 +210,28 @@ fn audita_verdict_on(
     Ok((culp, inv, Some(v.to_json())))
 }
 
+/// The verdict layer's blame-shift certificate for `victim` on the scenario's signed
+/// record: framer → ρ_frame (`None` when it finds none).
+fn verdict_certificate(
+    sc: &Scenario,
+    victim: &str,
+) -> anyhow::Result<Option<BTreeMap<String, f64>>> {
+    let sr = sign_record(sc)?;
+    let part = verify_record(&sr.record, &sr.keys);
+    let Some(adv) = adverse_json(sc, &sr)? else {
+        return Ok(None);
+    };
+    let reg = DutyRegistry::from_json(&registry_json(sc, "reasonable_agent"))?;
+    let adv = Adverse::from_json(&adv)?;
+    let cert = audita_verdict::certificate(&sr.record, &part, &reg, &adv, &[victim])?;
+    Ok(cert.map(|c| {
+        c.framers
+            .into_iter()
+            .map(|(k, f)| (k, f.rho_frame))
+            .collect()
+    }))
+}
+
 fn audita_verdict(
     sc: &Scenario,
     standard: &str,
@@ -296,7 +318,7 @@ fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
     let mut cells: Cells = BTreeMap::new();
     let mut agree = (0u64, 0u64);
     let mut no_cause: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    let mut conduct: BTreeMap<&str, [u64; 4]> = BTreeMap::new();
+    let mut conduct: BTreeMap<&str, [u64; 5]> = BTreeMap::new();
     let mut wall: BTreeMap<usize, (f64, f64, f64, u64)> = BTreeMap::new();
     let mut gen_adverse = (0u64, 0u64);
     let mut duty: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
@@ -330,7 +352,7 @@ fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
                 agree.1 += 1;
                 record(family.name(), seed, &out, &mut cells);
                 if family.is_conduct_attack() {
-                    let c = conduct.entry(family.name()).or_insert([0; 4]);
+                    let c = conduct.entry(family.name()).or_insert([0; 5]);
                     let victim = sc.planted.victim.clone().unwrap_or_default();
                     let cert = certificate(&sc.spec, &victim)?;
                     let audita = out
@@ -351,6 +373,16 @@ fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
                                 .all(|(f, _)| c.framers[f] > 0.0)
                     }));
                     c[3] += 1;
+                    // The verdict layer's own blame-shift certificate on the record.
+                    let vc = verdict_certificate(&sc, &victim)?;
+                    c[4] += u64::from(vc.as_ref().is_some_and(|f| {
+                        sc.planted
+                            .framers
+                            .iter()
+                            .all(|(p, g)| (f.get(p).copied().unwrap_or(0.0) - g).abs() < 1e-9)
+                            && f.iter()
+                                .all(|(p, g)| *g == 0.0 || sc.planted.framers.contains_key(p))
+                    }));
                 }
                 if Family::CORE.contains(&family) {
                     duty_sensitivity(&sc, &out, &mut duty)?;
@@ -499,7 +531,8 @@ fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
             (
                 k.to_string(),
                 json!({"involvement_raised_rate": rate(c[0], c[3]), "victim_culpability_zero_rate": rate(c[1], c[3]),
-                       "certificate_names_attacker_rate": rate(c[2], c[3]), "n": c[3]}),
+                       "certificate_names_attacker_rate": rate(c[2], c[3]),
+                       "verdict_certificate_names_attacker_rate": rate(c[4], c[3]), "n": c[3]}),
             )
         })
         .collect();
@@ -840,14 +873,17 @@ fn markdown(r: &Value) -> String {
             ));
         }
     }
-    s.push_str("\n### Conduct attacks by valid-key insiders\n\n| Family | victim involvement raised | victim culpability 0 | certificate names the attackers | n |\n|---|---|---|---|---|\n");
+    s.push_str("\n### Conduct attacks by valid-key insiders\n\n| Family | victim involvement raised | victim culpability 0 (verdict) | oracle certificate names the attackers | verdict certificate names the attackers | n |\n|---|---|---|---|---|---|\n");
     if let Some(o) = r["conduct_attacks"].as_object() {
         for (m, v) in o {
             s.push_str(&format!(
-                "| {m} | {:.3} | {:.3} | {:.3} | {} |\n",
+                "| {m} | {:.3} | {:.3} | {:.3} | {:.3} | {} |\n",
                 v["involvement_raised_rate"].as_f64().unwrap_or(0.0),
                 v["victim_culpability_zero_rate"].as_f64().unwrap_or(0.0),
                 v["certificate_names_attacker_rate"].as_f64().unwrap_or(0.0),
+                v["verdict_certificate_names_attacker_rate"]
+                    .as_f64()
+                    .unwrap_or(0.0),
                 v["n"]
             ));
         }
