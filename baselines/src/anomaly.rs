@@ -46,7 +46,11 @@ pub fn score(inc: &dyn Incident) -> Profile {
     let s = scores(inc);
     let mut best: Option<(usize, f64)> = None;
     for (i, v) in s.iter().enumerate() {
-        if best.is_none_or(|(_, b)| *v > b) {
+        let better = match best {
+            None => true,
+            Some((_, b)) => *v > b,
+        };
+        if better {
             best = Some((i, *v));
         }
     }

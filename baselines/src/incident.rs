@@ -146,8 +146,10 @@ impl Incident for FacilityIncident<'_> {
         &self.messages
     }
     fn adverse_without(&self, absent: &BTreeSet<usize>) -> bool {
-        let mut gone: BTreeSet<CommandId> =
-            absent.iter().filter_map(|&i| self.ids.get(i).copied()).collect();
+        let mut gone: BTreeSet<CommandId> = absent
+            .iter()
+            .filter_map(|&i| self.ids.get(i).copied())
+            .collect();
         gone.extend(self.references.iter().copied());
         let iv = Intervention {
             absent: gone,

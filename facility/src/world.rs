@@ -557,11 +557,8 @@ impl WorldSpec {
                 return Err(WorldError::EmptyRelay(i as u32));
             }
             if let Some(d) = c.reference_for {
-                if self
-                    .commands
-                    .get(d.0 as usize)
-                    .map_or(true, |x| !x.deviation || x.is_reference())
-                {
+                let names_deviation = matches!(self.commands.get(d.0 as usize), Some(x) if x.deviation && !x.is_reference());
+                if !names_deviation {
                     return Err(WorldError::BadReference(i as u32));
                 }
             }

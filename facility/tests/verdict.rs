@@ -9,7 +9,10 @@ use audita_facility::replay::WorldReplayer;
 use audita_facility::scenario::{generate, Family, Scenario};
 use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options};
 
-fn profiles(sc: &Scenario) -> Option<(Vec<(String, f64, f64, bool)>, String)> {
+/// (principal, ρ_lo, ρ_hi, culpable) per verdict row, and the verdict JSON.
+type Rows = (Vec<(String, f64, f64, bool)>, String);
+
+fn profiles(sc: &Scenario) -> Option<Rows> {
     let sr = sign_record(sc).unwrap();
     let part = verify_record(&sr.record, &sr.keys);
     let reg = DutyRegistry::from_json(&registry_json(sc, "reasonable_agent")).unwrap();
