@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 
 mod attribute;
 mod bench;
+mod demo;
+mod pipeline;
+mod stage;
 mod sample_record;
+mod verdict;
 mod verify;
 
 #[derive(Parser)]
@@ -20,12 +24,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The main job: the whole pipeline over the embedded bus on a simulated fleet.
+    Demo(demo::DemoArgs),
+    /// Run one pipeline stage as its own process over Apache Kafka.
+    Stage(stage::StageArgs),
+    /// Publish the simulated fleet's commands to Apache Kafka.
+    Feed(stage::FeedArgs),
     /// Evaluation benchmarks (attribution accuracy on the facility register).
     Bench(bench::BenchArgs),
     /// Graded actual-causality attribution of a structural model (SPEC §7 JSON).
     Attribute(attribute::AttributeArgs),
     /// Verify an on-disk sealed record offline (public keys only); JSON summary.
     Verify(verify::VerifyArgs),
+    /// Graded, evidence-linked verdict of a declared adverse outcome over a record.
+    Verdict(verdict::VerdictArgs),
     /// Write a small signed, sealed sample fleet record.
     SampleRecord(sample_record::SampleRecordArgs),
 }
@@ -33,9 +45,13 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
+        Command::Demo(args) => demo::run(args),
+        Command::Stage(args) => stage::run_stage(args),
+        Command::Feed(args) => stage::run_feed(args),
         Command::Bench(args) => bench::run(args),
         Command::Attribute(args) => attribute::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Verdict(args) => verdict::run(args),
         Command::SampleRecord(args) => sample_record::run(args),
     };
     std::process::exit(code);

@@ -67,6 +67,8 @@ pub struct SealerConfig {
     pub epoch_age: Duration,
     /// Prefix of topic names.
     pub topic_prefix: String,
+    /// Partitions of the accepted topic this sealer reads (for the event-time watermark).
+    pub input_partitions: usize,
 }
 
 /// An epoch as published on `audita.epochs`: everything a downstream stage needs to
@@ -83,15 +85,24 @@ pub struct EpochMessage {
     pub envelopes: Vec<Vec<u8>>,
     /// Receipts that arrived with this epoch.
     pub receipts: Vec<Vec<u8>>,
+    /// Event-time low watermark: every input partition has delivered a record at
+    /// least this late, and each partition is in time order, so every message with an
+    /// earlier timestamp is sealed by now (0 until every partition delivered).
+    pub watermark: u64,
 }
 
 impl EpochMessage {
     /// Encodes as one segment: header, checkpoint, counts, leaves, envelopes, receipts.
     pub fn encode(&self) -> Vec<u8> {
-        let counts: Vec<u8> = [self.leaves.len(), self.envelopes.len(), self.receipts.len()]
-            .iter()
-            .flat_map(|n| (*n as u64).to_be_bytes())
-            .collect();
+        let counts: Vec<u8> = [
+            self.leaves.len() as u64,
+            self.envelopes.len() as u64,
+            self.receipts.len() as u64,
+            self.watermark,
+        ]
+        .iter()
+        .flat_map(|n| n.to_be_bytes())
+        .collect();
         let mut frames: Vec<&[u8]> = vec![&self.header, &self.checkpoint, &counts];
         frames.extend(self.leaves.iter().map(Vec::as_slice));
         frames.extend(self.envelopes.iter().map(Vec::as_slice));
@@ -108,13 +119,14 @@ impl EpochMessage {
         let header = frames.next()?;
         let checkpoint = frames.next()?;
         let counts = frames.next()?;
-        if counts.len() != 24 {
+        if counts.len() != 32 {
             return None;
         }
         let n = |i: usize| {
             u64::from_be_bytes(counts[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])) as usize
         };
         let (l, e, r) = (n(0), n(1), n(2));
+        let watermark = n(3) as u64;
         let rest: Vec<Vec<u8>> = frames.collect();
         if rest.len() != l.checked_add(e)?.checked_add(r)? {
             return None;
@@ -129,6 +141,7 @@ impl EpochMessage {
             leaves,
             envelopes,
             receipts,
+            watermark,
         })
     }
 }
@@ -152,6 +165,10 @@ pub struct SealerStage {
     last_size: u64,
     clock_ms: u64,
     stats: SealerStats,
+    /// Latest timestamp seen per input partition (event time).
+    partition_time: std::collections::BTreeMap<(String, u32), u64>,
+    /// Input partitions of the accepted topic (for the watermark).
+    partitions_expected: usize,
 }
 
 impl SealerStage {
@@ -187,6 +204,8 @@ impl SealerStage {
             last_size: 0,
             clock_ms: 0,
             stats: SealerStats::default(),
+            partition_time: Default::default(),
+            partitions_expected: config.input_partitions,
             config,
         };
         if !fresh {
@@ -355,6 +374,11 @@ impl SealerStage {
             leaves: epoch.leaves.iter().map(MessageId::leaf_bytes).collect(),
             envelopes: self.pending.iter().map(|e| e.as_bytes().to_vec()).collect(),
             receipts: std::mem::take(&mut self.pending_receipts),
+            watermark: if self.partition_time.len() >= self.partitions_expected {
+                self.partition_time.values().copied().min().unwrap_or(0)
+            } else {
+                0
+            },
         };
         let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
         out.send(&topic, epoch.header.origin.as_bytes(), &msg.encode())?;

@@ -13,12 +13,13 @@
 
 pub mod metrics;
 pub mod parquet;
+pub mod report;
 
 /// One verdict finding: an (incident, principal) row.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct VerdictRow {
-    /// Incident number.
-    pub incident: u64,
+    /// Incident name (from the adverse declaration).
+    pub incident: String,
     /// Principal the row is about.
     pub principal: String,
     /// The declared adverse predicate `Y` (e.g. `separation<0.5m`).

@@ -43,7 +43,7 @@ pub fn schema() -> Arc<Schema> {
         )
     };
     Arc::new(Schema::new(vec![
-        Field::new("incident", DataType::UInt64, false),
+        Field::new("incident", DataType::Utf8, false),
         Field::new("principal", DataType::Utf8, false),
         Field::new("outcome", DataType::Utf8, false),
         Field::new("t_star_ms", DataType::UInt64, false),
@@ -88,7 +88,7 @@ pub fn to_batch(rows: &[VerdictRow]) -> Result<RecordBatch, SinkError> {
         Arc::new(BooleanArray::from(rows.iter().map(f).collect::<Vec<_>>()))
     };
     let columns = vec![
-        u(|r| r.incident),
+        s(|r| &r.incident),
         s(|r| &r.principal),
         s(|r| &r.outcome),
         u(|r| r.t_star_ms),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 fn row(i: u64) -> VerdictRow {
     VerdictRow {
-        incident: i / 3,
+        incident: format!("inc-{}", i / 3),
         principal: format!("planner-{}", i % 3),
         outcome: "separation<0.5m".into(),
         t_star_ms: 1_000 + i,
@@ -71,7 +71,7 @@ print(json.dumps(out))
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let schema: Vec<(String, String)> = serde_json::from_value(v["schema"].clone()).unwrap();
     let want_schema: Vec<(&str, &str)> = vec![
-        ("incident", "uint64"),
+        ("incident", "string"),
         ("principal", "string"),
         ("outcome", "string"),
         ("t_star_ms", "uint64"),

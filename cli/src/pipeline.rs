@@ -1,0 +1,418 @@
+//! The pipeline wired from its stages: one code path, two transports.
+//!
+//! `audita demo` runs every stage as a thread of one process over the embedded bus;
+//! `audita stage NAME --bootstrap HOST:PORT` runs one stage as its own process over
+//! Apache Kafka, and `audita feed` publishes the simulated fleet. Both build the same
+//! [`Deployment`] (keys, duty registry, log and keeper keys) from the fleet seed, so a
+//! Kafka run and an embedded run of the same seed produce identical verdict rows.
+
+use anyhow::{bail, Context, Result};
+use audita_bus::{topics, Bus, Producer, TopicSpec};
+use audita_engine_workers::VerdictMessage;
+use audita_evidence::{derive_signing_key, KeyRegistry, SigningKey};
+use audita_load_tests::fleet::{self, Fleet};
+use audita_sealer::stage::{SealerConfig, SealerStage};
+use audita_sinks::metrics::Metrics;
+use audita_sinks::parquet::{ParquetSink, Rotation};
+use audita_sinks::VerdictRow;
+use audita_slicer::stage::SlicerStage;
+use audita_verdict::DutyRegistry;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Log origin of the pipeline's record.
+pub const ORIGIN: &str = "audita.local/fleet-log";
+/// Keepers co-signing every checkpoint.
+pub const KEEPERS: [&str; 2] = ["operator.example/keeper", "insurer.example/keeper"];
+
+/// Partitions of `audita.accepted` (the sealer's event-time watermark waits for all).
+pub const ACCEPTED_PARTITIONS: u32 = 4;
+
+/// Everything the stages of one deployment share.
+pub struct Deployment {
+    /// The simulated fleet.
+    pub fleet: Fleet,
+    /// Public keys: principals, keepers, log.
+    pub keys: KeyRegistry,
+    /// The duty registry.
+    pub duties: DutyRegistry,
+    /// The log's signing key (sealer only).
+    pub log_key: SigningKey,
+    /// Keeper signing keys (simulated keepers co-sign in the sealer's process).
+    pub keepers: Vec<(String, SigningKey)>,
+    /// Topic name prefix.
+    pub prefix: String,
+}
+
+impl Deployment {
+    /// The deployment of a fleet of `cells` cells from `seed`.
+    pub fn new(cells: usize, seed: u64, prefix: &str) -> Result<Deployment> {
+        if cells == 0 {
+            bail!("--cells must be at least 1");
+        }
+        let fleet = fleet::build(&fleet::DEMO_MIX, cells, seed);
+        let mut keys = fleet.keys.clone();
+        let log_key = derive_signing_key(seed, ORIGIN);
+        keys.add_log(ORIGIN, log_key.verifying_key())
+            .context("log key")?;
+        let mut keepers = Vec::new();
+        for k in KEEPERS {
+            let key = derive_signing_key(seed, k);
+            keys.add_keeper(k, key.verifying_key())
+                .context("keeper key")?;
+            keepers.push((k.to_string(), key));
+        }
+        let duties = fleet.duties().context("fleet duty registry")?;
+        Ok(Deployment {
+            fleet,
+            keys,
+            duties,
+            log_key,
+            keepers,
+            prefix: prefix.to_string(),
+        })
+    }
+
+    /// Full name of a topic.
+    pub fn topic(&self, base: &str) -> String {
+        format!("{}{}", self.prefix, base)
+    }
+
+    /// Creates the pipeline's topics.
+    pub fn ensure_topics(&self, bus: &Bus) -> Result<()> {
+        let spec = |base: &str, partitions: u32| TopicSpec {
+            name: self.topic(base),
+            partitions,
+        };
+        bus.ensure_topics(&[
+            spec(topics::ENVELOPES, 4),
+            spec(topics::RECEIPTS, 4),
+            spec(topics::ACCEPTED, ACCEPTED_PARTITIONS),
+            spec(topics::SUSPECT, 1),
+            spec(topics::EPOCHS, 1),
+            spec(topics::ADVERSE, 1),
+            spec(topics::SLICES, 4),
+            spec(topics::VERDICTS, 4),
+        ])?;
+        Ok(())
+    }
+
+    /// The sealer's configuration writing the record into `dir`.
+    pub fn sealer_config(&self, dir: &Path, epoch_messages: usize) -> SealerConfig {
+        SealerConfig {
+            dir: dir.to_path_buf(),
+            origin: ORIGIN.to_string(),
+            log_key: self.log_key.clone(),
+            keepers: self.keepers.clone(),
+            keys: self.keys.clone(),
+            epoch_messages,
+            epoch_age: Duration::from_millis(200),
+            topic_prefix: self.prefix.clone(),
+            input_partitions: ACCEPTED_PARTITIONS as usize,
+        }
+    }
+
+    /// Number of incidents the fleet will declare.
+    pub fn incidents(&self) -> usize {
+        self.fleet
+            .cells
+            .iter()
+            .filter(|c| c.adverse.is_some())
+            .count()
+    }
+}
+
+/// Publishes the fleet: envelopes and receipts in time order, each cell's adverse
+/// declaration right after the messages up to its `t*`. Calls `progress` per message.
+pub fn feed(d: &Deployment, bus: &Bus, mut progress: impl FnMut(usize)) -> Result<()> {
+    let mut p = bus.producer()?;
+    let mut decls: Vec<(u64, Vec<u8>, String)> = d
+        .fleet
+        .cells
+        .iter()
+        .filter_map(|c| c.adverse.as_ref())
+        .map(|a| {
+            (
+                a.t_star_ms,
+                serde_json::to_vec(a).unwrap_or_default(),
+                a.incident.clone(),
+            )
+        })
+        .collect();
+    decls.sort();
+    let mut next = 0;
+    let (env_topic, rec_topic, adv_topic) = (
+        d.topic(topics::ENVELOPES),
+        d.topic(topics::RECEIPTS),
+        d.topic(topics::ADVERSE),
+    );
+    let send = |p: &mut Box<dyn Producer>, topic: &str, key: &[u8], bytes: &[u8]| -> Result<()> {
+        loop {
+            match p.send(topic, key, bytes) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_transient() => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    for (i, (env, receipt)) in d.fleet.envelopes_in_time_order().into_iter().enumerate() {
+        let t = env.envelope().timestamp;
+        while next < decls.len() && decls[next].0 < t {
+            send(&mut p, &adv_topic, decls[next].2.as_bytes(), &decls[next].1)?;
+            next += 1;
+        }
+        send(
+            &mut p,
+            &env_topic,
+            env.envelope().author.as_str().as_bytes(),
+            env.as_bytes(),
+        )?;
+        send(
+            &mut p,
+            &rec_topic,
+            receipt.recipient().as_str().as_bytes(),
+            receipt.as_bytes(),
+        )?;
+        progress(i + 1);
+    }
+    for (_, bytes, name) in &decls[next..] {
+        send(&mut p, &adv_topic, name.as_bytes(), bytes)?;
+    }
+    p.flush()?;
+    Ok(())
+}
+
+/// Runs ingest until stopped/idle.
+pub fn run_ingest(
+    d: &Deployment,
+    bus: &Bus,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<u64> {
+    let mut c = bus.consumer(
+        &d.topic("ingest"),
+        &[&d.topic(topics::ENVELOPES), &d.topic(topics::RECEIPTS)],
+    )?;
+    let mut p = bus.producer()?;
+    let names = audita_ingest::Topics {
+        prefix: d.prefix.clone(),
+    };
+    let n = audita_bus::pump(c.as_mut(), p.as_mut(), stop, 256, idle, |del, out| {
+        let ok = audita_ingest::handle(del, &d.keys, &names, out)?;
+        m.ingest_envelopes
+            .with_label_values(&[if ok { "accepted" } else { "suspect" }])
+            .inc();
+        Ok(())
+    })?;
+    Ok(n)
+}
+
+/// Runs the sealer until stopped/idle.
+pub fn run_sealer(
+    d: &Deployment,
+    bus: &Bus,
+    dir: &Path,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<()> {
+    let mut stage = SealerStage::open(d.sealer_config(dir, 256))?;
+    let mut c = bus.consumer(&d.topic("sealer"), &[&d.topic(topics::ACCEPTED)])?;
+    let mut p = bus.producer()?;
+    stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
+    let s = stage.stats();
+    m.sealer_messages.inc_by(s.sealed);
+    m.sealer_epochs.inc_by(s.epochs);
+    m.sealer_duplicates.inc_by(s.duplicates);
+    Ok(())
+}
+
+/// Runs the slicer until stopped/idle.
+pub fn run_slicer(
+    d: &Deployment,
+    bus: &Bus,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<()> {
+    let mut stage = SlicerStage::new(1, &d.prefix);
+    let group = format!("{}slicer-{}", d.prefix, std::process::id());
+    let mut c = bus.consumer(
+        &group,
+        &[&d.topic(topics::EPOCHS), &d.topic(topics::ADVERSE)],
+    )?;
+    let mut p = bus.producer()?;
+    stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
+    m.slicer_incidents
+        .inc_by(stage.emitted_latencies.len() as u64);
+    m.slicer_graph_messages.set(stage.graph_messages() as i64);
+    for (name, unsealed) in stage.waiting() {
+        tracing::warn!(incident = %name, unsealed_anchors = unsealed, "declaration still waiting for its anchors");
+    }
+    Ok(())
+}
+
+/// Runs one engine worker until stopped/idle.
+pub fn run_engine(
+    d: &Deployment,
+    bus: &Bus,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<u64> {
+    let mut c = bus.consumer(&d.topic("engine-workers"), &[&d.topic(topics::SLICES)])?;
+    let mut p = bus.producer()?;
+    let n = audita_engine_workers::run(
+        c.as_mut(),
+        p.as_mut(),
+        &d.keys,
+        &d.duties,
+        &d.prefix,
+        stop,
+        idle,
+    )?;
+    m.engine_verdicts.inc_by(n);
+    Ok(n)
+}
+
+/// What the sink collected.
+#[derive(Default)]
+pub struct Collected {
+    /// One verdict per incident (later duplicates of an incident are identical and dropped).
+    pub verdicts: BTreeMap<String, VerdictMessage>,
+    /// Abstentions by incident, with the reason.
+    pub abstained: BTreeMap<String, String>,
+    /// Parquet files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// Runs the sink: verdicts to Parquet (and to `on_verdict`) until stopped/idle or
+/// until `expect` incidents arrived.
+pub fn run_sink(
+    d: &Deployment,
+    bus: &Bus,
+    out_dir: &Path,
+    expect: Option<usize>,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+    mut on_verdict: impl FnMut(&VerdictMessage),
+) -> Result<Collected> {
+    let mut c = bus.consumer(&d.topic("sinks"), &[&d.topic(topics::VERDICTS)])?;
+    let mut sink = ParquetSink::new(&out_dir.join("verdicts"), Rotation::default())?;
+    let mut got = Collected::default();
+    let mut idle_since = std::time::Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        if expect.is_some_and(|n| got.verdicts.len() + got.abstained.len() >= n) {
+            break;
+        }
+        let Some(del) = c.poll(Duration::from_millis(50))? else {
+            if idle.is_some_and(|i| idle_since.elapsed() >= i) {
+                break;
+            }
+            continue;
+        };
+        idle_since = std::time::Instant::now();
+        let v: serde_json::Value =
+            serde_json::from_slice(&del.payload).context("verdict record is not JSON")?;
+        let incident = v["incident"].as_str().unwrap_or_default().to_string();
+        if let Some(reason) = v.get("abstained").and_then(|r| r.as_str()) {
+            got.abstained.insert(incident, reason.to_string());
+        } else if !got.verdicts.contains_key(&incident) {
+            let msg: VerdictMessage = serde_json::from_value(v).context("verdict record")?;
+            sink.write(&msg.rows)?;
+            m.sinks_rows.inc_by(msg.rows.len() as u64);
+            on_verdict(&msg);
+            got.verdicts.insert(incident, msg);
+        }
+        c.commit(&del)?;
+    }
+    got.files = sink.finish()?;
+    Ok(got)
+}
+
+/// All rows of a collection, sorted (the comparison key of Kafka vs embedded runs).
+pub fn rows(c: &Collected) -> Vec<VerdictRow> {
+    let mut rows: Vec<VerdictRow> = c.verdicts.values().flat_map(|v| v.rows.clone()).collect();
+    rows.sort_by(|a, b| (&a.incident, &a.principal).cmp(&(&b.incident, &b.principal)));
+    rows
+}
+
+/// Runs every stage as a thread over `bus` until all expected verdicts arrived.
+pub fn run_all(
+    d: Arc<Deployment>,
+    bus: &Bus,
+    out_dir: &Path,
+    workers: usize,
+    m: &Metrics,
+    mut on_fed: impl FnMut(usize),
+    on_verdict: impl FnMut(&VerdictMessage),
+) -> Result<Collected> {
+    d.ensure_topics(bus)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::new();
+    let spawn = |name: &str, f: Box<dyn FnOnce() -> Result<()> + Send>| {
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(f)
+            .expect("spawn stage thread")
+    };
+    {
+        let (d, bus, stop, m) = (d.clone(), bus.clone(), stop.clone(), m.clone());
+        handles.push(spawn(
+            "ingest",
+            Box::new(move || run_ingest(&d, &bus, &stop, None, &m).map(|_| ())),
+        ));
+    }
+    {
+        let (d, bus, stop, m, dir) = (
+            d.clone(),
+            bus.clone(),
+            stop.clone(),
+            m.clone(),
+            out_dir.join("record"),
+        );
+        handles.push(spawn(
+            "sealer",
+            Box::new(move || run_sealer(&d, &bus, &dir, &stop, None, &m)),
+        ));
+    }
+    {
+        let (d, bus, stop, m) = (d.clone(), bus.clone(), stop.clone(), m.clone());
+        handles.push(spawn(
+            "slicer",
+            Box::new(move || run_slicer(&d, &bus, &stop, None, &m)),
+        ));
+    }
+    for i in 0..workers.max(1) {
+        let (d, bus, stop, m) = (d.clone(), bus.clone(), stop.clone(), m.clone());
+        handles.push(spawn(
+            &format!("engine-{i}"),
+            Box::new(move || run_engine(&d, &bus, &stop, None, &m).map(|_| ())),
+        ));
+    }
+    feed(&d, bus, &mut on_fed)?;
+    let expect = d.incidents();
+    let collected = run_sink(
+        &d,
+        bus,
+        out_dir,
+        Some(expect),
+        &AtomicBool::new(false),
+        Some(Duration::from_secs(120)),
+        m,
+        on_verdict,
+    );
+    stop.store(true, Ordering::SeqCst);
+    for h in handles {
+        match h.join() {
+            Ok(r) => r?,
+            Err(_) => bail!("a stage thread panicked"),
+        }
+    }
+    collected
+}
