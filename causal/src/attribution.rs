@@ -69,7 +69,7 @@ pub enum AttributeError {
     #[error("variable index {0} is out of range")]
     UnknownVar(usize),
     /// More minimal causes than [`AttributeOptions::max_causes`].
-    #[error("more than {0} minimal causes (raise max_causes)")]
+    #[error("more than {0} minimal causes, or cut-set families beyond the memory bound (raise max_causes or split the slice)")]
     TooManyCauses(usize),
     /// The general search exceeded [`AttributeOptions::max_evaluations`].
     #[error("exact search exceeded {0} model evaluations (raise max_evaluations)")]

@@ -16,6 +16,9 @@ pub(crate) struct Family {
     support: Vec<u64>,
 }
 
+/// Upper bound on the u64 words held by one family (128 MiB).
+pub(crate) const WORD_BUDGET: usize = 1 << 24;
+
 /// A family grew beyond the configured limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TooLarge;
@@ -23,6 +26,12 @@ pub(crate) struct TooLarge;
 impl Family {
     pub(crate) fn words_for(bits: usize) -> usize {
         bits.div_ceil(64).max(1)
+    }
+
+    /// The largest number of sets a family over `words` words may hold under a set
+    /// limit and the memory bound [`WORD_BUDGET`].
+    pub(crate) fn set_limit(words: usize, limit: usize) -> usize {
+        limit.min(WORD_BUDGET / words.max(1)).max(1)
     }
 
     /// The empty family (no set: the event cannot happen).
@@ -84,25 +93,23 @@ impl Family {
     ///
     /// Two antichains over disjoint supports, neither holding the empty set, unite into
     /// an antichain: no minimisation is needed (the read-once case).
-    pub(crate) fn union_min(&self, other: &Family, limit: usize) -> Result<Family, TooLarge> {
+    /// Consumes `self`, appending in place in the disjoint case.
+    pub(crate) fn union_min(mut self, other: &Family, limit: usize) -> Result<Family, TooLarge> {
         if self.is_unit() || other.is_unit() {
             return Ok(Family::unit(self.words));
         }
         if self.len() + other.len() > limit {
             return Err(TooLarge);
         }
-        let mut data = Vec::with_capacity(self.data.len() + other.data.len());
-        data.extend_from_slice(&self.data);
-        data.extend_from_slice(&other.data);
-        let support = self.joint_support(other);
-        if self.disjoint(other) {
-            return Ok(Family {
-                words: self.words,
-                data,
-                support,
-            });
+        let disjoint = self.disjoint(other);
+        self.data.extend_from_slice(&other.data);
+        for (s, o) in self.support.iter_mut().zip(&other.support) {
+            *s |= o;
         }
-        minimize(self.words, data, support, limit)
+        if disjoint {
+            return Ok(self);
+        }
+        minimize(self.words, self.data, self.support, limit)
     }
 
     /// Minimal sets of `{a ∪ b : a ∈ self, b ∈ other}`.

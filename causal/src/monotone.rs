@@ -97,7 +97,19 @@ pub(crate) fn minimal_causes(
         }
     }
     let words = Family::words_for(var_of_bit.len());
+    let limit = Family::set_limit(words, limit);
     let mut fam: Vec<Option<Family>> = vec![None; n];
+    // Remaining reads of each variable's family: the last read moves it (a chain of
+    // relays costs linear, not quadratic, time and memory).
+    let mut uses = vec![0u32; n];
+    model.outcome.for_each_var(&mut |u| uses[u as usize] += 1);
+    for v in 0..n {
+        if signs.sign[v] != 0 && lit(actual[v], signs.sign[v]) {
+            if let Some(eq) = &model.vars[v].eq {
+                eq.for_each_var(&mut |u| uses[u as usize] += 1);
+            }
+        }
+    }
     for &v in &model.order {
         let v = v as usize;
         if signs.sign[v] == 0 {
@@ -107,7 +119,17 @@ pub(crate) fn minimal_causes(
             Family::unit(words)
         } else {
             let base = match &model.vars[v].eq {
-                Some(eq) => cuts(eq, signs.sign[v], signs, actual, &fam, words, limit)?,
+                Some(eq) => {
+                    let mut ctx = Ctx {
+                        signs,
+                        actual,
+                        fam: &mut fam,
+                        uses: &mut uses,
+                        words,
+                        limit,
+                    };
+                    ctx.cuts(eq, signs.sign[v])?
+                }
                 None => Family::none(words),
             };
             if bit_of[v] != usize::MAX {
@@ -118,7 +140,15 @@ pub(crate) fn minimal_causes(
         };
         fam[v] = Some(f);
     }
-    let top = cuts(&model.outcome, 1, signs, actual, &fam, words, limit)?;
+    let mut ctx = Ctx {
+        signs,
+        actual,
+        fam: &mut fam,
+        uses: &mut uses,
+        words,
+        limit,
+    };
+    let top = ctx.cuts(&model.outcome, 1)?;
     let mut out = Vec::with_capacity(top.len());
     for set in top.iter() {
         let mut vars = Vec::new();
@@ -139,56 +169,66 @@ fn lit(value: bool, sign: i8) -> bool {
     value == (sign > 0)
 }
 
-/// Minimal candidate sets whose falsification makes the literal `(node, pol)` false.
-#[allow(clippy::too_many_arguments)]
-fn cuts(
-    node: &Node,
-    pol: i8,
-    signs: &Signs,
-    actual: &[bool],
-    fam: &[Option<Family>],
+struct Ctx<'a> {
+    signs: &'a Signs,
+    actual: &'a [bool],
+    fam: &'a mut [Option<Family>],
+    uses: &'a mut [u32],
     words: usize,
     limit: usize,
-) -> Result<Family, TooLarge> {
-    let constant = |b: bool| {
+}
+
+impl Ctx<'_> {
+    fn constant(&self, b: bool, pol: i8) -> Family {
         if lit(b, pol) {
-            Family::none(words)
+            Family::none(self.words)
         } else {
-            Family::unit(words)
+            Family::unit(self.words)
         }
-    };
-    Ok(match node {
-        Node::Const(b) => constant(*b),
-        Node::Var(u) => {
-            let u = *u as usize;
-            match &fam[u] {
-                Some(f) if signs.live[u] => f.clone(),
-                _ => constant(actual[u]),
-            }
-        }
-        Node::Not(e) => cuts(e, -pol, signs, actual, fam, words, limit)?,
-        Node::And(es) | Node::Or(es) => {
-            let union = matches!(node, Node::And(_)) == (pol > 0);
-            let mut acc = if union {
-                Family::none(words)
-            } else {
-                Family::unit(words)
-            };
-            for e in es {
-                let f = cuts(e, pol, signs, actual, fam, words, limit)?;
-                acc = if union {
-                    acc.union_min(&f, limit)?
-                } else {
-                    if f.len() == 0 {
-                        return Ok(Family::none(words));
-                    }
-                    acc.cross_min(&f, limit)?
-                };
-                if union && acc.is_unit() {
-                    break;
+    }
+
+    /// Minimal candidate sets whose falsification makes the literal `(node, pol)` false.
+    fn cuts(&mut self, node: &Node, pol: i8) -> Result<Family, TooLarge> {
+        let words = self.words;
+        Ok(match node {
+            Node::Const(b) => self.constant(*b, pol),
+            Node::Var(u) => {
+                let u = *u as usize;
+                if !self.signs.live[u] || self.fam[u].is_none() {
+                    return Ok(self.constant(self.actual[u], pol));
                 }
+                self.uses[u] = self.uses[u].saturating_sub(1);
+                let f = if self.uses[u] == 0 {
+                    self.fam[u].take()
+                } else {
+                    self.fam[u].clone()
+                };
+                f.unwrap_or_else(|| Family::none(words))
             }
-            acc
-        }
-    })
+            Node::Not(e) => self.cuts(e, -pol)?,
+            Node::And(es) | Node::Or(es) => {
+                let union = matches!(node, Node::And(_)) == (pol > 0);
+                let mut acc = if union {
+                    Family::none(words)
+                } else {
+                    Family::unit(words)
+                };
+                for e in es {
+                    let f = self.cuts(e, pol)?;
+                    acc = if union {
+                        acc.union_min(&f, self.limit)?
+                    } else {
+                        if f.len() == 0 {
+                            return Ok(Family::none(words));
+                        }
+                        acc.cross_min(&f, self.limit)?
+                    };
+                    if union && acc.is_unit() {
+                        break;
+                    }
+                }
+                acc
+            }
+        })
+    }
 }

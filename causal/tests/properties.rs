@@ -165,3 +165,40 @@ fn conjunction_of_disjunctions_has_few_causes() {
         .all(|c| c.vars.len() == 4 && c.grade == 0.25));
     assert_eq!(a.responsibility_of("p0"), 0.25);
 }
+
+fn relay_chain(n: usize) -> Model {
+    let mut b = ModelBuilder::new().exogenous("m0", Some("planner"), true, true);
+    for i in 1..n {
+        b = b.endogenous(
+            format!("m{i}"),
+            Some(&format!("relay-{}", i % 7)),
+            format!("m{}", i - 1),
+            true,
+        );
+    }
+    b.outcome(format!("m{}", n - 1)).build().unwrap()
+}
+
+#[test]
+fn long_relay_chains_are_linear_not_quadratic() {
+    // Regression: every link cloned its predecessor's cut sets (quadratic time and
+    // memory; a 100k chain exhausted memory).
+    let m = relay_chain(5000);
+    let t = std::time::Instant::now();
+    let a = attribute(&m).unwrap();
+    assert_eq!(a.causes.len(), 5000);
+    assert!(a.causes.iter().all(|c| c.vars.len() == 1 && c.grade == 1.0));
+    assert!(t.elapsed().as_secs_f64() < 10.0, "{:?}", t.elapsed());
+}
+
+#[test]
+fn huge_cut_set_families_are_refused_not_allocated() {
+    let m = relay_chain(100_000);
+    match attribute(&m) {
+        Ok(a) => assert_eq!(a.causes.len(), 100_000),
+        Err(e) => assert!(
+            matches!(e, audita_causal::AttributeError::TooManyCauses(_)),
+            "{e}"
+        ),
+    }
+}
