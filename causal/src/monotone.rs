@@ -103,9 +103,9 @@ pub(crate) fn minimal_causes(
     // relays costs linear, not quadratic, time and memory).
     let mut uses = vec![0u32; n];
     model.outcome.for_each_var(&mut |u| uses[u as usize] += 1);
-    for v in 0..n {
+    for (v, var) in model.vars.iter().enumerate() {
         if signs.sign[v] != 0 && lit(actual[v], signs.sign[v]) {
-            if let Some(eq) = &model.vars[v].eq {
+            if let Some(eq) = &var.eq {
                 eq.for_each_var(&mut |u| uses[u as usize] += 1);
             }
         }
