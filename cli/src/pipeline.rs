@@ -127,8 +127,14 @@ impl Deployment {
 
 /// Publishes the fleet: envelopes and receipts in time order, each cell's adverse
 /// declaration right after the messages up to its `t*`. Calls `progress` per message.
-pub fn feed(d: &Deployment, bus: &Bus, mut progress: impl FnMut(usize)) -> Result<()> {
+pub fn feed(
+    d: &Deployment,
+    bus: &Bus,
+    rate: Option<f64>,
+    mut progress: impl FnMut(usize),
+) -> Result<()> {
     let mut p = bus.producer()?;
+    let started = std::time::Instant::now();
     let mut decls: Vec<(u64, Vec<u8>, String)> = d
         .fleet
         .cells
@@ -177,6 +183,14 @@ pub fn feed(d: &Deployment, bus: &Bus, mut progress: impl FnMut(usize)) -> Resul
             receipt.as_bytes(),
         )?;
         progress(i + 1);
+        if let Some(rate) = rate.filter(|r| *r > 0.0) {
+            // Paced feed: flush what is due so the stream really arrives over time.
+            let due = Duration::from_secs_f64((i + 1) as f64 / rate);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                p.flush()?;
+                std::thread::sleep(wait);
+            }
+        }
     }
     for (_, bytes, name) in &decls[next..] {
         send(&mut p, &adv_topic, name.as_bytes(), bytes)?;
@@ -235,11 +249,12 @@ pub fn run_sealer(
 pub fn run_slicer(
     d: &Deployment,
     bus: &Bus,
+    quiet_wait: Duration,
     stop: &AtomicBool,
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
-    let mut stage = SlicerStage::new(1, &d.prefix);
+    let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait);
     let group = format!("{}slicer-{}", d.prefix, std::process::id());
     let mut c = bus.consumer(
         &group,
@@ -385,7 +400,7 @@ pub fn run_all(
         let (d, bus, stop, m) = (d.clone(), bus.clone(), stop.clone(), m.clone());
         handles.push(spawn(
             "slicer",
-            Box::new(move || run_slicer(&d, &bus, &stop, None, &m)),
+            Box::new(move || run_slicer(&d, &bus, Duration::from_secs(2), &stop, None, &m)),
         ));
     }
     for i in 0..workers.max(1) {
@@ -395,7 +410,7 @@ pub fn run_all(
             Box::new(move || run_engine(&d, &bus, &stop, None, &m).map(|_| ())),
         ));
     }
-    feed(&d, bus, &mut on_fed)?;
+    feed(&d, bus, None, &mut on_fed)?;
     let expect = d.incidents();
     let collected = run_sink(
         &d,

@@ -42,6 +42,10 @@ pub struct StageArgs {
     /// Serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464).
     #[arg(long)]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Slicer only: how long a declaration waits for the event-time watermark once the
+    /// stream goes quiet (longer than an upstream stage takes to restart).
+    #[arg(long, default_value_t = 15_000)]
+    pub quiet_wait_ms: u64,
     /// Sink only: exit once every incident the simulated fleet declares has a verdict.
     #[arg(long)]
     pub exit_when_complete: bool,
@@ -69,6 +73,9 @@ pub struct Common {
 pub struct FeedArgs {
     #[command(flatten)]
     pub common: Common,
+    /// Messages per second (unset: as fast as the broker takes them).
+    #[arg(long)]
+    pub rate: Option<f64>,
 }
 
 fn setup(c: &Common) -> anyhow::Result<(Deployment, Bus)> {
@@ -95,12 +102,26 @@ pub fn run_stage(args: &StageArgs) -> i32 {
         match args.name {
             StageName::Ingest => pipeline::run_ingest(&d, &bus, &stop, idle, &m).map(|_| ()),
             StageName::Sealer => pipeline::run_sealer(&d, &bus, &dir()?, &stop, idle, &m),
-            StageName::Slicer => pipeline::run_slicer(&d, &bus, &stop, idle, &m),
+            StageName::Slicer => pipeline::run_slicer(
+                &d,
+                &bus,
+                Duration::from_millis(args.quiet_wait_ms),
+                &stop,
+                idle,
+                &m,
+            ),
             StageName::Engine => pipeline::run_engine(&d, &bus, &stop, idle, &m).map(|_| ()),
             StageName::Sink => {
                 let out = dir()?;
                 let expect = args.exit_when_complete.then(|| d.incidents());
-                let c = pipeline::run_sink(&d, &bus, &out, expect, &stop, idle, &m, |_| {})?;
+                let json_dir = out.join("verdicts-json");
+                std::fs::create_dir_all(&json_dir)?;
+                let c = pipeline::run_sink(&d, &bus, &out, expect, &stop, idle, &m, |v| {
+                    let _ = std::fs::write(
+                        json_dir.join(format!("{}.json", v.incident)),
+                        v.verdict.to_string(),
+                    );
+                })?;
                 std::fs::write(
                     out.join("rows.json"),
                     serde_json::to_vec_pretty(&pipeline::rows(&c))?,
@@ -121,7 +142,7 @@ pub fn run_stage(args: &StageArgs) -> i32 {
 pub fn run_feed(args: &FeedArgs) -> i32 {
     let result = (|| -> anyhow::Result<()> {
         let (d, bus) = setup(&args.common)?;
-        pipeline::feed(&d, &bus, |_| {})
+        pipeline::feed(&d, &bus, args.rate, |_| {})
     })();
     match result {
         Ok(()) => 0,

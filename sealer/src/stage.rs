@@ -169,6 +169,8 @@ pub struct SealerStage {
     partition_time: std::collections::BTreeMap<(String, u32), u64>,
     /// Input partitions of the accepted topic (for the watermark).
     partitions_expected: usize,
+    /// The last epoch on disk, published again after a restart.
+    republish: Option<EpochMessage>,
 }
 
 impl SealerStage {
@@ -206,6 +208,7 @@ impl SealerStage {
             stats: SealerStats::default(),
             partition_time: Default::default(),
             partitions_expected: config.input_partitions,
+            republish: None,
             config,
         };
         if !fresh {
@@ -415,6 +418,12 @@ impl SealerStage {
         stop: &AtomicBool,
         max_idle: Option<Duration>,
     ) -> Result<(), StageError> {
+        if let Some(msg) = self.republish.take() {
+            let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
+            let origin = self.config.origin.clone();
+            out.send(&topic, origin.as_bytes(), &msg.encode())?;
+            out.flush()?;
+        }
         let mut idle_since = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             match input.poll(Duration::from_millis(20))? {

@@ -137,6 +137,8 @@ pub struct SlicerStage {
     by_time: BTreeSet<(u64, NodeId)>,
     /// Citations of each sealed message.
     parents: BTreeMap<NodeId, Vec<NodeId>>,
+    /// Number of the last epoch taken.
+    last_epoch: Option<u64>,
     /// Event-time low watermark from the sealer: every message earlier is sealed.
     watermark: u64,
     /// Wall time after which an incomplete declaration is emitted as it stands.
@@ -168,15 +170,19 @@ fn parse_anchor(s: &str) -> Option<NodeId> {
 }
 
 impl SlicerStage {
-    /// A slicer stage with `workers` dataflow workers.
-    pub fn new(workers: usize, topic_prefix: &str) -> SlicerStage {
+    /// A slicer stage with `workers` dataflow workers. `max_wait` bounds how long a
+    /// declaration waits for the event-time watermark when the stream goes quiet
+    /// (it must exceed the time a crashed upstream stage takes to come back, or a
+    /// quiet stream's last windows are judged before they are complete).
+    pub fn new(workers: usize, topic_prefix: &str, max_wait: Duration) -> SlicerStage {
         SlicerStage {
             slicer: Slicer::new(workers),
             envelopes: BTreeMap::new(),
             by_time: BTreeSet::new(),
             parents: BTreeMap::new(),
+            last_epoch: None,
             watermark: 0,
-            max_wait: Duration::from_secs(3),
+            max_wait,
             receipts: BTreeMap::new(),
             epochs: Vec::new(),
             checkpoints: Vec::new(),
@@ -210,8 +216,20 @@ impl SlicerStage {
         self.envelopes.len()
     }
 
-    /// Takes one sealed epoch into the graph.
+    /// Takes one sealed epoch into the graph. An epoch number already taken (the
+    /// sealer republishes its last epoch after a restart) is ignored.
     pub fn add_epoch(&mut self, msg: EpochMessage) {
+        let number = audita_evidence::EpochHeader::decode(msg.header.clone())
+            .ok()
+            .map(|h| h.number);
+        if let (Some(n), Some(last)) = (number, self.last_epoch) {
+            if n <= last {
+                return;
+            }
+        }
+        if number.is_some() {
+            self.last_epoch = number;
+        }
         let mut batch = EpochBatch::default();
         for bytes in msg.envelopes {
             let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
@@ -318,8 +336,10 @@ impl SlicerStage {
     /// moved past its window (the sealer's event-time watermark passed
     /// `window_end + GRACE_MS`, so every message of the window is sealed).
     /// Upstream partitions may seal a parent after its child, so completeness is
-    /// waited for; after `max_wait` of wall time a declaration is emitted as it
-    /// stands, and what never arrived is judged as missing.
+    /// waited for. After `max_wait` of wall time, a complete slice is emitted even if
+    /// the stream went quiet, and an incomplete one once the record has moved past its
+    /// window (what never arrived is then judged as missing); an incomplete slice of a
+    /// window the record has not passed waits, however long a stage is down.
     pub fn emit_ready(&mut self, out: &mut dyn Producer) -> Result<usize, BusError> {
         let mut batch = EpochBatch::default();
         for w in &mut self.waiting {
@@ -338,17 +358,22 @@ impl SlicerStage {
         for i in (0..self.waiting.len()).rev() {
             let w = &self.waiting[i];
             let waited_out = w.arrived.elapsed() >= self.max_wait;
-            if w.anchored_at.is_none() && !waited_out {
-                continue;
-            }
-            let ids = self.members(w);
-            let closed = ids.iter().all(|n| {
-                self.parents
-                    .get(n)
-                    .is_none_or(|ps| ps.iter().all(|p| self.envelopes.contains_key(p)))
-            });
             let settled = self.watermark >= w.window.1.saturating_add(GRACE_MS);
-            if !(closed && settled) && !waited_out {
+            let closed = w.anchored_at.is_some() && {
+                let ids = self.members(w);
+                ids.iter().all(|n| {
+                    self.parents
+                        .get(n)
+                        .is_none_or(|ps| ps.iter().all(|p| self.envelopes.contains_key(p)))
+                })
+            };
+            // Complete and settled: emit. Complete but the stream went quiet (no later
+            // message moves the watermark): emit after max_wait. Incomplete although
+            // the record moved past the window: the rest is missing evidence, emit
+            // after max_wait. Incomplete and not settled (e.g. the sealer is down):
+            // keep waiting — a delay must never turn into a different verdict.
+            let ready = (closed && settled) || (waited_out && (closed || settled));
+            if !ready {
                 continue;
             }
             if w.anchored_at.is_none() {
