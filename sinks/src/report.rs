@@ -126,7 +126,7 @@ fn slice_svg(v: &Value) -> String {
     let pos: BTreeMap<String, (usize, usize)> = columns
         .iter()
         .flat_map(|(l, ns)| {
-            let x = w - 130 - l * 210;
+            let x = w - 220 - l * 210;
             ns.iter()
                 .enumerate()
                 .map(move |(i, n)| (n.clone(), (x, 40 + i * 56)))
@@ -175,6 +175,26 @@ fn slice_svg(v: &Value) -> String {
         );
     }
     s.push_str("</svg>");
+    let absences: Vec<String> = v["slice"]["absences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            format!(
+                "<li><b>absence</b> <code>{}</code>: {} did not discharge duty {} (trigger {}){}</li>",
+                esc(a["variable"].as_str().unwrap_or("")),
+                esc(a["holder"].as_str().unwrap_or("")),
+                esc(a["duty"].as_str().unwrap_or("")),
+                esc(&short(a["trigger"].as_str().unwrap_or(""))),
+                if a["in_outcome"].as_bool().unwrap_or(false) { " — in the outcome" } else { "" }
+            )
+        })
+        .collect();
+    if !absences.is_empty() {
+        s.push_str("<p>Duty-indexed absence variables (required messages never issued):</p><ul>");
+        s.push_str(&absences.concat());
+        s.push_str("</ul>");
+    }
     s
 }
 
@@ -184,7 +204,7 @@ fn responsibility_svg(v: &Value) -> String {
     };
     let h = principals.len() * 28 + 30;
     let mut s = format!(
-        "<h2>Responsibility ρ with interval [ρ_lo, ρ_hi]</h2><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"{h}\" font-size=\"12\">"
+        "<h2>Responsibility ρ with interval [ρ_lo, ρ_hi]</h2><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"860\" height=\"{h}\" font-size=\"12\">"
     );
     for (i, (name, f)) in principals.iter().enumerate() {
         let (lo, hi) = (
