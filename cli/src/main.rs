@@ -8,15 +8,20 @@ use clap::{Parser, Subcommand};
 
 mod attribute;
 mod bench;
+mod bench_pipeline;
 mod demo;
 mod pipeline;
-mod stage;
 mod sample_record;
+mod stage;
 mod verdict;
 mod verify;
 
 #[derive(Parser)]
-#[command(name = "audita", version, about = "Certified auditing and causal attribution for multi-agent fleets")]
+#[command(
+    name = "audita",
+    version,
+    about = "Certified auditing and causal attribution for multi-agent fleets"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,6 +29,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Pipeline benchmark: end-to-end msg/s vs the Ed25519 limit, verdict latency, memory.
+    BenchPipeline(bench_pipeline::BenchPipelineArgs),
     /// The main job: the whole pipeline over the embedded bus on a simulated fleet.
     Demo(demo::DemoArgs),
     /// Run one pipeline stage as its own process over Apache Kafka.
@@ -46,6 +53,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Demo(args) => demo::run(args),
+        Command::BenchPipeline(args) => bench_pipeline::run(args),
         Command::Stage(args) => stage::run_stage(args),
         Command::Feed(args) => stage::run_feed(args),
         Command::Bench(args) => bench::run(args),
