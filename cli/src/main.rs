@@ -50,6 +50,13 @@ enum Command {
 }
 
 fn main() {
+    // Like other Unix tools, end quietly when stdout is a closed pipe
+    // (`audita verify DIR | head`) instead of panicking on the failed write.
+    // SAFETY: called first thing, before any other thread exists; SIG_DFL is a
+    // valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Demo(args) => demo::run(args),
