@@ -27,6 +27,22 @@ fn rows(path: &Path) -> Vec<Value> {
     rows
 }
 
+/// The uninterrupted reference: `audita demo` on the same fleet, over the embedded bus.
+fn embedded_run() -> tempfile::TempDir {
+    let embedded = tempfile::tempdir().unwrap();
+    let st = audita()
+        .args(["demo", "--quiet", "--cells", CELLS, "--seed", SEED, "--out"])
+        .arg(embedded.path())
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    embedded
+}
+
 struct Stages(Vec<(String, Child)>);
 
 impl Drop for Stages {
@@ -100,17 +116,7 @@ fn embedded_demo_writes_a_clean_record_reports_and_parquet() {
 #[test]
 fn kafka_run_with_separate_stage_processes_equals_the_embedded_run() {
     let broker = KafkaBroker::start().unwrap_or_else(|e| panic!("{e}"));
-    let embedded = tempfile::tempdir().unwrap();
-    let st = audita()
-        .args(["demo", "--quiet", "--cells", CELLS, "--seed", SEED, "--out"])
-        .arg(embedded.path())
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let embedded = embedded_run();
 
     let work = tempfile::tempdir().unwrap();
     let prefix = format!("{}.", unique_name("pipe"));
@@ -210,17 +216,7 @@ fn kafka_run_with_separate_stage_processes_equals_the_embedded_run() {
 #[test]
 fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_changes_no_verdict() {
     let broker = KafkaBroker::start().unwrap_or_else(|e| panic!("{e}"));
-    let embedded = tempfile::tempdir().unwrap();
-    let st = audita()
-        .args(["demo", "--quiet", "--cells", CELLS, "--seed", SEED, "--out"])
-        .arg(embedded.path())
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let embedded = embedded_run();
 
     let work = tempfile::tempdir().unwrap();
     let work = if std::env::var("AUDITA_KEEP").is_ok() {
