@@ -214,25 +214,20 @@ fn link_of(env: &audita_evidence::Envelope) -> EdgeKind {
     EdgeKind::HashMatch
 }
 
-/// Ids sealed in intact epochs.
-pub fn intact_leaves(record: &Record, partition: &Partition) -> BTreeSet<MessageId> {
-    let mut out = BTreeSet::new();
-    for st in partition.epochs.iter().filter(|e| e.intact()) {
-        if let Some(raw) = record.epochs.get(st.record_index) {
-            for leaf in &raw.leaves {
-                if let Ok(id) = MessageId::from_leaf_bytes(leaf) {
-                    out.insert(id);
-                }
-            }
-        }
-    }
-    out
+/// Whether a suspect finding's message is nevertheless sealed in an intact epoch:
+/// the verifier adds [`SuspectReason::Unsealed`] or [`SuspectReason::SealBroken`]
+/// exactly when it is not, so this reads the same fact from a full record and from
+/// a proof-carrying slice (where no epoch's leaf list is at hand).
+pub fn sealed_intact(reasons: &[SuspectReason]) -> bool {
+    !reasons
+        .iter()
+        .any(|r| matches!(r, SuspectReason::Unsealed | SuspectReason::SealBroken { .. }))
 }
 
 impl Slice {
     /// Builds the slice of `adverse` over a verified record.
     pub fn build(
-        record: &Record,
+        _record: &Record,
         partition: &Partition,
         duties: &DutyRegistry,
         adverse: &Adverse,
@@ -259,12 +254,11 @@ impl Slice {
             );
         }
         // Attested suspects: sealed in an intact epoch, not a mere duplicate copy.
-        let sealed = intact_leaves(record, partition);
         let mut suspect: Vec<AttestedSuspect> = Vec::new();
         for s in &partition.suspect {
             if let audita_evidence::SuspectItem::Message { id, .. } = &s.item {
                 let dup_only = s.reasons.iter().all(|r| *r == SuspectReason::Duplicate);
-                if sealed.contains(id) && !dup_only && !suspect.iter().any(|x| &x.id == id) {
+                if sealed_intact(&s.reasons) && !dup_only && !suspect.iter().any(|x| &x.id == id) {
                     suspect.push(AttestedSuspect {
                         id: id.clone(),
                         reasons: s.reasons.iter().map(|r| r.code().to_string()).collect(),
