@@ -28,6 +28,7 @@ pub mod error;
 pub mod keeper;
 pub mod merkle;
 pub mod principal;
+pub mod proven;
 pub mod receipt;
 pub mod sample;
 pub mod store;
@@ -48,6 +49,7 @@ pub use error::{
 pub use keeper::{Keeper, KeeperError};
 pub use merkle::{ConsistencyProof, InclusionProof};
 pub use principal::{derive_signing_key, KeyRegistry, PrincipalId};
+pub use proven::{verify_proven, EpochProofs, ProvenSlice};
 pub use receipt::Receipt;
 pub use store::{PayloadStatus, PayloadStore};
 pub use verify::{

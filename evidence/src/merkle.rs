@@ -374,6 +374,98 @@ impl CompactRange {
     }
 }
 
+/// Inclusion proofs for the newest leaves of a log without its older leaves: the
+/// [`CompactRange`] of the first `prefix.size()` leaves plus the leaf hashes after
+/// it suffice for a proof of any leaf at or after the prefix, in the tree that ends
+/// with the last given leaf. (Every audit-path node left of such a leaf that lies
+/// wholly inside the prefix is one of the prefix's perfect subtrees, and a node
+/// straddling the prefix's end splits into those and tail nodes.) An epoch's slice of
+/// leaves and the compact range at the epoch's start thus prove its messages against
+/// its co-signed log root, whatever came before.
+#[derive(Debug)]
+pub struct TailProver<'a> {
+    prefix: Vec<(u64, u64, Hash)>,
+    base: u64,
+    tail: &'a [Hash],
+    memo: std::collections::HashMap<(u64, u64), Hash>,
+}
+
+impl<'a> TailProver<'a> {
+    /// A prover over `prefix` followed by `tail`.
+    pub fn new(prefix: &CompactRange, tail: &'a [Hash]) -> Self {
+        let mut start = 0u64;
+        let nodes = prefix
+            .stack
+            .iter()
+            .map(|&(h, hash)| {
+                let lo = start;
+                start += 1u64 << h;
+                (lo, start, hash)
+            })
+            .collect();
+        Self {
+            prefix: nodes,
+            base: prefix.size,
+            tail,
+            memo: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Size of the tree the proofs are against.
+    pub fn size(&self) -> u64 {
+        self.base + self.tail.len() as u64
+    }
+
+    /// The inclusion proof of leaf `index` (`prefix size ≤ index < size`).
+    pub fn prove(&mut self, index: u64) -> Result<InclusionProof, ProofError> {
+        let size = self.size();
+        if index < self.base || index >= size {
+            return Err(ProofError::OutOfRange { index, size });
+        }
+        let mut path = Vec::new();
+        let (mut lo, mut hi) = (0u64, size);
+        // Walk down from the root, collecting the sibling of each step top-down.
+        while hi - lo > 1 {
+            let k = split_u64(hi - lo);
+            if index < lo + k {
+                path.push(self.root(lo + k, hi)?);
+                hi = lo + k;
+            } else {
+                path.push(self.root(lo, lo + k)?);
+                lo += k;
+            }
+        }
+        path.reverse();
+        Ok(InclusionProof { index, size, path })
+    }
+
+    /// MTH of leaves `[lo, hi)` (a subtree the RFC 9162 recursion reaches).
+    fn root(&mut self, lo: u64, hi: u64) -> Result<Hash, ProofError> {
+        if let Some(h) = self.memo.get(&(lo, hi)) {
+            return Ok(*h);
+        }
+        let h = if hi <= self.base {
+            self.prefix
+                .iter()
+                .find(|(a, b, _)| *a == lo && *b == hi)
+                .map(|(_, _, h)| *h)
+                .ok_or(ProofError::OutOfRange {
+                    index: lo,
+                    size: self.base,
+                })?
+        } else if hi - lo == 1 {
+            self.tail[(lo - self.base) as usize]
+        } else {
+            let k = split_u64(hi - lo);
+            let left = self.root(lo, lo + k)?;
+            let right = self.root(lo + k, hi)?;
+            node_hash(&left, &right)
+        };
+        self.memo.insert((lo, hi), h);
+        Ok(h)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +566,34 @@ mod tests {
                     assert!(q.verify(&old, &root).is_err());
                 }
                 assert_eq!(ConsistencyProof::decode(&p.encode()).unwrap(), p);
+            }
+        }
+    }
+
+    #[test]
+    fn tail_prover_matches_full_proofs_for_every_split() {
+        for n in 1..40usize {
+            let all = leaves(n);
+            for base in 0..n {
+                let mut prefix = CompactRange::new();
+                for h in &all[..base] {
+                    prefix.append(*h);
+                }
+                let mut p = TailProver::new(&prefix, &all[base..]);
+                for i in base as u64..n as u64 {
+                    let got = p.prove(i).unwrap();
+                    assert_eq!(
+                        got,
+                        InclusionProof::generate(&all, i).unwrap(),
+                        "n={n} base={base} i={i}"
+                    );
+                    got.verify(&all[i as usize], &root_from_leaf_hashes(&all))
+                        .unwrap();
+                }
+                if base > 0 {
+                    assert!(p.prove(base as u64 - 1).is_err());
+                }
+                assert!(p.prove(n as u64).is_err());
             }
         }
     }

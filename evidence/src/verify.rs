@@ -435,63 +435,15 @@ pub fn verify_record_with(
         None => keys.keepers().map(|(n, _)| n.clone()).collect(),
     };
 
-    // Checkpoints.
-    let mut parsed_cps: Vec<(usize, SignedCheckpoint)> = Vec::new();
-    for (i, raw) in record.checkpoints.iter().enumerate() {
-        let mut st = CheckpointStatus {
-            record_index: i,
-            checkpoint: None,
-            cosigned_by: Vec::new(),
-            faults: Vec::new(),
-        };
-        match SignedCheckpoint::parse(raw) {
-            Err(e) => st.faults.push(CheckpointFault::Unparseable(e)),
-            Ok(cp) => {
-                st.checkpoint = Some(cp.checkpoint().clone());
-                let mut has_log = false;
-                for line in cp.classify(keys) {
-                    match line {
-                        SignatureLine::Log => has_log = true,
-                        SignatureLine::Cosigned(c) => st.cosigned_by.push(c.keeper),
-                        SignatureLine::Unknown { name } => {
-                            st.faults.push(CheckpointFault::UnknownSigner(name))
-                        }
-                        SignatureLine::Invalid { name } => {
-                            st.faults.push(CheckpointFault::InvalidSignature(name))
-                        }
-                    }
-                }
-                if !has_log {
-                    st.faults.push(CheckpointFault::NoLogSignature);
-                }
-                for k in &required {
-                    if !st.cosigned_by.contains(k) {
-                        st.faults
-                            .push(CheckpointFault::MissingCosignature(k.clone()));
-                    }
-                }
-                parsed_cps.push((i, cp));
-            }
-        }
-        out.checkpoints.push(st);
-    }
-    let cps: Vec<SignedCheckpoint> = parsed_cps.iter().map(|(_, c)| c.clone()).collect();
-    out.equivocations = find_equivocations(&cps, keys);
-    for e in &out.equivocations {
-        for (i, cp) in &parsed_cps {
-            if cp == &e.first || cp == &e.second {
-                let f = &mut out.checkpoints[*i].faults;
-                if !f.contains(&CheckpointFault::Equivocating) {
-                    f.push(CheckpointFault::Equivocating);
-                }
-            }
-        }
-    }
+    let (statuses, parsed_cps, equivocations) =
+        check_checkpoints(&record.checkpoints, keys, &required);
+    out.checkpoints = statuses;
+    out.equivocations = equivocations;
 
     // Epochs.
     let mut log = CompactRange::new();
     let mut seen_leaves: BTreeSet<Hash> = BTreeSet::new();
-    let mut sealed: BTreeMap<MessageId, (u64, u64, bool)> = BTreeMap::new();
+    let mut sealed: Sealed = BTreeMap::new();
     let mut prev_hash: Hash = [0; 32];
     let mut prev_size: u64 = 0;
     let mut matched_cps: BTreeSet<usize> = BTreeSet::new();
@@ -552,28 +504,15 @@ pub fn verify_record_with(
                 if log.root() != h.log_root {
                     st.faults.push(EpochFault::LogRootMismatch);
                 }
-                let want = h.checkpoint();
-                let mut best: Option<Vec<String>> = None;
-                for (ci, cp) in &parsed_cps {
-                    if *cp.checkpoint() == want && cp.verify_log(keys).is_ok() {
-                        matched_cps.insert(*ci);
-                        let have = &out.checkpoints[*ci].cosigned_by;
-                        let missing: Vec<String> = required
-                            .iter()
-                            .filter(|k| !have.contains(k))
-                            .cloned()
-                            .collect();
-                        if !best.as_ref().is_some_and(|b| b.len() <= missing.len()) {
-                            best = Some(missing);
-                        }
-                    }
-                }
-                match best {
-                    None => st.faults.push(EpochFault::NoCheckpoint),
-                    Some(m) if !m.is_empty() => {
-                        st.faults.push(EpochFault::NotWitnessed { missing: m })
-                    }
-                    Some(_) => {}
+                if let Some(f) = witness(
+                    &h,
+                    &parsed_cps,
+                    &out.checkpoints,
+                    keys,
+                    &required,
+                    &mut matched_cps,
+                ) {
+                    st.faults.push(f);
                 }
                 prev_hash = h.hash();
                 let n = h.number;
@@ -597,10 +536,37 @@ pub fn verify_record_with(
         }
     }
 
+    check_messages(
+        &record.envelopes,
+        &record.receipts,
+        &sealed,
+        keys,
+        policy,
+        store,
+        &mut out,
+    );
+    out
+}
+
+/// Where each sealed id sits: (epoch number, leaf index, epoch intact).
+pub(crate) type Sealed = BTreeMap<MessageId, (u64, u64, bool)>;
+
+/// The message half of verification, shared by whole records and proven slices:
+/// envelopes, receipts, seal and citation checks, the partition, missing ids and
+/// payloads, given where each id is sealed.
+pub(crate) fn check_messages(
+    envelopes: &[Vec<u8>],
+    receipts: &[Vec<u8>],
+    sealed: &Sealed,
+    keys: &KeyRegistry,
+    policy: &Policy,
+    store: Option<&PayloadStore>,
+    out: &mut Partition,
+) {
     // Envelopes.
     let mut present: BTreeMap<MessageId, Present> = BTreeMap::new();
     let mut extra_suspects: Vec<(usize, Suspect)> = Vec::new();
-    for (i, raw) in record.envelopes.iter().enumerate() {
+    for (i, raw) in envelopes.iter().enumerate() {
         match SignedEnvelope::decode(raw.clone()) {
             Err(e) => extra_suspects.push((
                 i,
@@ -664,8 +630,7 @@ pub fn verify_record_with(
     // Receipts.
     let mut receipted: BTreeMap<MessageId, Vec<PrincipalId>> = BTreeMap::new();
     let mut seen_receipts: BTreeSet<Hash> = BTreeSet::new();
-    let decoded: Vec<Result<Receipt, DecodeError>> = record
-        .receipts
+    let decoded: Vec<Result<Receipt, DecodeError>> = receipts
         .iter()
         .map(|raw| Receipt::decode(raw.clone()))
         .collect();
@@ -833,7 +798,7 @@ pub fn verify_record_with(
             m.receipted_by.extend(who.iter().cloned());
         }
     }
-    for (id, &(epoch, _, intact)) in &sealed {
+    for (id, &(epoch, _, intact)) in sealed {
         if intact {
             if let Some(m) = entry(&mut missing, &present, id) {
                 m.sealed_in = Some(epoch);
@@ -857,7 +822,109 @@ pub fn verify_record_with(
             }
         }
     }
-    out
+}
+
+/// Parses and checks checkpoint notes: statuses in input order, the parsed notes
+/// with their positions, and equivocations among them.
+pub(crate) type CheckedCheckpoints = (
+    Vec<CheckpointStatus>,
+    Vec<(usize, SignedCheckpoint)>,
+    Vec<Equivocation>,
+);
+
+pub(crate) fn check_checkpoints(
+    raw_notes: &[Vec<u8>],
+    keys: &KeyRegistry,
+    required: &[String],
+) -> CheckedCheckpoints {
+    let mut statuses: Vec<CheckpointStatus> = Vec::new();
+    let mut parsed_cps: Vec<(usize, SignedCheckpoint)> = Vec::new();
+    for (i, raw) in raw_notes.iter().enumerate() {
+        let mut st = CheckpointStatus {
+            record_index: i,
+            checkpoint: None,
+            cosigned_by: Vec::new(),
+            faults: Vec::new(),
+        };
+        match SignedCheckpoint::parse(raw) {
+            Err(e) => st.faults.push(CheckpointFault::Unparseable(e)),
+            Ok(cp) => {
+                st.checkpoint = Some(cp.checkpoint().clone());
+                let mut has_log = false;
+                for line in cp.classify(keys) {
+                    match line {
+                        SignatureLine::Log => has_log = true,
+                        SignatureLine::Cosigned(c) => st.cosigned_by.push(c.keeper),
+                        SignatureLine::Unknown { name } => {
+                            st.faults.push(CheckpointFault::UnknownSigner(name))
+                        }
+                        SignatureLine::Invalid { name } => {
+                            st.faults.push(CheckpointFault::InvalidSignature(name))
+                        }
+                    }
+                }
+                if !has_log {
+                    st.faults.push(CheckpointFault::NoLogSignature);
+                }
+                for k in required {
+                    if !st.cosigned_by.contains(k) {
+                        st.faults
+                            .push(CheckpointFault::MissingCosignature(k.clone()));
+                    }
+                }
+                parsed_cps.push((i, cp));
+            }
+        }
+        statuses.push(st);
+    }
+    let cps: Vec<SignedCheckpoint> = parsed_cps.iter().map(|(_, c)| c.clone()).collect();
+    let equivocations = find_equivocations(&cps, keys);
+    for e in &equivocations {
+        for (i, cp) in &parsed_cps {
+            if cp == &e.first || cp == &e.second {
+                let f = &mut statuses[*i].faults;
+                if !f.contains(&CheckpointFault::Equivocating) {
+                    f.push(CheckpointFault::Equivocating);
+                }
+            }
+        }
+    }
+
+    (statuses, parsed_cps, equivocations)
+}
+
+/// The witness check of one epoch header: a log-signed checkpoint with the header's
+/// statement whose co-signers cover `required` (the best such note counts). Marks
+/// every matching note in `matched`.
+pub(crate) fn witness(
+    h: &EpochHeader,
+    parsed_cps: &[(usize, SignedCheckpoint)],
+    statuses: &[CheckpointStatus],
+    keys: &KeyRegistry,
+    required: &[String],
+    matched: &mut BTreeSet<usize>,
+) -> Option<EpochFault> {
+    let want = h.checkpoint();
+    let mut best: Option<Vec<String>> = None;
+    for (ci, cp) in parsed_cps {
+        if *cp.checkpoint() == want && cp.verify_log(keys).is_ok() {
+            matched.insert(*ci);
+            let have = &statuses[*ci].cosigned_by;
+            let missing: Vec<String> = required
+                .iter()
+                .filter(|k| !have.contains(k))
+                .cloned()
+                .collect();
+            if !best.as_ref().is_some_and(|b| b.len() <= missing.len()) {
+                best = Some(missing);
+            }
+        }
+    }
+    match best {
+        None => Some(EpochFault::NoCheckpoint),
+        Some(m) if !m.is_empty() => Some(EpochFault::NotWitnessed { missing: m }),
+        Some(_) => None,
+    }
 }
 
 /// Maps `f` over `items` on up to `threads` scoped threads, preserving order.
