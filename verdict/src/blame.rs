@@ -90,17 +90,16 @@ pub struct BlameCertificate {
 }
 
 fn matches(rule: &Rule, payload: &Payload, cites: &[MessageId]) -> bool {
-    rule.kind.as_ref().map_or(true, |k| k == payload.kind())
+    rule.kind.as_ref().is_none_or(|k| k == payload.kind())
         && rule
             .target
             .as_ref()
-            .map_or(true, |t| payload.target() == Some(t.as_str()))
+            .is_none_or(|t| payload.target() == Some(t.as_str()))
         && rule
             .cites_author
             .as_ref()
-            .map_or(true, |a| cites.iter().any(|c| c.author.as_str() == a))
-        && rule.min_mm_per_s.map_or(
-            true,
+            .is_none_or(|a| cites.iter().any(|c| c.author.as_str() == a))
+        && rule.min_mm_per_s.is_none_or(
             |min| matches!(payload, Payload::SetSpeed { mm_per_s, .. } if *mm_per_s >= min),
         )
 }
@@ -144,6 +143,7 @@ impl Ctx<'_> {
         }
         let reading = Reading {
             present: self.present.clone(),
+            production: BTreeMap::new(),
             hypotheses: BTreeSet::new(),
             reverted: self
                 .devs

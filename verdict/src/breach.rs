@@ -95,7 +95,7 @@ fn envelope_violation(duty: &Duty, payload: &Payload) -> Option<String> {
             target: t,
             name,
             value,
-        } if t == target && param.as_ref().map_or(true, |p| p == name) => {
+        } if t == target && param.as_ref().is_none_or(|p| p == name) => {
             let below = min.is_some_and(|lo| *value < lo);
             let above = max.is_some_and(|hi| *value > hi);
             (below || above).then(|| format!("set_param {name}={value} on {t} outside range"))

@@ -2,13 +2,20 @@
 //! every admissible reading of the slice.
 //!
 //! Design constraints:
-//! - The enumerated bits are the completion items that touch the slice (anchors and
-//!   consumed inputs of closure messages) and the non-witness hypothesis edges;
-//!   untouched items cannot change any model and are not enumerated. More than
-//!   [`MAX_BITS`] bits is a [`VerdictError::TooManyCompletions`] (abstention, never a
-//!   guess).
-//! - Readings are visited in increasing bit-mask order; the first reading attaining
-//!   each principal's minimum is kept (deterministic).
+//! - A reading chooses, for every completion item that touches the slice, whether it is
+//!   absent or present and, when present, its [`Production`]: `external`, `origin`,
+//!   `any(S)` for every non-empty subset `S` of its possible inputs, `all(S)` for every
+//!   subset of two or more (a singleton `all` is the singleton `any`); and an on/off
+//!   choice for every non-witness hypothesis edge. Untouched items cannot change any
+//!   model and are not enumerated. The item's true production is among its choices,
+//!   so the reading of the record before a deletion is among the readings after it:
+//!   deletion only widens intervals.
+//! - The number of readings is the product of the items' choice counts times
+//!   `2^hypotheses`; when its base-2 logarithm (rounded up) exceeds [`MAX_BITS`] the
+//!   verdict is a [`VerdictError::TooManyCompletions`] (abstention, never a guess).
+//! - Readings are visited in a fixed mixed-radix order (items in id order, choices in
+//!   the order above, then hypotheses); the canonical reading (every touching item
+//!   present as `origin`, hypotheses off) and the widest one (hypotheses on) are kept.
 //! - With no missing item and no hypothesis there is exactly one reading, so a clean
 //!   record gives point intervals.
 
@@ -17,12 +24,46 @@ use std::collections::{BTreeMap, BTreeSet};
 use audita_causal::{attribute, Attribution};
 use audita_evidence::MessageId;
 
-use crate::reading::{Built, Reading};
+use crate::reading::{Built, Production, Reading};
 use crate::slice::Slice;
 use crate::VerdictError;
 
-/// Largest number of enumerated completion bits (items + hypotheses).
+/// Largest base-2 logarithm of the number of readings enumerated.
 pub const MAX_BITS: usize = 16;
+
+/// The choices of one touching item, `None` = absent, in enumeration order.
+fn choices(inputs: &[MessageId]) -> Vec<Option<Production>> {
+    let mut out = vec![None, Some(Production::External), Some(Production::Origin)];
+    let k = inputs.len();
+    if k >= usize::BITS as usize - 1 {
+        return out;
+    }
+    let subset = |mask: usize| -> Vec<MessageId> {
+        (0..k)
+            .filter(|i| mask >> i & 1 == 1)
+            .map(|i| inputs[i].clone())
+            .collect()
+    };
+    for mask in 1..1usize << k {
+        out.push(Some(Production::Any(subset(mask))));
+    }
+    for mask in 1..1usize << k {
+        if mask.count_ones() >= 2 {
+            out.push(Some(Production::All(subset(mask))));
+        }
+    }
+    out
+}
+
+/// Number of choices of an item with `k` possible inputs (`None` beyond `u64`).
+fn choice_count(k: usize) -> Option<u64> {
+    if k >= 62 {
+        return None;
+    }
+    let any = (1u64 << k) - 1;
+    let all = any - k as u64;
+    Some(3 + any + all)
+}
 
 /// The result of the enumeration.
 #[derive(Debug, Clone)]
@@ -47,19 +88,30 @@ pub fn intervals(
     names: &BTreeMap<MessageId, String>,
     principals: &BTreeSet<String>,
 ) -> Result<Intervals, VerdictError> {
-    let items: Vec<MessageId> = slice.touching_items().map(|i| i.id.clone()).collect();
+    let items: Vec<&crate::slice::Item> = slice.touching_items().collect();
     let hyps: Vec<(MessageId, MessageId)> = slice
         .hypotheses()
         .into_iter()
         .map(|e| (e.child.clone(), e.parent.clone()))
         .collect();
-    let bits = items.len() + hyps.len();
+    // log2 of the number of readings, rounded up; saturating beyond u64.
+    let mut total: Option<u64> = Some(1);
+    for it in &items {
+        total = total.and_then(|t| choice_count(it.inputs.len()).and_then(|c| t.checked_mul(c)));
+    }
+    total = total.and_then(|t| t.checked_mul(1u64.checked_shl(hyps.len() as u32)?));
+    let bits = match total {
+        Some(t) => (u64::BITS - (t - 1).leading_zeros()) as usize,
+        None => usize::MAX,
+    };
     if bits > MAX_BITS {
         return Err(VerdictError::TooManyCompletions {
             bits,
             max: MAX_BITS,
         });
     }
+    let options: Vec<Vec<Option<Production>>> =
+        items.iter().map(|it| choices(&it.inputs)).collect();
     let mut out = Intervals {
         lo: BTreeMap::new(),
         hi: BTreeMap::new(),
@@ -68,47 +120,65 @@ pub fn intervals(
         canonical: None,
         widest: None,
     };
-    let all_items = (1u64 << items.len()) - 1;
-    let all = (1u64 << bits) - 1;
-    for mask in 0..=all {
-        let reading = Reading {
-            present: items
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| mask >> i & 1 == 1)
-                .map(|(_, id)| id.clone())
-                .collect(),
-            hypotheses: hyps
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| mask >> (items.len() + i) & 1 == 1)
-                .map(|(_, e)| e.clone())
-                .collect(),
-            reverted: BTreeSet::new(),
-        };
-        out.total += 1;
-        let Some(built) = slice.model(&reading, names, true)? else {
-            continue;
-        };
-        out.admissible += 1;
-        let att = attribute(&built.model).map_err(|e| VerdictError::Engine(e.to_string()))?;
-        for p in principals {
-            let r = att.responsibility_of(p);
-            let lo = out.lo.entry(p.clone()).or_insert(r);
-            if r < *lo {
-                *lo = r;
+    let all_hyps = (1u64 << hyps.len()) - 1;
+    let mut digits = vec![0usize; items.len()];
+    // `origin` is choice 2 of every item.
+    let canonical_digits = vec![2usize; items.len()];
+    loop {
+        for hmask in 0..=all_hyps {
+            let mut reading = Reading {
+                hypotheses: hyps
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| hmask >> i & 1 == 1)
+                    .map(|(_, e)| e.clone())
+                    .collect(),
+                ..Reading::default()
+            };
+            for (it, (d, opts)) in items.iter().zip(digits.iter().zip(&options)) {
+                if let Some(p) = &opts[*d] {
+                    reading.present.insert(it.id.clone());
+                    if *p != Production::Origin {
+                        reading.production.insert(it.id.clone(), p.clone());
+                    }
+                }
             }
-            let hi = out.hi.entry(p.clone()).or_insert(r);
-            if r > *hi {
-                *hi = r;
+            out.total += 1;
+            let Some(built) = slice.model(&reading, names, true)? else {
+                continue;
+            };
+            out.admissible += 1;
+            let att = attribute(&built.model).map_err(|e| VerdictError::Engine(e.to_string()))?;
+            for p in principals {
+                let r = att.responsibility_of(p);
+                let lo = out.lo.entry(p.clone()).or_insert(r);
+                if r < *lo {
+                    *lo = r;
+                }
+                let hi = out.hi.entry(p.clone()).or_insert(r);
+                if r > *hi {
+                    *hi = r;
+                }
+            }
+            if digits == canonical_digits && hmask == 0 {
+                out.canonical = Some((reading.clone(), built.clone(), att.clone()));
+            }
+            if digits == canonical_digits && hmask == all_hyps {
+                out.widest = Some((reading, built, att));
             }
         }
-        if mask == all_items {
-            out.canonical = Some((reading.clone(), built.clone(), att.clone()));
-        }
-        if mask == all {
-            out.widest = Some((reading, built, att));
+        // Next item digits (mixed radix).
+        let mut i = 0;
+        loop {
+            if i == digits.len() {
+                return Ok(out);
+            }
+            digits[i] += 1;
+            if digits[i] < options[i].len() {
+                break;
+            }
+            digits[i] = 0;
+            i += 1;
         }
     }
-    Ok(out)
 }

@@ -57,10 +57,11 @@ pub enum VerdictError {
     /// The adverse declaration is malformed.
     #[error("adverse declaration: {0}")]
     Adverse(String),
-    /// Too many completion bits to enumerate exactly: abstain.
-    #[error("{bits} completion items/hypotheses touch the slice (max {max}): abstaining")]
+    /// Too many readings of the completions to enumerate exactly: abstain.
+    #[error("the completions of the missing/suspect items and hypothesis edges touching the slice need 2^{bits} readings (max 2^{max}): abstaining")]
     TooManyCompletions {
-        /// Bits that would be enumerated.
+        /// Base-2 logarithm of the number of readings (rounded up; `usize::MAX` when
+        /// beyond 2^64).
         bits: usize,
         /// The cap.
         max: usize,

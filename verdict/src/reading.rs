@@ -14,8 +14,18 @@
 //!   a root, a window exit or a disabled hypothesis edge is supplied from outside the
 //!   model (constant `true`); an absent completion item is `false`; an unrealised
 //!   (preempted) input supplies nothing to a `relay-any` (`false`) and is not what
-//!   decided a `relay-all` (`true`). A present item participates through its citers' edges only (its own
-//!   inputs are unknown): exogenous `true`.
+//!   decided a `relay-all` (`true`).
+//! - **Completion items** (missing, attested suspect, unresolved anchors) carry a
+//!   [`Production`] chosen by the reading: `external` (present, supplied from outside
+//!   the model like a root: consumers read constant `true`, no variable), `origin`
+//!   (present, its own decision: exogenous `true` owned by its author), `any(S)` /
+//!   `all(S)` (present, a `relay-any` / `relay-all` of the certified messages `S`, a
+//!   subset of its possible inputs [`crate::slice::Item::inputs`]; the gate continues
+//!   through it into `S`). Absent items supply `false`. With the item's true production
+//!   among the choices, the reading of a record with a deletion can reproduce the
+//!   model of the record before the deletion, so deletion only widens intervals.
+//!   Content addressing forbids citation cycles, so a reading whose productions close
+//!   a cycle is not admissible.
 //! - **Outcome** from recorded actuation semantics: the anchors combined by the
 //!   declaration (`|` or `&`), conjoined with every absence variable whose target is an
 //!   anchor target (the dutiful halt would have stopped the actuation). No anchors: the
@@ -33,11 +43,37 @@ use audita_evidence::MessageId;
 use crate::slice::{EdgeKind, Policy, Slice};
 use crate::VerdictError;
 
+/// How a present completion item was produced (its own consumed inputs are unknown).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Production {
+    /// Supplied from outside the model (a root): constant `true`, no variable.
+    External,
+    /// The author's own decision: an exogenous variable.
+    #[default]
+    Origin,
+    /// Produced iff at least one of these certified messages is.
+    Any(Vec<MessageId>),
+    /// Produced iff every one of these certified messages is.
+    All(Vec<MessageId>),
+}
+
+impl Production {
+    /// The certified messages it consumes.
+    pub fn inputs(&self) -> &[MessageId] {
+        match self {
+            Production::Any(s) | Production::All(s) => s,
+            Production::External | Production::Origin => &[],
+        }
+    }
+}
+
 /// A completion and hypothesis choice.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reading {
     /// Completion items taken as present (others absent).
     pub present: BTreeSet<MessageId>,
+    /// Production of present items ([`Production::Origin`] when not listed).
+    pub production: BTreeMap<MessageId, Production>,
     /// Hypothesis edges `(child, parent)` turned on.
     pub hypotheses: BTreeSet<(MessageId, MessageId)>,
     /// Certified messages forced absent (blame-shift reversions).
@@ -117,9 +153,12 @@ impl Slice {
         let item_present =
             |id: &MessageId| self.items.iter().any(|i| &i.id == id) && reading.present.contains(id);
         let is_item = |id: &MessageId| self.items.iter().any(|i| &i.id == id);
+        let origin = Production::Origin;
+        let production = |id: &MessageId| reading.production.get(id).unwrap_or(&origin);
+        let external = |id: &MessageId| matches!(production(id), Production::External);
         // Consuming edges by child.
         let mut by_child: BTreeMap<&MessageId, Vec<(&MessageId, EdgeKind)>> = BTreeMap::new();
-        for e in &self.edges {
+        for e in self.edges.iter().chain(&self.reach_edges) {
             if e.consumed {
                 by_child
                     .entry(&e.child)
@@ -137,8 +176,9 @@ impl Slice {
             }
         }
         for it in self.items.iter().filter(|i| i.anchor) {
-            if reading.present.contains(&it.id) {
+            if reading.present.contains(&it.id) && !external(&it.id) {
                 present_items.insert(it.id.clone());
+                stack.push(it.id.clone());
             }
         }
         let mut links = BTreeSet::new();
@@ -147,6 +187,16 @@ impl Slice {
                 continue;
             }
             let Some(node) = self.window.get(&child) else {
+                // A present item produced from certified inputs: the gate continues
+                // into them.
+                for parent in production(&child).inputs() {
+                    if self.window.contains_key(parent) {
+                        links.insert((child.clone(), parent.clone()));
+                        if gated.insert(parent.clone()) {
+                            stack.push(parent.clone());
+                        }
+                    }
+                }
                 continue;
             };
             if !matches!(node.policy, Policy::RelayAny | Policy::RelayAll) {
@@ -167,9 +217,11 @@ impl Slice {
                     if gated.insert(parent.clone()) {
                         stack.push(parent.clone());
                     }
-                } else if item_present(parent) {
+                } else if item_present(parent) && !external(parent) {
                     links.insert((child.clone(), parent.clone()));
-                    present_items.insert(parent.clone());
+                    if present_items.insert(parent.clone()) {
+                        stack.push(parent.clone());
+                    }
                 }
             }
         }
@@ -216,6 +268,9 @@ impl Slice {
                         } else if is_item(parent) {
                             if present_items.contains(parent) {
                                 Input::Var(parent.clone())
+                            } else if item_present(parent) {
+                                // Present, supplied from outside the model.
+                                Input::True
                             } else {
                                 Input::False
                             }
@@ -257,7 +312,25 @@ impl Slice {
             let n = name(id)?.clone();
             vars.insert(n.clone(), VarRef::Message(id.clone()));
             name_of.insert(id.clone(), n.clone());
-            b = b.exogenous(n, Some(id.author.as_str()), true, true);
+            let principal = Some(id.author.as_str());
+            b = match production(id) {
+                Production::Any(s) | Production::All(s) if !s.is_empty() => {
+                    let mut terms = Vec::with_capacity(s.len());
+                    for p in s {
+                        terms.push(name(p)?.clone());
+                    }
+                    terms.sort();
+                    terms.dedup();
+                    let any = matches!(production(id), Production::Any(_));
+                    b.endogenous(
+                        n,
+                        principal,
+                        terms.join(if any { " | " } else { " & " }),
+                        true,
+                    )
+                }
+                _ => b.exogenous(n, principal, true, true),
+            };
         }
         let mut conj = Vec::new();
         for (i, a) in self.absences.iter().enumerate() {
@@ -279,6 +352,9 @@ impl Slice {
             n_anchor += 1;
             if present_items.contains(&it.id) {
                 anchor_terms.push(name(&it.id)?.clone());
+            } else if reading.present.contains(&it.id) {
+                // Present, supplied from outside the model.
+                anchor_terms.push("true".to_string());
             } else {
                 anchor_false = true;
             }
@@ -286,9 +362,7 @@ impl Slice {
         let all = self.anchor_combine_all;
         let anchor_expr = if n_anchor == 0 {
             "true".to_string()
-        } else if all && anchor_false {
-            "false".to_string()
-        } else if anchor_terms.is_empty() {
+        } else if (all && anchor_false) || anchor_terms.is_empty() {
             "false".to_string()
         } else {
             format!("({})", anchor_terms.join(if all { " & " } else { " | " }))
@@ -301,10 +375,12 @@ impl Slice {
                 .collect::<Vec<_>>()
                 .join(" & ")
         };
-        let model = b
-            .outcome(outcome)
-            .build()
-            .map_err(|e| VerdictError::Internal(format!("model: {e}")))?;
+        let model = match b.outcome(outcome).build() {
+            Ok(m) => m,
+            // Productions closing a citation cycle: no such world exists.
+            Err(audita_causal::ModelError::Cycle { .. }) => return Ok(None),
+            Err(e) => return Err(VerdictError::Internal(format!("model: {e}"))),
+        };
         let built = Built {
             model,
             vars,

@@ -24,7 +24,23 @@
 //!     certified message outside the window, or of an id nobody attests, is a
 //!     **window exit**; its id is the boundary artifact hash.
 //! - A completion item touches the slice when it is an anchor or a consumed input of a
-//!   closure message; only those are enumerated (others cannot change any grade).
+//!   closure message (or of a message of the possible-input region below); only those
+//!   are enumerated (others cannot change any grade).
+//! - **Possible inputs of an item.** A touching item's own production is unknown (its
+//!   bytes are gone or untrustworthy), so completions must also choose what it
+//!   consumed: any certified, realised, derived window message that was available to
+//!   its author when it was issued. Citations point backwards in sealed order (the
+//!   recorder seals a message only after everything it cites), so a candidate must be
+//!   sealed before the item's own leaf (when an intact epoch lists it) and before the
+//!   leaf of every certified message citing it; a message that cites the item,
+//!   directly or through certified messages, is never a candidate. Roots and
+//!   unrealised messages are not candidates: a root input supplies the item from
+//!   outside the model and an unrealised one supplies nothing, which the `external`,
+//!   `origin` and subset choices of [`crate::reading::Production`] already cover.
+//!   The certified messages reachable backwards from the candidates that are not in
+//!   the closure form the **possible-input region** (`reach`, with `reach_edges`);
+//!   items consumed there touch the slice too (iterated to a fixed point). The region
+//!   enters models only through an item's production; it is not part of the closure.
 //! - A halt-authority duty is active when a certified triggering sensor report in the
 //!   window has its deadline expire by `t*` without a certified halt of the target by
 //!   the holder in `[report, report + deadline]`; it adds the absence variable
@@ -102,6 +118,8 @@ pub struct Node {
     pub cites: Vec<MessageId>,
     /// Declared grade of its citation edges.
     pub link: EdgeKind,
+    /// Its leaf index in the sealed log (sealed order).
+    pub leaf: u64,
 }
 
 /// Why a non-certified item is in the completion set.
@@ -123,12 +141,14 @@ pub struct Item {
     pub id: MessageId,
     /// Kind.
     pub kind: ItemKind,
-    /// Closure messages consuming it.
+    /// Closure (or possible-input region) messages consuming it.
     pub citers: Vec<MessageId>,
     /// Whether it is an anchor.
     pub anchor: bool,
     /// Whether it is enumerated (touches the slice).
     pub touches: bool,
+    /// Certified messages it may have consumed (sorted; see the module docs).
+    pub inputs: Vec<MessageId>,
 }
 
 /// A duty-indexed absence variable.
@@ -166,6 +186,11 @@ pub struct Slice {
     pub closure: BTreeSet<MessageId>,
     /// Edges of the closure in (child, parent) order.
     pub edges: Vec<Edge>,
+    /// Certified messages outside the closure that an item may have consumed, and
+    /// their certified ancestors (the possible-input region).
+    pub reach: BTreeSet<MessageId>,
+    /// Edges of the possible-input region in (child, parent) order.
+    pub reach_edges: Vec<Edge>,
     /// Certified anchors.
     pub anchors: Vec<MessageId>,
     /// Completion items (missing, attested suspect, unresolved anchors).
@@ -219,15 +244,18 @@ fn link_of(env: &audita_evidence::Envelope) -> EdgeKind {
 /// exactly when it is not, so this reads the same fact from a full record and from
 /// a proof-carrying slice (where no epoch's leaf list is at hand).
 pub fn sealed_intact(reasons: &[SuspectReason]) -> bool {
-    !reasons
-        .iter()
-        .any(|r| matches!(r, SuspectReason::Unsealed | SuspectReason::SealBroken { .. }))
+    !reasons.iter().any(|r| {
+        matches!(
+            r,
+            SuspectReason::Unsealed | SuspectReason::SealBroken { .. }
+        )
+    })
 }
 
 impl Slice {
     /// Builds the slice of `adverse` over a verified record.
     pub fn build(
-        _record: &Record,
+        record: &Record,
         partition: &Partition,
         duties: &DutyRegistry,
         adverse: &Adverse,
@@ -250,6 +278,7 @@ impl Slice {
                     policy: policy_of(env),
                     cites: env.citations.clone(),
                     link: link_of(env),
+                    leaf: c.leaf_index,
                 },
             );
         }
@@ -291,6 +320,7 @@ impl Slice {
                     citers: Vec::new(),
                     anchor: false,
                     touches: false,
+                    inputs: Vec::new(),
                 },
             );
         }
@@ -303,6 +333,7 @@ impl Slice {
                     citers: Vec::new(),
                     anchor: false,
                     touches: false,
+                    inputs: Vec::new(),
                 },
             );
         }
@@ -319,6 +350,7 @@ impl Slice {
                     citers: Vec::new(),
                     anchor: true,
                     touches: true,
+                    inputs: Vec::new(),
                 });
                 it.anchor = true;
                 it.touches = true;
@@ -363,6 +395,101 @@ impl Slice {
         }
         edges.sort();
         edges.dedup();
+        // Possible inputs of the touching items and the region they open, to a fixed
+        // point (an item consumed in the region touches the slice too).
+        let unrealised: BTreeSet<MessageId> = adverse.unrealised.iter().cloned().collect();
+        let leaves = sealed_leaves(record, partition);
+        let mut children: BTreeMap<&MessageId, Vec<&MessageId>> = BTreeMap::new();
+        for n in window.values() {
+            for c in &n.cites {
+                children.entry(c).or_default().push(&n.id);
+            }
+        }
+        let mut reach: BTreeSet<MessageId> = BTreeSet::new();
+        let mut reach_edges = Vec::new();
+        let mut done: BTreeSet<MessageId> = BTreeSet::new();
+        loop {
+            let pending: Vec<MessageId> = items
+                .values()
+                .filter(|i| i.touches && !done.contains(&i.id))
+                .map(|i| i.id.clone())
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            for id in pending {
+                done.insert(id.clone());
+                let mut bound = leaves.get(&id).copied();
+                let certified_citers = missing
+                    .iter()
+                    .filter(|(m, _)| m == &id)
+                    .flat_map(|(_, c)| c.iter())
+                    .chain(
+                        items
+                            .get(&id)
+                            .map(|i| i.citers.iter())
+                            .into_iter()
+                            .flatten(),
+                    );
+                for c in certified_citers {
+                    if let Some(n) = window.get(c) {
+                        bound = Some(bound.map_or(n.leaf, |b| b.min(n.leaf)));
+                    } else if let Some(cert) = partition.certified.get(c) {
+                        bound = Some(bound.map_or(cert.leaf_index, |b| b.min(cert.leaf_index)));
+                    }
+                }
+                let descendants = descendants(&id, &children);
+                let inputs: Vec<MessageId> = window
+                    .values()
+                    .filter(|n| n.policy != Policy::Root)
+                    .filter(|n| !unrealised.contains(&n.id))
+                    .filter(|n| bound.is_none_or(|b| n.leaf < b))
+                    .filter(|n| !descendants.contains(&n.id))
+                    .map(|n| n.id.clone())
+                    .collect();
+                let mut queue: VecDeque<MessageId> = VecDeque::new();
+                for c in &inputs {
+                    if !closure.contains(c) && reach.insert(c.clone()) {
+                        queue.push_back(c.clone());
+                    }
+                }
+                if let Some(it) = items.get_mut(&id) {
+                    it.inputs = inputs;
+                }
+                while let Some(child) = queue.pop_front() {
+                    let Some(node) = window.get(&child) else {
+                        continue;
+                    };
+                    let consumed = matches!(node.policy, Policy::RelayAny | Policy::RelayAll);
+                    for c in &node.cites {
+                        let kind = if window.contains_key(c) {
+                            if !closure.contains(c) && reach.insert(c.clone()) {
+                                queue.push_back(c.clone());
+                            }
+                            node.link
+                        } else if let Some(it) = items.get_mut(c) {
+                            if consumed {
+                                it.touches = true;
+                                if !it.citers.contains(&child) {
+                                    it.citers.push(child.clone());
+                                }
+                            }
+                            node.link
+                        } else {
+                            EdgeKind::WindowExit
+                        };
+                        reach_edges.push(Edge {
+                            child: child.clone(),
+                            parent: c.clone(),
+                            kind,
+                            consumed,
+                        });
+                    }
+                }
+            }
+        }
+        reach_edges.sort();
+        reach_edges.dedup();
         let mut items: Vec<Item> = items.into_values().collect();
         for it in &mut items {
             it.citers.sort();
@@ -377,6 +504,8 @@ impl Slice {
             window,
             closure,
             edges,
+            reach,
+            reach_edges,
             anchors,
             items,
             absences,
@@ -393,10 +522,12 @@ impl Slice {
         self.items.iter().filter(|i| i.touches)
     }
 
-    /// Consumed non-witness edges between closure members or items (hypotheses).
+    /// Consumed non-witness edges of the closure and of the possible-input region
+    /// (hypotheses).
     pub fn hypotheses(&self) -> Vec<&Edge> {
         self.edges
             .iter()
+            .chain(&self.reach_edges)
             .filter(|e| {
                 e.consumed
                     && matches!(
@@ -411,6 +542,47 @@ impl Slice {
     pub fn author_of(id: &MessageId) -> &str {
         id.author.as_str()
     }
+}
+
+/// Leaf index (sealed order) of every id listed by an intact epoch of the record.
+/// Proof-carrying slices carry no leaf lists; the map is then empty and only the
+/// certified citers' leaves bound an item's possible inputs.
+fn sealed_leaves(record: &Record, partition: &Partition) -> BTreeMap<MessageId, u64> {
+    let mut out = BTreeMap::new();
+    let mut pos = 0u64;
+    for (ei, raw) in record.epochs.iter().enumerate() {
+        let intact = partition
+            .epochs
+            .iter()
+            .find(|e| e.record_index == ei)
+            .is_some_and(|e| e.intact());
+        for leaf in &raw.leaves {
+            if intact {
+                if let Ok(id) = MessageId::from_leaf_bytes(leaf) {
+                    out.entry(id).or_insert(pos);
+                }
+            }
+            pos += 1;
+        }
+    }
+    out
+}
+
+/// Window messages citing `id`, directly or through other window messages.
+fn descendants(
+    id: &MessageId,
+    children: &BTreeMap<&MessageId, Vec<&MessageId>>,
+) -> BTreeSet<MessageId> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![id];
+    while let Some(m) = stack.pop() {
+        for c in children.get(m).into_iter().flatten() {
+            if out.insert((*c).clone()) {
+                stack.push(c);
+            }
+        }
+    }
+    out
 }
 
 fn absences(
@@ -439,7 +611,7 @@ fn absences(
                     reading.contains(trigger_contains.as_str())
                         && trigger_sensor
                             .as_ref()
-                            .map_or(true, |s| s == sensor || s == n.id.author.as_str())
+                            .is_none_or(|s| s == sensor || s == n.id.author.as_str())
                 }
                 _ => false,
             })

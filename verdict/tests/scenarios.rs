@@ -457,8 +457,11 @@ fn deleted_breach_evidence_is_named_with_its_author() {
     cut.envelopes.remove(idx);
     let v = judge(&cut, &keys, &duties, &adv);
     let p = v.finding("planner-1").unwrap();
-    // The certified citer attests the deleted message: involvement is still forced.
-    assert_eq!((p.rho_lo, p.rho_hi), (1.0, 1.0));
+    // The certified citer attests the deleted message, but not what it was: it may have
+    // been the planner's own decision (ρ = 1, the record before the deletion) or an
+    // input supplied from outside the model (ρ = 0). Deletion converts the forced
+    // involvement into flagged, author-attributed uncertainty; the upper end stays.
+    assert_eq!((p.rho_lo, p.rho_hi), (0.0, 1.0));
     assert!(!p.culpable, "breach evidence was deleted");
     assert_eq!(p.status, FindingStatus::Unresolved);
     assert!(p
