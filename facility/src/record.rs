@@ -29,7 +29,7 @@ use audita_evidence::{
 };
 
 use crate::scenario::Scenario;
-use crate::world::{Action, Adverse, Derivation, Destination, Mode, Role, Source};
+use crate::world::{Action, Adverse, CommandId, Derivation, Destination, Mode, Role, Source};
 
 /// Log origin of facility records.
 pub const ORIGIN: &str = "audita.example/facility";
@@ -557,7 +557,11 @@ fn log_key_of(sr: &SignedRecord) -> audita_evidence::SigningKey {
 /// standard (`specification` or `reasonable_agent`). Every non-sensor principal holds
 /// the speed envelope of every robot and the acceptance range of every batch; halt and
 /// review duties go to their holders; deviating principals get one reference rule per
-/// deviation (kind + target).
+/// deviation (kind + target). A deviation with a reference counterpart (the command the
+/// author's reference plan issues in its place) declares it on the rule — kind, target
+/// and its actuation semantics `realises_outcome`, read off the world the way
+/// [`adverse_json`] reads the anchors' semantics: with every realised command absent
+/// the counterpart alone makes the run adverse, and the run is not adverse without it.
 pub fn registry_json(sc: &Scenario, standard: &str) -> String {
     let spec = &sc.spec;
     let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
@@ -615,8 +619,22 @@ pub fn registry_json(sc: &Scenario, standard: &str) -> String {
             .enumerate()
             .filter(|(_, c)| c.author.0 as usize == pi && c.deviation && !c.is_reference())
             .map(|(ci, c)| {
+                let counterpart = spec
+                    .commands
+                    .iter()
+                    .enumerate()
+                    .find(|(_, r)| r.reference_for == Some(CommandId(ci as u32)))
+                    .map(|(ri, r)| {
+                        format!(
+                            ", \"counterpart\": {{\"kind\": \"{}\", \"target\": {}, \"realises_outcome\": {}}}",
+                            r.action.name(),
+                            q(&target_name(spec, r.action)),
+                            counterpart_realises_outcome(spec, CommandId(ri as u32))
+                        )
+                    })
+                    .unwrap_or_default();
                 format!(
-                    "{{\"id\": \"dev-{ci}\", \"kind\": \"{}\", \"target\": {}}}",
+                    "{{\"id\": \"dev-{ci}\", \"kind\": \"{}\", \"target\": {}{counterpart}}}",
                     c.action.name(),
                     q(&target_name(spec, c.action))
                 )
@@ -634,6 +652,33 @@ pub fn registry_json(sc: &Scenario, standard: &str) -> String {
         q(standard),
         principals.join(", ")
     )
+}
+
+/// Whether the reference counterpart `r` alone realises the adverse outcome: the run
+/// with every realised command absent (its deviation included, so `r` takes effect)
+/// is adverse, and the same run without `r` is not.
+fn counterpart_realises_outcome(spec: &crate::world::WorldSpec, r: CommandId) -> bool {
+    let mut absent: std::collections::BTreeSet<CommandId> = spec
+        .commands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.is_reference())
+        .map(|(i, _)| CommandId(i as u32))
+        .collect();
+    let run = |absent: &std::collections::BTreeSet<CommandId>| {
+        spec.run(
+            &crate::world::Intervention {
+                absent: absent.clone(),
+                fulfilled: Default::default(),
+            },
+            Mode::Pinned,
+        )
+        .adverse
+        .is_some()
+    };
+    let with = run(&absent);
+    absent.insert(r);
+    with && !run(&absent)
 }
 
 /// The adverse declaration of a scenario's recorded incident in the `audita-verdict`

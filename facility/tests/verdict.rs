@@ -67,3 +67,47 @@ fn verdict_on_the_signed_record_matches_the_oracle() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn record_level_certificate_names_the_attackers_of_every_conduct_attack() {
+    // The verdict layer's certificate reads only the signed record, the registry (with
+    // its declared reference counterparts) and the adverse declaration; it must grade
+    // exactly the planted framers, like the world-level certificate.
+    for family in Family::ALL.into_iter().filter(|f| f.is_conduct_attack()) {
+        for seed in 0..8 {
+            let sc = generate(family, seed);
+            let sr = sign_record(&sc).unwrap();
+            let part = verify_record(&sr.record, &sr.keys);
+            let reg = DutyRegistry::from_json(&registry_json(&sc, "reasonable_agent")).unwrap();
+            let adv = Adverse::from_json(&adverse_json(&sc, &sr).unwrap().unwrap()).unwrap();
+            let victim = sc.planted.victim.clone().unwrap();
+            let cert = audita_verdict::certificate(&sr.record, &part, &reg, &adv, &[&victim])
+                .unwrap()
+                .unwrap_or_else(|| panic!("{} seed {seed}: no certificate", family.name()));
+            let got: std::collections::BTreeMap<String, f64> = cert
+                .framers
+                .iter()
+                .map(|(p, f)| (p.clone(), f.rho_frame))
+                .collect();
+            assert_eq!(got, sc.planted.framers, "{} seed {seed}", family.name());
+        }
+    }
+}
+
+#[test]
+fn the_rigger_declares_its_reference_counterpart_as_realising_the_outcome() {
+    let sc = generate(Family::InevitabilityRigging, 0);
+    let reg = DutyRegistry::from_json(&registry_json(&sc, "reasonable_agent")).unwrap();
+    let rules = &reg.principals["insider-1"].reference;
+    assert_eq!(rules.len(), 1);
+    let cp = rules[0].counterpart.as_ref().expect("declared counterpart");
+    assert_eq!(cp.target.as_deref(), Some("agv-2"));
+    assert!(cp.realises_outcome);
+    // Conditioning's reference conduct is a plain removal: no counterpart.
+    let sc = generate(Family::Conditioning, 0);
+    let reg = DutyRegistry::from_json(&registry_json(&sc, "reasonable_agent")).unwrap();
+    assert!(reg.principals["insider-1"]
+        .reference
+        .iter()
+        .all(|r| r.counterpart.is_none()));
+}

@@ -4,9 +4,15 @@
 //!
 //! Design constraints:
 //! - **Selectors.** A deviation is a certified window message of a principal matching a
-//!   rule of its reference policy ([`crate::duty::Rule`]). Reverting a deviation forces
-//!   it absent in the canonical reading (every touching completion item present,
-//!   hypotheses off); its consumers lose it as an input.
+//!   rule of its reference policy ([`crate::duty::Rule`]). Reverting a deviation
+//!   switches it from realised to reference conduct in the canonical reading (every
+//!   touching completion item present, hypotheses off): the deviation is forced absent
+//!   (its consumers lose it as an input) and, when the matching rule declares a
+//!   [`crate::duty::Counterpart`] that realises the outcome, that reference command is
+//!   issued instead — an exogenous variable owned by the deviator joined to `Y` by `|`.
+//!   Reference conduct that is a *different command* (inevitability rigging: the
+//!   reference plan routes a second unit through the crossing; the realised deviation
+//!   parks it) is thus found although the deviation lies on no path to `Y`.
 //! - **Order 1.** `g₁(S)` = the victim's ρ on the slice model with exactly the
 //!   deviations in `S` kept. The meta-outcome is *victim pivotality raised*:
 //!   `g₁(S) > g₁(∅)`. It is tabulated over all subsets and written as a structural
@@ -33,7 +39,7 @@ use serde::Serialize;
 
 use crate::adverse::{id_string, Adverse};
 use crate::breach::breaches;
-use crate::duty::{DutyRegistry, Rule};
+use crate::duty::{Counterpart, DutyRegistry, Rule};
 use crate::reading::{var_names, Reading};
 use crate::slice::{Policy, Slice};
 use crate::VerdictError;
@@ -83,6 +89,9 @@ pub struct BlameCertificate {
     pub reference: f64,
     /// Every deviation (message ids).
     pub deviations: Vec<String>,
+    /// Deviations whose reversion issues a declared reference counterpart realising
+    /// the outcome (message ids).
+    pub counterparts: Vec<String>,
     /// Minimal reversion sets.
     pub sets: Vec<ReversionSet>,
     /// Every deviating principal with its grade.
@@ -110,20 +119,44 @@ pub fn deviations(slice: &Slice, duties: &DutyRegistry) -> Vec<MessageId> {
         .window
         .values()
         .filter(|n| n.policy != Policy::Root)
-        .filter(|n| {
-            duties
-                .principals
-                .get(n.id.author.as_str())
-                .is_some_and(|d| d.reference.iter().any(|r| matches(r, &n.payload, &n.cites)))
-        })
+        .filter(|n| !rules_of(duties, n).is_empty())
         .map(|n| n.id.clone())
         .collect()
+}
+
+/// The reference rules of its author that `node` matches.
+fn rules_of<'a>(duties: &'a DutyRegistry, node: &crate::slice::Node) -> Vec<&'a Rule> {
+    duties
+        .principals
+        .get(node.id.author.as_str())
+        .map(|d| {
+            d.reference
+                .iter()
+                .filter(|r| matches(r, &node.payload, &node.cites))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The declared counterpart of a deviation that realises the outcome (the first
+/// matching rule declaring one).
+fn realising_counterpart<'a>(
+    slice: &Slice,
+    duties: &'a DutyRegistry,
+    deviation: &MessageId,
+) -> Option<&'a Counterpart> {
+    let node = slice.window.get(deviation)?;
+    rules_of(duties, node)
+        .into_iter()
+        .filter_map(|r| r.counterpart.as_ref())
+        .find(|c| c.realises_outcome)
 }
 
 struct Ctx<'a> {
     slice: &'a Slice,
     names: BTreeMap<MessageId, String>,
     devs: Vec<MessageId>,
+    substitute: Vec<bool>,
     present: BTreeSet<MessageId>,
     memo: BTreeMap<(usize, u64), f64>,
 }
@@ -141,17 +174,19 @@ impl Ctx<'_> {
         if let Some(v) = self.memo.get(&(0, kept)) {
             return Ok(*v);
         }
+        let reverted = |i: &usize| kept >> i & 1 == 0;
         let reading = Reading {
             present: self.present.clone(),
-            production: BTreeMap::new(),
-            hypotheses: BTreeSet::new(),
-            reverted: self
-                .devs
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| kept >> i & 1 == 0)
-                .map(|(_, d)| d.clone())
+            reverted: (0..self.devs.len())
+                .filter(reverted)
+                .map(|i| self.devs[i].clone())
                 .collect(),
+            substituted: (0..self.devs.len())
+                .filter(reverted)
+                .filter(|i| self.substitute[*i])
+                .map(|i| self.devs[i].clone())
+                .collect(),
+            ..Reading::default()
         };
         let g = match self.slice.model(&reading, &self.names, false)? {
             Some(b) => attribute(&b.model)
@@ -281,10 +316,15 @@ pub fn certificate(
     }
     let names = var_names(&slice);
     let present = slice.touching_items().map(|i| i.id.clone()).collect();
+    let substitute: Vec<bool> = devs
+        .iter()
+        .map(|d| realising_counterpart(&slice, duties, d).is_some())
+        .collect();
     let mut ctx = Ctx {
         slice: &slice,
         names,
         devs: devs.clone(),
+        substitute: substitute.clone(),
         present,
         memo: BTreeMap::new(),
     };
@@ -327,6 +367,12 @@ pub fn certificate(
         realised: meta.realised,
         reference: meta.reference,
         deviations: devs.iter().map(id_string).collect(),
+        counterparts: devs
+            .iter()
+            .zip(&substitute)
+            .filter(|(_, s)| **s)
+            .map(|(d, _)| id_string(d))
+            .collect(),
         sets,
         framers,
     }))

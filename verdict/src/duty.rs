@@ -30,7 +30,15 @@
 //!   aggregate of the values of its consumed certified inputs on that target).
 //! - `reference` lists forbidden-conduct rules; a certified message of the principal
 //!   matching any rule is a *deviation* (a selector variable of the blame-shift
-//!   certificate). A rule matches when every given field matches.
+//!   certificate). A rule matches when every given field matches. Reference conduct
+//!   is not always a mere omission: a rule may declare the `counterpart` the reference
+//!   policy would have issued in the deviation's place
+//!   (`{"kind": "move_to", "target": "agv-2", "realises_outcome": true}`), with its
+//!   declared actuation semantics — `realises_outcome`: the counterpart alone would
+//!   have realised the adverse outcome, so reverting the deviation adds it to `Y` as
+//!   one more way of producing it (inevitability rigging: the realised deviation
+//!   removed a sufficient production the reference plan contained). A counterpart
+//!   that realises nothing makes the reversion a plain removal.
 //! - Duty ids are unique across the registry and are identifiers
 //!   (`[A-Za-z_][A-Za-z0-9_.:-]*`), because they name model variables.
 //! - Breach is *content-determined*: [`crate::breach`] reads only the holder's own
@@ -163,6 +171,27 @@ pub struct Rule {
     /// Matches `set_speed` at or above this speed (mm/s).
     #[serde(default)]
     pub min_mm_per_s: Option<u64>,
+    /// What the reference policy would have issued instead of a matching deviation.
+    #[serde(default)]
+    pub counterpart: Option<Counterpart>,
+}
+
+/// The command a reference policy issues in place of a deviation (Definition S3 of the
+/// reference paper: reference conduct may differ from the realised conduct, not only
+/// omit it).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counterpart {
+    /// Payload kind of the reference command.
+    pub kind: String,
+    /// Its target actuator or batch.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Declared actuation semantics: the reference command alone would have realised
+    /// the adverse outcome (it enters `Y` as one more disjunct when the deviation is
+    /// reverted).
+    #[serde(default)]
+    pub realises_outcome: bool,
 }
 
 /// The duties and reference policy of one principal.

@@ -40,7 +40,7 @@ pub mod verdict;
 pub use adverse::{id_string, parse_id, Adverse, AdverseDecl, Combine, Severity};
 pub use blame::{certificate, BlameCertificate, Framer};
 pub use breach::{Breach, Violation};
-pub use duty::{AggregationRule, Duty, DutyRegistry, PrincipalDuties, Rule, Standard};
+pub use duty::{AggregationRule, Counterpart, Duty, DutyRegistry, PrincipalDuties, Rule, Standard};
 pub use slice::{Edge, EdgeKind, Slice};
 pub use verdict::{
     verdict, verdict_with, Claim, ClaimLevel, Finding, FindingStatus, Flag, Options, Status,

@@ -78,6 +78,10 @@ pub struct Reading {
     pub hypotheses: BTreeSet<(MessageId, MessageId)>,
     /// Certified messages forced absent (blame-shift reversions).
     pub reverted: BTreeSet<MessageId>,
+    /// Reverted deviations whose declared reference counterpart realises the outcome:
+    /// each adds an exogenous `ref_<digest>` variable owned by the deviator, joined to
+    /// `Y` by `|` (blame-shift readings only).
+    pub substituted: BTreeSet<MessageId>,
 }
 
 /// What a model variable stands for.
@@ -87,6 +91,8 @@ pub enum VarRef {
     Message(MessageId),
     /// An absence variable (index into [`Slice::absences`]).
     Absence(usize),
+    /// The declared reference counterpart of a reverted deviation.
+    Counterpart(MessageId),
 }
 
 /// A gated model of one reading.
@@ -367,7 +373,7 @@ impl Slice {
         } else {
             format!("({})", anchor_terms.join(if all { " & " } else { " | " }))
         };
-        let outcome = if n_anchor == 0 {
+        let mut outcome = if n_anchor == 0 {
             anchor_expr
         } else {
             std::iter::once(anchor_expr)
@@ -375,6 +381,20 @@ impl Slice {
                 .collect::<Vec<_>>()
                 .join(" & ")
         };
+        // Reference counterparts that would alone have realised the outcome.
+        let mut alternatives = Vec::new();
+        for id in &reading.substituted {
+            let n = format!("ref_{}", hex::encode(&id.digest[..8]));
+            vars.insert(n.clone(), VarRef::Counterpart(id.clone()));
+            b = b.exogenous(n.clone(), Some(id.author.as_str()), true, true);
+            alternatives.push(n);
+        }
+        if !alternatives.is_empty() {
+            outcome = std::iter::once(format!("({outcome})"))
+                .chain(alternatives)
+                .collect::<Vec<_>>()
+                .join(" | ");
+        }
         let model = match b.outcome(outcome).build() {
             Ok(m) => m,
             // Productions closing a citation cycle: no such world exists.

@@ -795,6 +795,7 @@ pub fn verdict_with(
                     .get(*i)
                     .map(|a| format!("absence:{}", a.duty))
                     .unwrap_or_default(),
+                VarRef::Counterpart(id) => format!("counterpart:{}", id_string(id)),
             };
             variables.insert(name.clone(), v);
         }

@@ -226,3 +226,125 @@ fn no_deviation_no_certificate() {
         .is_none());
     let _ = id_string;
 }
+
+/// Inevitability rigging on a hand-built record: the victim routes agv-1 (compliant),
+/// `insider-2` speeds it up on its own account (breach), and `insider-1` parks agv-2 —
+/// a command on no path to `Y` — where its reference plan routes agv-2 through the
+/// crossing, which alone would have realised `Y`. The registry declares that
+/// counterpart with `realises_outcome`; `inert` declares it as realising nothing.
+fn rigging(
+    counterpart: Option<bool>,
+) -> (
+    DutyRegistry,
+    audita_evidence::Record,
+    audita_evidence::Partition,
+    audita_verdict::Adverse,
+) {
+    let mut f = Fleet::new();
+    let o = f.order("operator", 0, "shift");
+    let mv = f.cmd(
+        "planner-1",
+        "dispatcher",
+        10,
+        route("agv-1"),
+        &[&o],
+        "origin",
+        None,
+    );
+    let md = f.cmd(
+        "dispatcher",
+        "controller-agv-1",
+        20,
+        route("agv-1"),
+        &[&mv],
+        "relay-any",
+        None,
+    );
+    let a_move = f.cmd(
+        "controller-agv-1",
+        "agv-1",
+        30,
+        route("agv-1"),
+        &[&md],
+        "relay-any",
+        None,
+    );
+    f.cmd(
+        "insider-1",
+        "agv-2",
+        11,
+        route("agv-2"),
+        &[&o],
+        "origin",
+        None,
+    );
+    let x = f.cmd(
+        "insider-2",
+        "controller-agv-1",
+        12,
+        fast("agv-1"),
+        &[&o],
+        "origin",
+        None,
+    );
+    let a_speed = f.cmd(
+        "controller-agv-1",
+        "agv-1",
+        40,
+        fast("agv-1"),
+        &[&x],
+        "relay-any",
+        None,
+    );
+    let (rec, keys) = f.seal(4);
+    let part = verify(&rec, &keys);
+    let mut adv = adverse(&[&a_move, &a_speed], 1000, &[]);
+    adv.decl.combine = audita_verdict::Combine::All;
+    let cp = match counterpart {
+        None => String::new(),
+        Some(r) => format!(
+            r#", "counterpart": {{"kind": "move_to", "target": "agv-2", "realises_outcome": {r}}}"#
+        ),
+    };
+    let duties = DutyRegistry::from_json(&format!(
+        r#"{{"standard": "reasonable_agent", "principals": {{
+          "planner-1": {{"duties": [{{"kind": "safety_envelope", "id": "env-p1", "target": "agv-1", "max_mm_per_s": 1000}}]}},
+          "insider-2": {{"duties": [{{"kind": "safety_envelope", "id": "env-i2", "target": "agv-1", "max_mm_per_s": 1000}}]}},
+          "insider-1": {{"reference": [{{"id": "park-agv-2", "kind": "move_to", "target": "agv-2"{cp}}}]}}}}}}"#
+    ))
+    .unwrap();
+    (duties, rec, part, adv)
+}
+
+#[test]
+fn inevitability_rigging_is_certified_through_the_declared_reference_counterpart() {
+    let (duties, rec, part, adv) = rigging(Some(true));
+    let v = verdict(&rec, &part, &duties, &adv).unwrap();
+    let victim = v.finding("planner-1").unwrap();
+    assert_eq!(victim.rho_lo, 1.0, "the rigged harm hinges on the victim");
+    assert!(!victim.culpable);
+    assert_eq!(
+        v.finding("insider-1").map(|f| f.rho_hi),
+        Some(0.0),
+        "no path to Y"
+    );
+    let cert = certificate(&rec, &part, &duties, &adv, &["planner-1"])
+        .unwrap()
+        .expect("the counterpart makes the reference harm inevitable");
+    // Reference: Y = (route ∧ fast) ∨ counterpart, the victim is no longer pivotal.
+    assert_eq!((cert.realised, cert.reference), (1.0, 0.5));
+    assert_eq!(cert.framers["insider-1"].rho_frame, 1.0);
+    assert!(!cert.framers["insider-1"].culpable, "parking is no breach");
+    assert_eq!(cert.counterparts, cert.deviations);
+    assert_eq!(cert.sets.len(), 1);
+    assert!(cert.sets[0].victim_grade_after <= cert.reference);
+}
+
+#[test]
+fn a_removal_or_an_inert_counterpart_frames_no_one() {
+    for counterpart in [None, Some(false)] {
+        let (duties, rec, part, adv) = rigging(counterpart);
+        let cert = certificate(&rec, &part, &duties, &adv, &["planner-1"]).unwrap();
+        assert!(cert.is_none(), "{counterpart:?}: {cert:?}");
+    }
+}

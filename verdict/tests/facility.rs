@@ -63,8 +63,29 @@ fn registry(sc: &Scenario) -> DutyRegistry {
                     .cites
                     .first()
                     .map(|x| spec.name(spec.commands[x.0 as usize].author).to_string());
-                reference.push(json!({"id": format!("ref.{ci}"), "kind": c.action.name(),
-                    "cites_author": cites}));
+                let mut rule = json!({"id": format!("ref.{ci}"), "kind": c.action.name(),
+                    "cites_author": cites});
+                // The reference plan's counterpart of the deviation, if it issues a
+                // different command (inevitability rigging), with its declared
+                // actuation semantics: alone it makes the run adverse.
+                if let Some((ri, r)) = spec
+                    .commands
+                    .iter()
+                    .enumerate()
+                    .find(|(_, r)| r.reference_for.map(|d| d.0 as usize) == Some(ci))
+                {
+                    let target = match r.action {
+                        Action::MoveTo { robot, .. }
+                        | Action::SetSpeed { robot, .. }
+                        | Action::Halt { robot } => spec.robots[robot.0 as usize].name.clone(),
+                        Action::SetParam { batch, .. } => {
+                            spec.batches[batch.0 as usize].name.clone()
+                        }
+                    };
+                    rule["counterpart"] = json!({"kind": r.action.name(), "target": target,
+                        "realises_outcome": alone_adverse(spec, ri)});
+                }
+                reference.push(rule);
             }
         }
         principals.insert(
@@ -76,6 +97,26 @@ fn registry(sc: &Scenario) -> DutyRegistry {
         &json!({"standard": "reasonable_agent", "principals": principals}).to_string(),
     )
     .expect("registry")
+}
+
+/// Whether command `r` alone (every other realised command absent) makes the run
+/// adverse, and the run is not adverse without it.
+fn alone_adverse(spec: &audita_facility::world::WorldSpec, r: usize) -> bool {
+    use audita_facility::world::{CommandId, Intervention};
+    let mut absent: BTreeSet<CommandId> = (0..spec.commands.len())
+        .filter(|i| *i != r && !spec.commands[*i].is_reference())
+        .map(|i| CommandId(i as u32))
+        .collect();
+    let adverse = |absent: &BTreeSet<CommandId>| {
+        let iv = Intervention {
+            absent: absent.clone(),
+            ..Intervention::default()
+        };
+        spec.run(&iv, Mode::Pinned).adverse.is_some()
+    };
+    let with = adverse(&absent);
+    absent.insert(CommandId(r as u32));
+    with && !adverse(&absent)
 }
 
 /// The adverse declaration from the recorded state: anchors are the last realised
@@ -295,7 +336,11 @@ fn record_attacks_are_invisible_or_named_on_every_family() {
 
 #[test]
 fn blame_shift_certificates_match_the_planted_framers() {
-    for fam in [Family::Conditioning, Family::Scapegoat] {
+    for fam in [
+        Family::Conditioning,
+        Family::InevitabilityRigging,
+        Family::Scapegoat,
+    ] {
         for seed in 0..3u64 {
             let sc = generate(fam, seed);
             let (v, sr, adv, duties) = judge(&sc);
