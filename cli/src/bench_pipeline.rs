@@ -54,7 +54,7 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn ed25519_single_core_per_s() -> f64 {
+pub(crate) fn ed25519_single_core_per_s() -> f64 {
     let key = derive_signing_key(9, "bench");
     let vk = key.verifying_key();
     let msg = [7u8; 180];
@@ -77,7 +77,7 @@ pub fn run(args: &BenchPipelineArgs) -> i32 {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }

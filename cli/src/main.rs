@@ -10,6 +10,7 @@ mod attribute;
 mod bench;
 mod bench_pipeline;
 mod demo;
+mod load;
 mod pipeline;
 mod sample_record;
 mod stage;
@@ -31,6 +32,9 @@ struct Cli {
 enum Command {
     /// Pipeline benchmark: end-to-end msg/s vs the Ed25519 limit, verdict latency, memory.
     BenchPipeline(bench_pipeline::BenchPipelineArgs),
+    /// Sustained fleet load over Kafka, every stage its own process: msg/s vs the
+    /// Ed25519 limit, adverse-to-verdict latency, RSS of each stage over time.
+    Load(load::LoadArgs),
     /// The main job: the whole pipeline over the embedded bus on a simulated fleet.
     Demo(demo::DemoArgs),
     /// Run one pipeline stage as its own process over Apache Kafka.
@@ -61,6 +65,7 @@ fn main() {
     let code = match &cli.command {
         Command::Demo(args) => demo::run(args),
         Command::BenchPipeline(args) => bench_pipeline::run(args),
+        Command::Load(args) => load::run(args),
         Command::Stage(args) => stage::run_stage(args),
         Command::Feed(args) => stage::run_feed(args),
         Command::Bench(args) => bench::run(args),

@@ -53,7 +53,12 @@ impl Deployment {
         if cells == 0 {
             bail!("--cells must be at least 1");
         }
-        let fleet = fleet::build(&fleet::DEMO_MIX, cells, seed);
+        Deployment::from_fleet(fleet::build(&fleet::DEMO_MIX, cells, seed), seed, prefix)
+    }
+
+    /// The deployment of any fleet (e.g. the load generator's), its log and keeper
+    /// keys derived from `seed`.
+    pub fn from_fleet(fleet: Fleet, seed: u64, prefix: &str) -> Result<Deployment> {
         let mut keys = fleet.keys.clone();
         let log_key = derive_signing_key(seed, ORIGIN);
         keys.add_log(ORIGIN, log_key.verifying_key())

@@ -6,25 +6,24 @@
 //! Design constraints:
 //! - Cell `i` is the facility scenario of (family, seed), re-signed under cell-local
 //!   principal names (`c<i>.<name>`, keys from `derive_signing_key(fleet_seed, name)`)
-//!   and shifted to its own time slot (`i × CELL_SLOT_MS`), so one key registry holds
-//!   the whole fleet and no cell's messages fall into another's incident window.
-//!   Citations are remapped to the re-signed ids in record order (a topological order).
-//! - The duty registry and the adverse declaration are derived from the world's own
-//!   declarations (zone speed envelopes, batch ranges, registered halt duties; the
-//!   realised actuations before `t*`), never from the planted truth.
+//!   and shifted to its own time slot (`i × CELL_SLOT_MS` in [`build`]; any base in
+//!   [`build_cell`]), so one key registry holds the whole fleet. Citations are
+//!   remapped to the re-signed ids in record order (a topological order).
+//! - The duty registry and the adverse declaration are the facility's own
+//!   ([`audita_facility::record::registry_json`], [`audita_facility::record::adverse_json`]:
+//!   derived from the world's declarations, never from the planted truth); this module
+//!   only renames them into the cell (principals, actuators, duty ids, anchors, time).
 //! - Deterministic: the same (mix, seed) gives the same bytes.
 
 use audita_evidence::{
     derive_signing_key, Effect, Envelope, KeyRegistry, MessageId, Payload, PrincipalId, Receipt,
     SignedEnvelope,
 };
-use audita_facility::oracle::envelope as speed_envelope;
-use audita_facility::record::sign_record;
+use audita_facility::record::{adverse_json, registry_json, sign_record};
 use audita_facility::scenario::{generate, Family, Scenario};
-use audita_facility::world::{Action, Adverse as WorldAdverse, Destination, Duty, Mode, Source};
-use audita_verdict::{id_string, AdverseDecl, Combine, DutyRegistry, Severity};
-use serde_json::json;
-use std::collections::{BTreeMap, BTreeSet};
+use audita_verdict::{id_string, parse_id, AdverseDecl, DutyRegistry};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// Width of one cell's time slot (ms of record time).
 pub const CELL_SLOT_MS: u64 = 10_000_000;
@@ -102,7 +101,15 @@ pub fn build(mix: &[Family], cells: usize, seed: u64) -> Fleet {
     for i in 0..cells {
         let family = mix[i % mix.len().max(1)];
         let sc = generate(family, seed.wrapping_add(i as u64));
-        let cell = build_cell(i, &sc, seed, &mut keys, &mut principals);
+        let cell = build_cell(
+            i,
+            &sc,
+            seed,
+            i as u64 * CELL_SLOT_MS,
+            &mut keys,
+            &mut principals,
+        )
+        .unwrap_or_else(|e| panic!("facility scenario {} {}: {e}", sc.family, sc.seed));
         out.push(cell);
     }
     let duties_json = json!({"standard": "reasonable_agent", "principals": principals}).to_string();
@@ -143,21 +150,45 @@ fn cell_effect(i: usize, e: &Effect) -> Effect {
     e
 }
 
-fn pid(name: &str) -> PrincipalId {
-    PrincipalId::new(name).unwrap_or_else(|e| panic!("fleet principal {name}: {e}"))
+/// Why a facility scenario could not be laid as a cell.
+#[derive(Debug, thiserror::Error)]
+pub enum CellError {
+    /// The facility could not sign or declare the scenario.
+    #[error("facility scenario {family} {seed}: {detail}")]
+    Facility {
+        /// Scenario family.
+        family: &'static str,
+        /// Scenario seed.
+        seed: u64,
+        /// What failed.
+        detail: String,
+    },
+    /// A renamed principal name broke the naming rule (cell index too long).
+    #[error("cell principal name {0:?} is not a valid principal name")]
+    Name(String),
 }
 
-fn build_cell(
+/// Lays scenario `sc` as cell `i` whose record time starts at `base_ms`: re-signs its
+/// envelopes and receipts under cell-local names (registering every key in `keys`),
+/// adds its principals' duties to `principals` (the duty registry's `principals`
+/// object), and renames its adverse declaration into the cell.
+pub fn build_cell(
     i: usize,
     sc: &Scenario,
     fleet_seed: u64,
+    base_ms: u64,
     keys: &mut KeyRegistry,
-    principals: &mut serde_json::Map<String, serde_json::Value>,
-) -> Cell {
-    let sr = sign_record(sc)
-        .unwrap_or_else(|e| panic!("facility scenario {} {} signs: {e}", sc.family, sc.seed));
-    let base = i as u64 * CELL_SLOT_MS;
-    let rename = |p: &PrincipalId| pid(&cell_name(i, p.as_str()));
+    principals: &mut serde_json::Map<String, Value>,
+) -> Result<Cell, CellError> {
+    let facility = |detail: String| CellError::Facility {
+        family: sc.family,
+        seed: sc.seed,
+        detail,
+    };
+    let sr = sign_record(sc).map_err(|e| facility(e.to_string()))?;
+    let base = base_ms;
+    let pid = |name: String| PrincipalId::new(name.clone()).map_err(|_| CellError::Name(name));
+    let rename = |p: &PrincipalId| pid(cell_name(i, p.as_str()));
     let mut id_map: BTreeMap<MessageId, MessageId> = BTreeMap::new();
     let mut envelopes = Vec::new();
     let mut receipts = Vec::new();
@@ -169,10 +200,11 @@ fn build_cell(
         }
     }
     for env in &sr.envelopes {
-        let old = env.envelope().clone();
+        let old = env.envelope();
+        let author = rename(&old.author)?;
         let mut new = Envelope::new(
-            rename(&old.author),
-            rename(&old.destination),
+            author.clone(),
+            rename(&old.destination)?,
             base + old.timestamp,
             cell_payload(i, &old.payload),
         )
@@ -180,16 +212,15 @@ fn build_cell(
         .with_effect(cell_effect(i, &old.effect))
         .with_pins(old.pins.clone());
         new.timestamp = base + old.timestamp;
-        let author = new.author.as_str().to_string();
-        let key = derive_signing_key(fleet_seed, &author);
-        keys.add_principal(new.author.clone(), key.verifying_key());
+        let key = derive_signing_key(fleet_seed, author.as_str());
+        keys.add_principal(author, key.verifying_key());
         let signed = new
             .sign(&key)
-            .unwrap_or_else(|e| panic!("re-signed fleet envelope is valid: {e}"));
-        let recipient = recipient_of
-            .get(env.id())
-            .map(&rename)
-            .unwrap_or_else(|| signed.envelope().destination.clone());
+            .map_err(|e| facility(format!("re-signed envelope: {e}")))?;
+        let recipient = match recipient_of.get(env.id()) {
+            Some(r) => rename(r)?,
+            None => signed.envelope().destination.clone(),
+        };
         let rkey = derive_signing_key(fleet_seed, recipient.as_str());
         keys.add_principal(recipient.clone(), rkey.verifying_key());
         receipts.push(Receipt::sign(
@@ -201,22 +232,28 @@ fn build_cell(
         id_map.insert(env.id().clone(), signed.id().clone());
         envelopes.push(signed);
     }
-    for (name, duties) in registry(sc, i) {
-        principals.insert(cell_name(i, &name), json!({"duties": duties}));
+    let registry: Value = serde_json::from_str(&registry_json(sc, "reasonable_agent"))
+        .map_err(|e| facility(format!("duty registry: {e}")))?;
+    if let Some(ps) = registry.get("principals").and_then(Value::as_object) {
+        for (name, entry) in ps {
+            principals.insert(cell_name(i, name), cell_registry_entry(i, entry));
+        }
     }
-    let ids: Vec<MessageId> = sr
-        .command_ids
-        .iter()
-        .map(|id| id_map.get(id).cloned().unwrap_or_else(|| id.clone()))
-        .collect();
-    let adverse = declaration(sc, &ids, base, i);
+    let adverse = match adverse_json(sc, &sr).map_err(|e| facility(e.to_string()))? {
+        None => None,
+        Some(json) => {
+            let decl: AdverseDecl = serde_json::from_str(&json)
+                .map_err(|e| facility(format!("adverse declaration: {e}")))?;
+            Some(cell_declaration(i, sc, decl, base, &id_map).map_err(facility)?)
+        }
+    };
     let planted_causal = sc
         .planted
         .causal
         .iter()
         .map(|(p, r)| (cell_name(i, p), *r))
         .collect();
-    Cell {
+    Ok(Cell {
         index: i,
         family: sc.family,
         seed: sc.seed,
@@ -224,126 +261,55 @@ fn build_cell(
         receipts,
         adverse,
         planted_causal,
-    }
+    })
 }
 
-/// The duties the world declares, per principal (cell-local names): every principal
-/// holds the speed envelope of every robot and the acceptance range of every batch;
-/// supervisors hold their registered halt duties.
-fn registry(sc: &Scenario, cell: usize) -> BTreeMap<String, Vec<serde_json::Value>> {
-    let spec = &sc.spec;
-    let mut out = BTreeMap::new();
-    for p in &spec.principals {
-        let mut duties = Vec::new();
-        for (ri, r) in spec.robots.iter().enumerate() {
-            let lim = speed_envelope(spec, ri);
-            if lim != i64::MAX {
-                duties.push(json!({"kind": "safety_envelope", "id": format!("c{cell}.env.{}.{}", p.name, r.name),
-                    "target": cell_name(cell, &r.name), "max_mm_per_s": lim * 10}));
-            }
-        }
-        for b in &spec.batches {
-            duties.push(json!({"kind": "safety_envelope", "id": format!("c{cell}.range.{}.{}", p.name, b.name),
-                "target": cell_name(cell, &b.name), "param": "param", "min": b.range.0, "max": b.range.1}));
-        }
-        for (di, d) in spec.duties.iter().enumerate() {
-            if let Duty::HaltOnEntry {
-                supervisor,
-                zone,
-                robot,
-                deadline,
-            } = d
-            {
-                if spec.name(*supervisor) == p.name {
-                    duties.push(
-                        json!({"kind": "halt_authority", "id": format!("c{cell}.halt.{di}"),
-                        "target": cell_name(cell, &spec.robots[robot.0 as usize].name),
-                        "trigger_contains": format!("entered {}", spec.zones[*zone as usize].name),
-                        "deadline_ms": u64::from(*deadline) * 100}),
-                    );
+/// One principal's registry entry (`{"duties": [...], "reference": [...]}`) renamed
+/// into cell `i`: duty and rule ids get the cell prefix, and every field naming an
+/// actuator, batch or principal (`target`, `trigger_sensor`, `reviewer`,
+/// `cites_author`) is renamed; everything else is kept as the facility declared it.
+fn cell_registry_entry(i: usize, entry: &Value) -> Value {
+    let mut entry = entry.clone();
+    for list in ["duties", "reference"] {
+        let Some(items) = entry.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for item in items.iter_mut().filter_map(Value::as_object_mut) {
+            for field in ["id", "target", "trigger_sensor", "reviewer", "cites_author"] {
+                if let Some(Value::String(s)) = item.get_mut(field) {
+                    *s = cell_name(i, s);
                 }
             }
         }
-        out.insert(p.name.clone(), duties);
     }
-    out
+    entry
 }
 
-/// The adverse declaration from the recorded state: anchors are the last realised
-/// command actuation of each kind on `Y`'s actuator before `t*`; unrealised are
-/// actuating commands whose effect never arrived. `None` when `Y` never fired.
-fn declaration(sc: &Scenario, ids: &[MessageId], base: u64, cell: usize) -> Option<AdverseDecl> {
-    let run = sc.spec.run_actual(Mode::Pinned);
-    let y = run.adverse?;
-    let (target_is, severity): (Box<dyn Fn(&Action) -> bool>, Option<Severity>) = match y {
-        WorldAdverse::Safety {
-            robot, severity_mj, ..
-        } => {
-            let mass = sc.spec.robots[robot.0 as usize].mass_kg as f64;
-            let v = if mass > 0.0 {
-                (2.0 * severity_mj as f64 / 1000.0 / mass).sqrt()
-            } else {
-                0.0
-            };
-            (
-                Box::new(
-                    move |a: &Action| matches!(a, Action::MoveTo { robot: r, .. } | Action::SetSpeed { robot: r, .. } | Action::Halt { robot: r } if *r == robot),
-                ),
-                Some(Severity {
-                    mass_kg: mass,
-                    speed_m_per_s: v,
-                }),
-            )
-        }
-        WorldAdverse::Quality { batch, .. } => (
-            Box::new(
-                move |a: &Action| matches!(a, Action::SetParam { batch: b, .. } if *b == batch),
-            ),
-            None,
-        ),
+/// The facility's declaration renamed into cell `i`: incident name, anchors mapped to
+/// the re-signed ids, times shifted by `base`.
+fn cell_declaration(
+    i: usize,
+    sc: &Scenario,
+    mut decl: AdverseDecl,
+    base: u64,
+    id_map: &BTreeMap<MessageId, MessageId>,
+) -> Result<AdverseDecl, String> {
+    let remap = |ids: &[String]| -> Result<Vec<String>, String> {
+        ids.iter()
+            .map(|s| {
+                let old = parse_id(s).map_err(|e| e.to_string())?;
+                id_map
+                    .get(&old)
+                    .map(id_string)
+                    .ok_or_else(|| format!("declared id {s} is not in the record"))
+            })
+            .collect()
     };
-    let mut last: BTreeMap<&'static str, Source> = BTreeMap::new();
-    for e in &run.actuations {
-        if e.tick <= y.tick() && target_is(&e.action) {
-            last.insert(e.action.name(), e.source);
-        }
-    }
-    let anchors: Vec<String> = last
-        .values()
-        .filter_map(|s| match s {
-            Source::Command(c) => ids.get(c.0 as usize).map(id_string),
-            _ => None,
-        })
-        .collect();
-    let realised: BTreeSet<u32> = run
-        .actuations
-        .iter()
-        .filter_map(|e| match e.source {
-            Source::Command(c) => Some(c.0),
-            _ => None,
-        })
-        .collect();
-    let unrealised: Vec<String> = sc
-        .spec
-        .commands
-        .iter()
-        .enumerate()
-        .filter(|(i, c)| c.destination == Destination::Actuator && !realised.contains(&(*i as u32)))
-        .filter_map(|(i, _)| ids.get(i).map(id_string))
-        .collect();
-    Some(AdverseDecl {
-        incident: format!("cell{cell}-{}-{}", sc.family, sc.seed),
-        outcome: match y {
-            WorldAdverse::Safety { .. } => "separation_below_0.5m".into(),
-            WorldAdverse::Quality { .. } => "batch_parameter_out_of_range".into(),
-        },
-        t_star_ms: base + u64::from(y.tick()) * 100 + 99,
-        severity,
-        anchors,
-        combine: Combine::Any,
-        unrealised,
-        window_start_ms: base,
-        window_end_ms: None,
-        delta: 1.0,
-    })
+    decl.incident = format!("cell{i}-{}-{}", sc.family, sc.seed);
+    decl.anchors = remap(&decl.anchors)?;
+    decl.unrealised = remap(&decl.unrealised)?;
+    decl.t_star_ms += base;
+    decl.window_start_ms += base;
+    decl.window_end_ms = decl.window_end_ms.map(|t| t + base);
+    Ok(decl)
 }

@@ -1,7 +1,9 @@
-//! The simulated fleet feeding the pipeline ([`fleet`]) and the fleet load generator:
-//! configurable robots, command rate, incident rate and duration, bounded in count and
-//! time, loopback only.
+//! The simulated fleet feeding the pipeline ([`fleet`]: facility scenarios as cells of
+//! one warehouse) and the sustained fleet load generator ([`load`]: configurable
+//! robots, command rate, incident rate and duration, pre-signed, offered at the target
+//! rate, bounded in count and time, loopback only).
 
 #![warn(missing_docs)]
 
 pub mod fleet;
+pub mod load;

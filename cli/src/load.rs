@@ -1,0 +1,852 @@
+//! `audita load`: the sustained fleet load benchmark over Apache Kafka.
+//!
+//! One run measures, side by side: the offered and the sustained end-to-end rate
+//! (envelopes sealed and published by the sealer per second) as a ratio of the
+//! single-core Ed25519 `verify_strict` limit measured in the same process; the latency
+//! from each adverse declaration's publication to its verdict on `audita.verdicts`
+//! (p50, p99); and the resident memory and CPU of every stage, sampled each second.
+//!
+//! Design constraints:
+//! - Every stage runs as its own process (`audita load --stage NAME`, the same
+//!   flags), exactly as deployed: ingest, sealer, slicer, `--workers` engine workers,
+//!   sink. Each rebuilds the load's key and duty registry (cheap: no background
+//!   message is signed there), so no secret or state passes between processes except
+//!   through Kafka.
+//! - The load is pre-signed before the timed phase ([`audita_load_tests::load`]) and
+//!   offered at its record times; the achieved offered rate is what is reported.
+//! - Bounded and loopback only: the bootstrap must be a loopback address, the load is
+//!   bounded by [`audita_load_tests::load::LoadConfig::validate`], the drain phase by
+//!   `--drain-timeout`; the child processes are killed at the end (by their pids).
+//! - Topics get a fresh prefix per run, so runs never see each other's records.
+
+use crate::bench_pipeline::{ed25519_single_core_per_s, percentile};
+use crate::pipeline::{self, Deployment};
+use audita_bus::kafka::KafkaBus;
+use audita_bus::{topics, Bus};
+use audita_load_tests::load::{feed, Lane, Load, LoadConfig};
+use audita_sealer::stage::EpochMessage;
+use audita_sinks::metrics::Metrics;
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A stage process of the load run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LoadStage {
+    /// Signature and form checks.
+    Ingest,
+    /// Epochs, checkpoints, durable record.
+    Sealer,
+    /// Citation graph and incident slices.
+    Slicer,
+    /// Verdicts (one process per worker).
+    Engine,
+    /// Parquet verdict files.
+    Sink,
+}
+
+/// Arguments of `audita load`.
+#[derive(Args, Clone)]
+pub struct LoadArgs {
+    /// Robots in the warehouse.
+    #[arg(long, default_value_t = 1_000)]
+    pub robots: usize,
+    /// Commands per second per robot (each answered by an actuation report).
+    #[arg(long, default_value_t = 10.0)]
+    pub rate: f64,
+    /// Sensor reports per second per robot.
+    #[arg(long, default_value_t = 1.0)]
+    pub report_rate: f64,
+    /// Facility incidents (with their adverse declarations) injected per second.
+    #[arg(long, default_value_t = 0.5)]
+    pub incident_rate: f64,
+    /// Length of the offered load, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub duration: f64,
+    /// Seed of keys, phases and scenarios.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Kafka bootstrap on this machine (host:port; loopback only).
+    #[arg(long)]
+    pub bootstrap: Option<String>,
+    /// Engine worker processes.
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// After the load ends, wait at most this many seconds for the pipeline to drain.
+    #[arg(long, default_value_t = 300.0)]
+    pub drain_timeout: f64,
+    /// Write an SVG plot of RSS and throughput over time here.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    /// Write the full measurement (timeline included) as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Internal: run one stage of a load run.
+    #[arg(long, value_enum, hide = true)]
+    pub stage: Option<LoadStage>,
+    /// Internal: topic prefix of the run.
+    #[arg(long, hide = true, default_value = "")]
+    pub prefix: String,
+    /// Internal: the stage's directory.
+    #[arg(long, hide = true)]
+    pub dir: Option<PathBuf>,
+}
+
+impl LoadArgs {
+    fn config(&self) -> anyhow::Result<LoadConfig> {
+        if !(self.duration.is_finite() && self.duration > 0.0) {
+            anyhow::bail!("--duration must be a positive number of seconds");
+        }
+        let c = LoadConfig {
+            robots: self.robots,
+            commands_per_s: self.rate,
+            reports_per_s: self.report_rate,
+            incidents_per_s: self.incident_rate,
+            duration: Duration::from_secs_f64(self.duration.min(1e6)),
+            seed: self.seed,
+        };
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn bootstrap(&self) -> anyhow::Result<String> {
+        let b = self.bootstrap.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--bootstrap HOST:PORT is required (a broker on this machine: bash .ci/kafka.sh start DIR)"
+            )
+        })?;
+        for server in b.split(',') {
+            let host = server
+                .rsplit_once(':')
+                .map(|(h, _)| h)
+                .unwrap_or(server)
+                .trim_matches(|c| c == '[' || c == ']');
+            let loopback = host == "localhost"
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if !loopback {
+                anyhow::bail!("--bootstrap {server}: the load generator only targets loopback brokers (127.0.0.0/8, ::1, localhost)");
+            }
+        }
+        Ok(b)
+    }
+}
+
+/// Entry point of `audita load`.
+pub fn run(args: &LoadArgs) -> i32 {
+    let result = match args.stage {
+        Some(stage) => run_child(args, stage),
+        None => bench(args),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            match args.stage {
+                Some(s) => eprintln!("audita load --stage {s:?}: {e:#}"),
+                None => eprintln!("audita load: {e:#}"),
+            }
+            2
+        }
+    }
+}
+
+/// One stage process of a load run: runs until killed.
+fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
+    let config = args.config()?;
+    let load = Load::registry(&config)?;
+    let d = Deployment::from_fleet(load.fleet, config.seed, &args.prefix)?;
+    let bus = Bus::Kafka(KafkaBus::new(&args.bootstrap()?)?);
+    let m = Metrics::new();
+    let stop = AtomicBool::new(false);
+    let dir = || {
+        args.dir
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("--dir is required for this stage"))
+    };
+    match stage {
+        LoadStage::Ingest => pipeline::run_ingest(&d, &bus, &stop, None, &m).map(|_| ()),
+        LoadStage::Sealer => pipeline::run_sealer(&d, &bus, &dir()?, &stop, None, &m),
+        LoadStage::Slicer => {
+            pipeline::run_slicer(&d, &bus, Duration::from_secs(10), &stop, None, &m)
+        }
+        LoadStage::Engine => pipeline::run_engine(&d, &bus, &stop, None, &m).map(|_| ()),
+        LoadStage::Sink => {
+            pipeline::run_sink(&d, &bus, &dir()?, None, &stop, None, &m, |_| {}).map(|_| ())
+        }
+    }
+}
+
+/// A stage process and where its stderr goes.
+struct StageProc {
+    name: String,
+    child: Child,
+    log: PathBuf,
+}
+
+/// What the monitor saw on the pipeline's output topics.
+#[derive(Default)]
+struct Seen {
+    sealed: u64,
+    epochs: u64,
+    /// The sealer's latest event-time watermark (record ms).
+    watermark: u64,
+    last_sealed_at: Option<Instant>,
+    latencies: BTreeMap<String, Duration>,
+    abstained: BTreeMap<String, String>,
+    duplicates: u64,
+    quarantined: u64,
+}
+
+fn proc_rss_mib(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = s
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+fn proc_cpu_s(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime), counted after the command name.
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Some(ticks / if hz > 0 { hz as f64 } else { 100.0 })
+}
+
+fn spawn_stage(
+    args: &LoadArgs,
+    stage: LoadStage,
+    name: &str,
+    bootstrap: &str,
+    prefix: &str,
+    work: &Path,
+) -> anyhow::Result<StageProc> {
+    let exe = std::env::current_exe()?;
+    let log = work.join(format!("{name}.log"));
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir)?;
+    let child = Command::new(exe)
+        .arg("load")
+        .args(["--stage", &format!("{stage:?}").to_lowercase()])
+        .args(["--bootstrap", bootstrap, "--prefix", prefix])
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--robots", &args.robots.to_string()])
+        .args(["--rate", &args.rate.to_string()])
+        .args(["--report-rate", &args.report_rate.to_string()])
+        .args(["--incident-rate", &args.incident_rate.to_string()])
+        .args(["--duration", &args.duration.to_string()])
+        .args(["--seed", &args.seed.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()?;
+    Ok(StageProc {
+        name: name.to_string(),
+        child,
+        log,
+    })
+}
+
+fn tail(path: &Path) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().rev().take(3).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
+fn bench(args: &LoadArgs) -> anyhow::Result<()> {
+    let config = args.config()?;
+    let bootstrap = args.bootstrap()?;
+    if args.workers == 0 || args.workers > 16 {
+        anyhow::bail!("--workers must be in 1..=16");
+    }
+    if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
+        anyhow::bail!("--drain-timeout must be a non-negative number of seconds");
+    }
+    let limit_before = ed25519_single_core_per_s();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let signed = AtomicU64::new(0);
+    let expected = config.background_messages();
+    let presign = Instant::now();
+    let load = std::thread::scope(|s| {
+        let bar = bar(args.quiet, expected, "signing");
+        let h = s.spawn(|| Load::build(&config, threads, &signed));
+        while !h.is_finished() {
+            bar.set_position(signed.load(Ordering::Relaxed));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        bar.finish_and_clear();
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a signing thread panicked"))?
+            .map_err(anyhow::Error::from)
+    })?;
+    let presign_s = presign.elapsed().as_secs_f64();
+    let envelopes = load.envelopes() as u64;
+    let incidents = load.incidents();
+    eprintln!(
+        "audita load: {} robots × {} commands/s, {} incidents, {} envelopes ({:.0}/s offered) pre-signed in {:.1}s",
+        config.robots,
+        config.commands_per_s,
+        incidents.len(),
+        envelopes,
+        envelopes as f64 / config.duration.as_secs_f64(),
+        presign_s
+    );
+
+    let prefix = format!("load{}-{}.", std::process::id(), config.seed);
+    let work = std::env::temp_dir().join(format!("audita-{prefix}d"));
+    std::fs::create_dir_all(&work)?;
+    let d = Deployment::from_fleet(load.fleet.clone(), config.seed, &prefix)?;
+    let bus = Bus::Kafka(KafkaBus::new(&bootstrap)?);
+    d.ensure_topics(&bus)?;
+
+    let mut procs = Vec::new();
+    let result = (|| -> anyhow::Result<Value> {
+        let mut plan = vec![
+            (LoadStage::Ingest, "ingest".to_string()),
+            (LoadStage::Sealer, "sealer".to_string()),
+            (LoadStage::Slicer, "slicer".to_string()),
+        ];
+        plan.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
+        plan.push((LoadStage::Sink, "sink".to_string()));
+        for (stage, name) in &plan {
+            procs.push(spawn_stage(args, *stage, name, &bootstrap, &prefix, &work)?);
+        }
+        measure(
+            args,
+            &config,
+            &load,
+            &d,
+            &bus,
+            &mut procs,
+            limit_before,
+            presign_s,
+        )
+    })();
+    for p in &mut procs {
+        let _ = p.child.kill();
+        let _ = p.child.wait();
+    }
+    let report = result?;
+    let _ = std::fs::remove_dir_all(&work);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, svg(&report))?;
+    }
+    println!("{}", markdown(&report));
+    Ok(())
+}
+
+fn bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(len)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {what} · {{msg}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    args: &LoadArgs,
+    config: &LoadConfig,
+    load: &Load,
+    d: &Deployment,
+    bus: &Bus,
+    procs: &mut [StageProc],
+    limit_before: f64,
+    presign_s: f64,
+) -> anyhow::Result<Value> {
+    let envelopes = load.envelopes() as u64;
+    let incidents = load.incidents();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let published: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
+    let done = Arc::new(AtomicBool::new(false));
+    // The monitor: its own consumer group on the pipeline's output topics.
+    let mut consumer = bus.consumer(
+        &d.topic("load-monitor"),
+        &[
+            &d.topic(topics::EPOCHS),
+            &d.topic(topics::VERDICTS),
+            &d.topic(topics::SUSPECT),
+        ],
+    )?;
+    let monitor = {
+        let (seen, published, done) = (seen.clone(), published.clone(), done.clone());
+        std::thread::spawn(move || -> anyhow::Result<()> {
+            while !done.load(Ordering::SeqCst) {
+                let Some(del) = consumer.poll(Duration::from_millis(100))? else {
+                    continue;
+                };
+                let now = Instant::now();
+                let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
+                if del.topic.ends_with(topics::EPOCHS) {
+                    if let Some(e) = EpochMessage::decode(&del.payload) {
+                        s.sealed += e.envelopes.len() as u64;
+                        s.epochs += 1;
+                        s.watermark = s.watermark.max(e.watermark);
+                        s.last_sealed_at = Some(now);
+                    }
+                } else if del.topic.ends_with(topics::SUSPECT) {
+                    s.quarantined += 1;
+                } else if let Ok(v) = serde_json::from_slice::<Value>(&del.payload) {
+                    let incident = v["incident"].as_str().unwrap_or_default().to_string();
+                    let at = published
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get(&incident)
+                        .copied();
+                    if s.latencies.contains_key(&incident) || s.abstained.contains_key(&incident) {
+                        s.duplicates += 1;
+                    } else if let Some(reason) = v.get("abstained").and_then(Value::as_str) {
+                        s.abstained.insert(incident, reason.to_string());
+                    } else if let Some(at) = at {
+                        s.latencies.insert(incident, now.duration_since(at));
+                    }
+                }
+            }
+            Ok(())
+        })
+    };
+    // Give the stage processes time to join their consumer groups.
+    std::thread::sleep(Duration::from_secs(5));
+    let pids: Vec<(String, u32)> = procs
+        .iter()
+        .map(|p| (p.name.clone(), p.child.id()))
+        .collect();
+    let offered = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    // One sample a second: t (s since the first send), envelopes offered and sealed
+    // so far, verdicts so far, RSS (MiB) and CPU seconds per stage.
+    let samples: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sampler = {
+        let (seen, done, offered, samples) =
+            (seen.clone(), done.clone(), offered.clone(), samples.clone());
+        std::thread::spawn(move || {
+            let mut next = Duration::ZERO;
+            while !done.load(Ordering::SeqCst) {
+                if let Some(wait) = next.checked_sub(start.elapsed()) {
+                    std::thread::sleep(wait.min(Duration::from_millis(200)));
+                    continue;
+                }
+                next += Duration::from_secs(1);
+                let (sealed, verdicts, watermark) = {
+                    let s = seen.lock().unwrap_or_else(|e| e.into_inner());
+                    (
+                        s.sealed,
+                        (s.latencies.len() + s.abstained.len()) as u64,
+                        s.watermark,
+                    )
+                };
+                let mut rss = BTreeMap::new();
+                let mut cpu = BTreeMap::new();
+                for (name, pid) in &pids {
+                    if let Some(r) = proc_rss_mib(*pid) {
+                        rss.insert(name.clone(), r);
+                    }
+                    if let Some(c) = proc_cpu_s(*pid) {
+                        cpu.insert(name.clone(), c);
+                    }
+                }
+                samples
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(json!({
+                        "t": start.elapsed().as_secs_f64(),
+                        "offered": offered.load(Ordering::Relaxed),
+                        "sealed": sealed,
+                        "verdicts": verdicts,
+                        "watermark_ms": watermark,
+                        "rss_mib": rss,
+                        "cpu_s": cpu,
+                    }));
+            }
+        })
+    };
+    let status = |seen: &Mutex<Seen>| {
+        let s = seen.lock().unwrap_or_else(|e| e.into_inner());
+        format!(
+            "sealed {} · watermark {:.1}s · verdicts {}/{} · quarantined {}",
+            s.sealed,
+            s.watermark as f64 / 1e3,
+            s.latencies.len() + s.abstained.len(),
+            incidents.len(),
+            s.quarantined
+        )
+    };
+    // The timed phase: offer the pre-signed load at its record times.
+    let feed_bar = bar(args.quiet, envelopes, "offered");
+    let mut producer = bus.producer()?;
+    let mut last_status = Instant::now();
+    let stats = feed(
+        &load.schedule,
+        producer.as_mut(),
+        &d.prefix,
+        1.0,
+        |_, s| match s.lane {
+            Lane::Envelope => {
+                let n = offered.fetch_add(1, Ordering::Relaxed) + 1;
+                if n & 511 == 0 {
+                    feed_bar.set_position(n);
+                    if last_status.elapsed() >= Duration::from_millis(500) {
+                        feed_bar.set_message(status(&seen));
+                        last_status = Instant::now();
+                    }
+                }
+            }
+            Lane::Adverse => {
+                published
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(s.key.clone(), Instant::now());
+            }
+            Lane::Receipt => {}
+        },
+    )?;
+    feed_bar.finish_and_clear();
+    let sealed_at_feed_end = seen.lock().unwrap_or_else(|e| e.into_inner()).sealed;
+    // Drain: until every envelope is sealed and every incident judged.
+    let drain_bar = bar(args.quiet, envelopes, "sealed");
+    let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain_timeout);
+    let mut died = Vec::new();
+    loop {
+        let (sealed, judged) = {
+            let s = seen.lock().unwrap_or_else(|e| e.into_inner());
+            (s.sealed, s.latencies.len() + s.abstained.len())
+        };
+        drain_bar.set_position(sealed.min(envelopes));
+        drain_bar.set_message(status(&seen));
+        if sealed >= envelopes && judged >= incidents.len() {
+            break;
+        }
+        for p in procs.iter_mut() {
+            if let Ok(Some(st)) = p.child.try_wait() {
+                died.push(format!("{} exited ({st}): {}", p.name, tail(&p.log)));
+            }
+        }
+        if !died.is_empty() || Instant::now() >= drain_deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    drain_bar.finish_and_clear();
+    let end = start.elapsed();
+    done.store(true, Ordering::SeqCst);
+    let _ = sampler.join();
+    match monitor.join() {
+        Ok(r) => r?,
+        Err(_) => anyhow::bail!("the monitor thread panicked"),
+    }
+    for p in procs.iter_mut() {
+        if died.iter().all(|d| !d.starts_with(&p.name)) {
+            if let Ok(Some(st)) = p.child.try_wait() {
+                died.push(format!("{} exited ({st}): {}", p.name, tail(&p.log)));
+            }
+        }
+    }
+    let limit_after = ed25519_single_core_per_s();
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    let samples = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut lat: Vec<Duration> = seen.latencies.values().copied().collect();
+    lat.sort();
+    let sealed_span = seen
+        .last_sealed_at
+        .map(|t| t.duration_since(start))
+        .unwrap_or(end);
+    let e2e = seen.sealed as f64 / sealed_span.as_secs_f64().max(1e-9);
+    let limit = limit_before.max(limit_after);
+    let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+    let missing: Vec<&String> = incidents
+        .iter()
+        .filter(|i| !seen.latencies.contains_key(*i) && !seen.abstained.contains_key(*i))
+        .collect();
+    Ok(json!({
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "config": {
+            "robots": config.robots, "commands_per_s": config.commands_per_s,
+            "reports_per_s": config.reports_per_s, "incidents_per_s": config.incidents_per_s,
+            "duration_s": config.duration.as_secs_f64(), "seed": config.seed,
+            "workers": args.workers,
+        },
+        "presign_s": presign_s,
+        "envelopes": envelopes,
+        "target_per_s": config.offered_per_s(),
+        "offered_per_s": stats.offered_per_s(),
+        "feed_s": stats.elapsed.as_secs_f64(),
+        "feed_max_behind_ms": ms(stats.max_behind),
+        "sealed": seen.sealed,
+        "epochs": seen.epochs,
+        "sealed_during_feed_per_s": sealed_at_feed_end as f64 / stats.elapsed.as_secs_f64().max(1e-9),
+        "sealed_span_s": sealed_span.as_secs_f64(),
+        "e2e_per_s": e2e,
+        "ed25519_verify_per_s": limit,
+        "ed25519_verify_per_s_before_after": [limit_before, limit_after],
+        "ratio": e2e / limit,
+        "incidents": incidents.len(),
+        "verdicts": seen.latencies.len(),
+        "abstained": seen.abstained,
+        "missing_verdicts": missing,
+        "duplicate_verdicts": seen.duplicates,
+        "quarantined": seen.quarantined,
+        "latency_ms": {
+            "p50": ms(percentile(&lat, 0.5)),
+            "p99": ms(percentile(&lat, 0.99)),
+            "max": ms(lat.last().copied().unwrap_or_default()),
+        },
+        "stage_failures": died,
+        "wall_s": end.as_secs_f64(),
+        "samples": samples,
+    }))
+}
+
+fn f(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or(0.0)
+}
+
+/// The measurement as BENCHMARKS.md text: one summary table and RSS over time.
+fn markdown(r: &Value) -> String {
+    let c = &r["config"];
+    let mut s = String::new();
+    s.push_str("| robots | cmd/s/robot | incidents/s | duration s | envelopes | target msg/s | offered msg/s | sustained e2e msg/s | Ed25519 verify/s (1 core) | ratio | verdicts | latency p50 ms | p99 ms | max ms |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str(&format!(
+        "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.3} | {}/{} | {} | {} | {} |\n",
+        c["robots"],
+        c["commands_per_s"],
+        c["incidents_per_s"],
+        c["duration_s"],
+        r["envelopes"],
+        f(r, "target_per_s"),
+        f(r, "offered_per_s"),
+        f(r, "e2e_per_s"),
+        f(r, "ed25519_verify_per_s"),
+        f(r, "ratio"),
+        r["verdicts"],
+        r["incidents"],
+        r["latency_ms"]["p50"],
+        r["latency_ms"]["p99"],
+        r["latency_ms"]["max"],
+    ));
+    s.push_str(&format!(
+        "\nsealed {} of {} envelopes in {} epochs ({:.0}/s while the load was offered); quarantined {}; abstained {}; missing verdicts {}; duplicate verdicts {}; stage failures: {}\n",
+        r["sealed"],
+        r["envelopes"],
+        r["epochs"],
+        f(r, "sealed_during_feed_per_s"),
+        r["quarantined"],
+        r["abstained"].as_object().map_or(0, |o| o.len()),
+        r["missing_verdicts"].as_array().map_or(0, |a| a.len()),
+        r["duplicate_verdicts"],
+        r["stage_failures"]
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .map_or("none".to_string(), |a| format!("{a:?}")),
+    ));
+    let samples = r["samples"].as_array().cloned().unwrap_or_default();
+    let stages: Vec<String> = samples
+        .iter()
+        .flat_map(|s| {
+            s["rss_mib"]
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys().cloned())
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    s.push_str("\nResident memory (MiB) and sealed rate over the run:\n\n| t s | offered msg/s | sealed msg/s | verdicts |");
+    for st in &stages {
+        s.push_str(&format!(" {st} |"));
+    }
+    s.push_str("\n|---|---|---|---|");
+    s.push_str(&"---|".repeat(stages.len()));
+    s.push('\n');
+    let step = (samples.len() / 12).max(1);
+    let mut prev: Option<&Value> = None;
+    for (i, smp) in samples.iter().enumerate() {
+        if i % step != 0 && i + 1 != samples.len() {
+            continue;
+        }
+        let (dt, d_off, d_seal) = match prev {
+            Some(p) => (
+                f(smp, "t") - f(p, "t"),
+                f(smp, "offered") - f(p, "offered"),
+                f(smp, "sealed") - f(p, "sealed"),
+            ),
+            None => (f(smp, "t"), f(smp, "offered"), f(smp, "sealed")),
+        };
+        let dt = dt.max(1e-9);
+        s.push_str(&format!(
+            "| {:.0} | {:.0} | {:.0} | {} |",
+            f(smp, "t"),
+            d_off / dt,
+            d_seal / dt,
+            smp["verdicts"]
+        ));
+        for st in &stages {
+            s.push_str(&format!(
+                " {:.0} |",
+                smp["rss_mib"][st].as_f64().unwrap_or(0.0)
+            ));
+        }
+        s.push('\n');
+        prev = Some(smp);
+    }
+    if let Some(last) = samples.last() {
+        s.push_str("\nCPU seconds per stage over the run:");
+        for st in &stages {
+            s.push_str(&format!(
+                " {st} {:.0};",
+                last["cpu_s"][st].as_f64().unwrap_or(0.0)
+            ));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// RSS per stage (top) and offered vs sealed rate (bottom) over time.
+fn svg(r: &Value) -> String {
+    let samples = r["samples"].as_array().cloned().unwrap_or_default();
+    let stages: Vec<String> = samples
+        .iter()
+        .flat_map(|s| {
+            s["rss_mib"]
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.keys().cloned())
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let (w, left, pw, ph) = (720.0, 60.0, 520.0, 200.0);
+    let (top1, top2) = (40.0, 310.0);
+    let h = top2 + ph + 50.0;
+    let tmax = samples.iter().map(|s| f(s, "t")).fold(1.0, f64::max);
+    let rmax = samples
+        .iter()
+        .flat_map(|s| {
+            s["rss_mib"]
+                .as_object()
+                .into_iter()
+                .flat_map(|o| o.values().filter_map(Value::as_f64))
+        })
+        .fold(1.0, f64::max)
+        * 1.1;
+    let rates: Vec<(f64, f64, f64)> = samples
+        .windows(2)
+        .map(|p| {
+            let dt = (f(&p[1], "t") - f(&p[0], "t")).max(1e-9);
+            (
+                f(&p[1], "t"),
+                (f(&p[1], "offered") - f(&p[0], "offered")) / dt,
+                (f(&p[1], "sealed") - f(&p[0], "sealed")) / dt,
+            )
+        })
+        .collect();
+    let qmax = rates.iter().map(|r| r.1.max(r.2)).fold(1.0, f64::max) * 1.1;
+    let c = &r["config"];
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <text x=\"{left}\" y=\"18\" font-size=\"13\">audita load: {} robots × {} commands/s, {} incidents/s — resident memory per stage (MiB)</text>\n",
+        c["robots"], c["commands_per_s"], c["incidents_per_s"]
+    );
+    let axes = |s: &mut String, top: f64, max: f64, label: &str| {
+        for i in 0..=4 {
+            let y = top + ph * (1.0 - i as f64 / 4.0);
+            s.push_str(&format!(
+                "<line x1=\"{left}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{:.0}</text>\n",
+                left + pw,
+                left - 4.0,
+                y + 4.0,
+                max * i as f64 / 4.0
+            ));
+        }
+        for i in 0..=5 {
+            let x = left + pw * i as f64 / 5.0;
+            s.push_str(&format!(
+                "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{:.0} s</text>\n",
+                top + ph + 14.0,
+                tmax * i as f64 / 5.0
+            ));
+        }
+        s.push_str(&format!(
+            "<text x=\"{left}\" y=\"{:.1}\" fill=\"#555\">{label}</text>\n",
+            top - 6.0
+        ));
+    };
+    axes(&mut s, top1, rmax, "");
+    let palette = [
+        "#1b7f79", "#b84a4a", "#3a5fb0", "#c98a1b", "#7a4fb0", "#4f8f3a", "#a0522d", "#555555",
+    ];
+    for (k, st) in stages.iter().enumerate() {
+        let color = palette[k % palette.len()];
+        let pts: Vec<String> = samples
+            .iter()
+            .filter_map(|smp| {
+                let v = smp["rss_mib"][st].as_f64()?;
+                Some(format!(
+                    "{:.1},{:.1}",
+                    left + pw * f(smp, "t") / tmax,
+                    top1 + ph * (1.0 - v / rmax)
+                ))
+            })
+            .collect();
+        s.push_str(&format!(
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" fill=\"{color}\">{st}</text>\n",
+            pts.join(" "),
+            left + pw + 10.0,
+            top1 + 12.0 + 14.0 * k as f64
+        ));
+    }
+    axes(
+        &mut s,
+        top2,
+        qmax,
+        "envelopes per second: offered (grey) and sealed (teal)",
+    );
+    for (series, color) in [(1usize, "#999999"), (2usize, "#1b7f79")] {
+        let pts: Vec<String> = rates
+            .iter()
+            .map(|r| {
+                let v = if series == 1 { r.1 } else { r.2 };
+                format!(
+                    "{:.1},{:.1}",
+                    left + pw * r.0 / tmax,
+                    top2 + ph * (1.0 - v / qmax)
+                )
+            })
+            .collect();
+        s.push_str(&format!(
+            "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>\n",
+            pts.join(" ")
+        ));
+    }
+    s.push_str("</svg>\n");
+    s
+}

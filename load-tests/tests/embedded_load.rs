@@ -1,0 +1,227 @@
+//! The load generator through the real stages over the embedded bus (small and fast,
+//! debug mode): every generated message passes ingest (none quarantined), every
+//! envelope is sealed exactly once, and each injected incident gets exactly one
+//! verdict (no abstention).
+
+use audita_bus::embedded::EmbeddedBus;
+use audita_bus::{topics, Bus, TopicSpec};
+use audita_evidence::{derive_signing_key, SignedEnvelope};
+use audita_load_tests::load::{feed, Lane, Load, LoadConfig};
+use audita_sealer::stage::{EpochMessage, SealerConfig, SealerStage};
+use audita_slicer::stage::SlicerStage;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ORIGIN: &str = "audita.local/load-test-log";
+const KEEPER: &str = "operator.example/keeper";
+
+#[test]
+fn generated_fleet_passes_ingest_is_sealed_once_and_each_incident_gets_one_verdict() {
+    let config = LoadConfig {
+        robots: 20,
+        commands_per_s: 2.0,
+        reports_per_s: 1.0,
+        incidents_per_s: 0.5,
+        duration: Duration::from_secs(16),
+        seed: 7,
+    };
+    let load = Load::build(&config, 2, &AtomicU64::new(0)).expect("load builds");
+    let incidents: BTreeSet<String> = load.incidents().into_iter().collect();
+    assert!(
+        incidents.len() >= 2,
+        "the run injects incidents: {incidents:?}"
+    );
+    // The schedule is in time order and every author's envelopes keep their order.
+    assert!(load.schedule.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+    let envelopes: BTreeSet<Vec<u8>> = load
+        .schedule
+        .iter()
+        .filter(|s| s.lane == Lane::Envelope)
+        .map(|s| s.bytes.clone())
+        .collect();
+    assert_eq!(envelopes.len(), load.envelopes(), "no envelope twice");
+
+    let mut keys = load.fleet.keys.clone();
+    let log_key = derive_signing_key(config.seed, ORIGIN);
+    keys.add_log(ORIGIN, log_key.verifying_key()).unwrap();
+    let keeper = derive_signing_key(config.seed, KEEPER);
+    keys.add_keeper(KEEPER, keeper.verifying_key()).unwrap();
+    let duties = load.fleet.duties().expect("duty registry parses");
+    let bus = Bus::Embedded(EmbeddedBus::new(4).with_pending_limit(100_000));
+    let prefix = "lt.";
+    let topic = |t: &str| format!("{prefix}{t}");
+    let spec = |t: &str, partitions| TopicSpec {
+        name: topic(t),
+        partitions,
+    };
+    bus.ensure_topics(&[
+        spec(topics::ENVELOPES, 4),
+        spec(topics::RECEIPTS, 4),
+        spec(topics::ACCEPTED, 4),
+        spec(topics::SUSPECT, 1),
+        spec(topics::EPOCHS, 1),
+        spec(topics::ADVERSE, 1),
+        spec(topics::SLICES, 2),
+        spec(topics::VERDICTS, 2),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut stages = Vec::new();
+    {
+        let (bus, stop, keys) = (bus.clone(), stop.clone(), keys.clone());
+        stages.push(std::thread::spawn(move || {
+            let mut c = bus
+                .consumer(
+                    &format!("{prefix}ingest"),
+                    &[
+                        &format!("{prefix}{}", topics::ENVELOPES),
+                        &format!("{prefix}{}", topics::RECEIPTS),
+                    ],
+                )
+                .unwrap();
+            let mut p = bus.producer().unwrap();
+            let names = audita_ingest::Topics {
+                prefix: prefix.into(),
+            };
+            audita_bus::pump(c.as_mut(), p.as_mut(), &stop, 256, None, |d, out| {
+                audita_ingest::handle(d, &keys, &names, out).map(|_| ())
+            })
+            .unwrap();
+        }));
+    }
+    {
+        let (bus, stop) = (bus.clone(), stop.clone());
+        let config = SealerConfig {
+            dir: dir.path().join("record"),
+            origin: ORIGIN.into(),
+            log_key,
+            keepers: vec![(KEEPER.into(), keeper)],
+            keys: keys.clone(),
+            epoch_messages: 256,
+            epoch_age: Duration::from_millis(200),
+            topic_prefix: prefix.into(),
+            input_partitions: 4,
+        };
+        stages.push(std::thread::spawn(move || {
+            let mut s = SealerStage::open(config).unwrap();
+            let mut c = bus
+                .consumer(
+                    &format!("{prefix}sealer"),
+                    &[&format!("{prefix}{}", topics::ACCEPTED)],
+                )
+                .unwrap();
+            let mut p = bus.producer().unwrap();
+            s.run(c.as_mut(), p.as_mut(), &stop, None).unwrap();
+        }));
+    }
+    {
+        let (bus, stop) = (bus.clone(), stop.clone());
+        stages.push(std::thread::spawn(move || {
+            let mut s = SlicerStage::new(1, prefix, Duration::from_millis(1_500));
+            let mut c = bus
+                .consumer(
+                    &format!("{prefix}slicer"),
+                    &[
+                        &format!("{prefix}{}", topics::EPOCHS),
+                        &format!("{prefix}{}", topics::ADVERSE),
+                    ],
+                )
+                .unwrap();
+            let mut p = bus.producer().unwrap();
+            s.run(c.as_mut(), p.as_mut(), &stop, None).unwrap();
+        }));
+    }
+    {
+        let (bus, stop, keys) = (bus.clone(), stop.clone(), keys.clone());
+        stages.push(std::thread::spawn(move || {
+            let mut c = bus
+                .consumer(
+                    &format!("{prefix}engine"),
+                    &[&format!("{prefix}{}", topics::SLICES)],
+                )
+                .unwrap();
+            let mut p = bus.producer().unwrap();
+            audita_engine_workers::run(c.as_mut(), p.as_mut(), &keys, &duties, prefix, &stop, None)
+                .unwrap();
+        }));
+    }
+
+    let mut producer = bus.producer().unwrap();
+    let stats = feed(&load.schedule, producer.as_mut(), prefix, 8.0, |_, _| {}).unwrap();
+    assert_eq!(stats.envelopes as usize, load.envelopes());
+    assert_eq!(stats.declarations as usize, incidents.len());
+
+    // Watch the outputs until every envelope is sealed and every incident judged.
+    let mut watch = bus
+        .consumer(
+            "watch",
+            &[
+                &topic(topics::EPOCHS),
+                &topic(topics::VERDICTS),
+                &topic(topics::SUSPECT),
+            ],
+        )
+        .unwrap();
+    let mut sealed: Vec<Vec<u8>> = Vec::new();
+    let mut verdicts: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    let mut quarantined = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline
+        && (sealed.len() < load.envelopes() || verdicts.len() < incidents.len())
+    {
+        let Some(d) = watch.poll(Duration::from_millis(100)).unwrap() else {
+            continue;
+        };
+        if d.topic.ends_with(topics::EPOCHS) {
+            sealed.extend(EpochMessage::decode(&d.payload).unwrap().envelopes);
+        } else if d.topic.ends_with(topics::SUSPECT) {
+            quarantined.push(String::from_utf8_lossy(&d.payload).into_owned());
+        } else {
+            let v: serde_json::Value = serde_json::from_slice(&d.payload).unwrap();
+            let incident = v["incident"].as_str().unwrap().to_string();
+            verdicts.entry(incident).or_default().push(v);
+        }
+    }
+    // A little longer, so a duplicate verdict would show up.
+    let settle = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < settle {
+        if let Some(d) = watch.poll(Duration::from_millis(100)).unwrap() {
+            if d.topic.ends_with(topics::VERDICTS) {
+                let v: serde_json::Value = serde_json::from_slice(&d.payload).unwrap();
+                let incident = v["incident"].as_str().unwrap().to_string();
+                verdicts.entry(incident).or_default().push(v);
+            } else if d.topic.ends_with(topics::SUSPECT) {
+                quarantined.push(String::from_utf8_lossy(&d.payload).into_owned());
+            }
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    for s in stages {
+        s.join().expect("stage thread");
+    }
+
+    assert!(quarantined.is_empty(), "quarantined: {quarantined:?}");
+    let sealed_set: BTreeSet<Vec<u8>> = sealed.iter().cloned().collect();
+    assert_eq!(
+        sealed_set.len(),
+        sealed.len(),
+        "an envelope was sealed twice"
+    );
+    assert_eq!(sealed_set, envelopes, "every generated envelope is sealed");
+    for env in &sealed {
+        assert!(SignedEnvelope::decode(env.clone()).is_ok());
+    }
+    let judged: BTreeSet<String> = verdicts.keys().cloned().collect();
+    assert_eq!(judged, incidents, "every injected incident is judged");
+    for (incident, vs) in &verdicts {
+        assert_eq!(vs.len(), 1, "{incident}: {} verdicts", vs.len());
+        assert!(
+            vs[0].get("abstained").is_none(),
+            "{incident} abstained: {}",
+            vs[0]["abstained"]
+        );
+    }
+}
