@@ -10,8 +10,11 @@
 //!   model and are not enumerated. The item's true production is among its choices,
 //!   so the reading of the record before a deletion is among the readings after it:
 //!   deletion only widens intervals.
+//! - When an anchor is itself a completion item its target is unknown, so every
+//!   absence not already conjoined to `Y` may be (its target may be the item's): one
+//!   more on/off choice per such absence.
 //! - The number of readings is the product of the items' choice counts times
-//!   `2^hypotheses`; when its base-2 logarithm (rounded up) exceeds [`MAX_BITS`] the
+//!   `2^(hypotheses + open absences)`; when its base-2 logarithm (rounded up) exceeds [`MAX_BITS`] the
 //!   verdict is a [`VerdictError::TooManyCompletions`] (abstention, never a guess).
 //! - Readings are visited in a fixed mixed-radix order (items in id order, choices in
 //!   the order above, then hypotheses); the canonical reading (every touching item
@@ -99,7 +102,17 @@ pub fn intervals(
     for it in &items {
         total = total.and_then(|t| choice_count(it.inputs.len()).and_then(|c| t.checked_mul(c)));
     }
-    total = total.and_then(|t| t.checked_mul(1u64.checked_shl(hyps.len() as u32)?));
+    // A present anchor item's target is unknown: every absence not already in `Y` may
+    // have been conjoined to it (its target may be the item's).
+    let open: Vec<usize> = if items.iter().any(|i| i.anchor) {
+        (0..slice.absences.len())
+            .filter(|i| !slice.absences[*i].in_outcome)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let flags = hyps.len() + open.len();
+    total = total.and_then(|t| t.checked_mul(1u64.checked_shl(flags as u32)?));
     let bits = match total {
         Some(t) => (u64::BITS - (t - 1).leading_zeros()) as usize,
         None => usize::MAX,
@@ -121,17 +134,24 @@ pub fn intervals(
         widest: None,
     };
     let all_hyps = (1u64 << hyps.len()) - 1;
+    let all_flags = (1u64 << flags) - 1;
     let mut digits = vec![0usize; items.len()];
     // `origin` is choice 2 of every item.
     let canonical_digits = vec![2usize; items.len()];
     loop {
-        for hmask in 0..=all_hyps {
+        for hmask in 0..=all_flags {
             let mut reading = Reading {
                 hypotheses: hyps
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| hmask >> i & 1 == 1)
                     .map(|(_, e)| e.clone())
+                    .collect(),
+                outcome_absences: open
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| hmask >> (hyps.len() + i) & 1 == 1)
+                    .map(|(_, a)| *a)
                     .collect(),
                 ..Reading::default()
             };

@@ -28,7 +28,8 @@
 //!   a cycle is not admissible.
 //! - **Outcome** from recorded actuation semantics: the anchors combined by the
 //!   declaration (`|` or `&`), conjoined with every absence variable whose target is an
-//!   anchor target (the dutiful halt would have stopped the actuation). No anchors: the
+//!   anchor target (the dutiful halt would have stopped the actuation) or that the
+//!   reading conjoins because an anchor item's unknown target may be its target. No anchors: the
 //!   outcome is exogenous (`true`, no variable can be a cause).
 //! - **Admissible** readings reproduce the recorded facts: `Y` holds and every
 //!   certified candidate evaluates present.
@@ -76,6 +77,9 @@ pub struct Reading {
     pub production: BTreeMap<MessageId, Production>,
     /// Hypothesis edges `(child, parent)` turned on.
     pub hypotheses: BTreeSet<(MessageId, MessageId)>,
+    /// Absences (indices into [`Slice::absences`]) conjoined to `Y` although no
+    /// certified anchor targets them (an anchor item's unknown target may).
+    pub outcome_absences: BTreeSet<usize>,
     /// Certified messages forced absent (blame-shift reversions).
     pub reverted: BTreeSet<MessageId>,
     /// Reverted deviations whose declared reference counterpart realises the outcome:
@@ -342,7 +346,7 @@ impl Slice {
         for (i, a) in self.absences.iter().enumerate() {
             vars.insert(a.variable.clone(), VarRef::Absence(i));
             b = b.exogenous(a.variable.clone(), Some(a.holder.as_str()), true, true);
-            if a.in_outcome {
+            if a.in_outcome || reading.outcome_absences.contains(&i) {
                 conj.push(a.variable.clone());
             }
         }

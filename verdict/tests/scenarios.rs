@@ -330,6 +330,37 @@ fn omission_grades_the_absence_and_clears_the_compliant_issuer() {
 }
 
 #[test]
+fn a_deleted_anchor_keeps_the_omission_in_the_interval() {
+    // The anchor's target made the unissued halt a condition of Y. Once the anchor is
+    // deleted its target is unknown: the completions must still read the absence as
+    // conjoined (the record before the deletion), not only as irrelevant.
+    let (f, a) = omission_fleet(false);
+    let (rec, keys) = f.seal(4);
+    let adv = adverse(&[&a], 5000, &[]);
+    let clean = judge(&rec, &keys, &halt_registry(), &adv);
+    let mut cut = rec.clone();
+    let idx = f.msgs.iter().position(|(s, _)| s.id() == &a).unwrap();
+    cut.envelopes.remove(idx);
+    let v = judge(&cut, &keys, &halt_registry(), &adv);
+    assert_eq!(v.slice.absences.len(), 1);
+    assert!(!v.slice.absences[0].in_outcome, "no certified anchor targets agv-1");
+    for (p, c) in &clean.principals {
+        let e = v.finding(p).unwrap();
+        assert!(
+            e.rho_lo <= c.rho_lo && c.rho_hi <= e.rho_hi,
+            "{p}: [{}, {}] does not contain [{}, {}]",
+            e.rho_lo,
+            e.rho_hi,
+            c.rho_lo,
+            c.rho_hi
+        );
+    }
+    let s = v.finding("supervisor").unwrap();
+    assert_eq!(s.rho_hi, 1.0);
+    assert!(!s.items.is_empty());
+}
+
+#[test]
 fn similarity_edge_downgrades_to_temporal_and_blocks_culpability() {
     let mut f = Fleet::new();
     let o = f.order("operator", 0, "shift");
