@@ -23,7 +23,7 @@ use crate::bench_pipeline::{ed25519_single_core_per_s, percentile};
 use crate::pipeline::{self, Deployment};
 use audita_bus::kafka::KafkaBus;
 use audita_bus::{topics, Bus};
-use audita_load_tests::load::{feed, Lane, Load, LoadConfig};
+use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_sealer::stage::EpochMessage;
 use audita_sinks::metrics::Metrics;
 use clap::{Args, ValueEnum};
@@ -51,6 +51,16 @@ pub enum LoadStage {
     Sink,
 }
 
+/// Where incident cells sit in record time (`audita_load_tests::load::Placement`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IncidentTime {
+    /// At the current record time: each incident's window also holds the fleet's
+    /// traffic of those seconds (realistic; slices grow with the fleet).
+    Live,
+    /// Each cell in its own record-time slot: its window holds only its messages.
+    OwnSlot,
+}
+
 /// Arguments of `audita load`.
 #[derive(Args, Clone)]
 pub struct LoadArgs {
@@ -72,6 +82,13 @@ pub struct LoadArgs {
     /// Seed of keys, phases and scenarios.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Where incident cells sit in record time.
+    #[arg(long, value_enum, default_value = "live")]
+    pub incident_time: IncidentTime,
+    /// How long the slicer lets a declaration wait for the event-time watermark
+    /// before judging it as it stands (the `audita stage slicer` default).
+    #[arg(long, default_value_t = 15_000)]
+    pub slicer_wait_ms: u64,
     /// Kafka bootstrap on this machine (host:port; loopback only).
     #[arg(long)]
     pub bootstrap: Option<String>,
@@ -113,6 +130,10 @@ impl LoadArgs {
             incidents_per_s: self.incident_rate,
             duration: Duration::from_secs_f64(self.duration.min(1e6)),
             seed: self.seed,
+            placement: match self.incident_time {
+                IncidentTime::Live => Placement::Live,
+                IncidentTime::OwnSlot => Placement::OwnSlot,
+            },
         };
         c.validate()?;
         Ok(c)
@@ -176,9 +197,14 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
     match stage {
         LoadStage::Ingest => pipeline::run_ingest(&d, &bus, &stop, None, &m).map(|_| ()),
         LoadStage::Sealer => pipeline::run_sealer(&d, &bus, &dir()?, &stop, None, &m),
-        LoadStage::Slicer => {
-            pipeline::run_slicer(&d, &bus, Duration::from_secs(10), &stop, None, &m)
-        }
+        LoadStage::Slicer => pipeline::run_slicer(
+            &d,
+            &bus,
+            Duration::from_millis(args.slicer_wait_ms),
+            &stop,
+            None,
+            &m,
+        ),
         LoadStage::Engine => pipeline::run_engine(&d, &bus, &stop, None, &m).map(|_| ()),
         LoadStage::Sink => {
             pipeline::run_sink(&d, &bus, &dir()?, None, &stop, None, &m, |_| {}).map(|_| ())
@@ -254,6 +280,14 @@ fn spawn_stage(
         .args(["--incident-rate", &args.incident_rate.to_string()])
         .args(["--duration", &args.duration.to_string()])
         .args(["--seed", &args.seed.to_string()])
+        .args([
+            "--incident-time",
+            match args.incident_time {
+                IncidentTime::Live => "live",
+                IncidentTime::OwnSlot => "own-slot",
+            },
+        ])
+        .args(["--slicer-wait-ms", &args.slicer_wait_ms.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
@@ -591,7 +625,8 @@ fn measure(
             "robots": config.robots, "commands_per_s": config.commands_per_s,
             "reports_per_s": config.reports_per_s, "incidents_per_s": config.incidents_per_s,
             "duration_s": config.duration.as_secs_f64(), "seed": config.seed,
-            "workers": args.workers,
+            "workers": args.workers, "incident_time": format!("{:?}", args.incident_time),
+            "slicer_wait_ms": args.slicer_wait_ms,
         },
         "presign_s": presign_s,
         "envelopes": envelopes,

@@ -19,10 +19,13 @@
 //!   with the facility's own duty registry entries and adverse declaration, which is
 //!   scheduled 1 ms after its `t*`. A cell is only laid where its window and the
 //!   slicer's grace period end before the run does, so every declaration can settle.
-//! - **Time.** Record time is milliseconds from the start of the run; a message is
-//!   offered when the wall clock since the first send reaches its timestamp, so
-//!   record time and wall time agree and the sealer's event-time watermark advances
-//!   as in production. Messages of one author are offered in timestamp order.
+//! - **Time.** A record is offered when the wall clock since the first send reaches
+//!   its offset; the fleet's record time is [`LIVE_ORIGIN_MS`] + that offset, so
+//!   record time and wall time advance together as in production. Incident cells are
+//!   offered at the same pace; where they sit in record time is [`Placement`]: live
+//!   (realistic: an incident's window then holds the whole fleet's traffic of those
+//!   seconds) or each in its own slot (its window holds only its own messages).
+//!   Messages of one author are offered in timestamp order.
 //! - **Bounded.** At most [`MAX_DURATION_S`] seconds, [`MAX_ROBOTS`] robots and
 //!   [`MAX_MESSAGES`] envelopes per run, checked before anything is signed; the
 //!   generator only talks to the [`Producer`] it is given (loopback Kafka or the
@@ -74,7 +77,30 @@ pub struct LoadConfig {
     pub duration: Duration,
     /// Seed of keys, phases and scenarios.
     pub seed: u64,
+    /// Where incident cells sit in record time.
+    pub placement: Placement,
 }
+
+/// Where incident cells sit in record time (they are offered at the same wall times
+/// either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Placement {
+    /// At the current record time, like the fleet around them: each incident's window
+    /// (5–14 s of the facility world) then also holds every fleet message of those
+    /// seconds, and the slicer carries all of them in the slice.
+    #[default]
+    Live,
+    /// Each cell in its own record-time slot (`k × OWN_SLOT_MS`, before
+    /// [`LIVE_ORIGIN_MS`]), so its window holds only its own messages: late data for
+    /// the sealer's watermark, which has long passed the window when they arrive.
+    OwnSlot,
+}
+
+/// Record time of the start of the run (ms): the fleet's timestamps are
+/// `LIVE_ORIGIN_MS + offset`, leaving room below for [`Placement::OwnSlot`] cells.
+pub const LIVE_ORIGIN_MS: u64 = 10_000_000_000;
+/// Width of one own-slot cell's record-time slot (ms); cells last at most ~15 s.
+pub const OWN_SLOT_MS: u64 = 20_000;
 
 impl Default for LoadConfig {
     fn default() -> Self {
@@ -85,6 +111,7 @@ impl Default for LoadConfig {
             incidents_per_s: 0.5,
             duration: Duration::from_secs(60),
             seed: 1,
+            placement: Placement::Live,
         }
     }
 }
@@ -193,11 +220,12 @@ impl Load {
         }
         let mut principals = serde_json::Map::new();
         let mut cells = Vec::new();
-        for (k, base) in incident_bases(config).into_iter().enumerate() {
+        for (k, offset) in incident_offsets(config).into_iter().enumerate() {
             let family = fleet::DEMO_MIX[k % fleet::DEMO_MIX.len()];
             let sc = generate(family, config.seed.wrapping_add(k as u64));
+            let base = record_base(config, k, offset);
             let cell = fleet::build_cell(k, &sc, config.seed, base, &mut keys, &mut principals)?;
-            if cell_end(&cell) + CELL_TAIL_MS <= duration_ms(config) {
+            if cell_end(&cell) - base + offset + CELL_TAIL_MS <= duration_ms(config) {
                 cells.push(cell);
             }
         }
@@ -251,8 +279,14 @@ impl Load {
         for p in parts {
             all.extend(p?);
         }
+        let offsets = incident_offsets(config);
         for cell in &load.fleet.cells {
-            all.extend(cell_traffic(cell));
+            let offset = offsets.get(cell.index).copied().unwrap_or(0);
+            all.extend(cell_traffic(
+                cell,
+                record_base(config, cell.index, offset),
+                offset,
+            ));
         }
         all.sort_by_key(|(at, tie, s)| (*at, s.lane == Lane::Adverse, *tie));
         load.schedule = all.into_iter().map(|(_, _, s)| s).collect();
@@ -281,8 +315,9 @@ fn duration_ms(c: &LoadConfig) -> u64 {
     c.duration.as_millis() as u64
 }
 
-/// Record time at which incident cell `k` starts: evenly spaced from 1 s on.
-fn incident_bases(c: &LoadConfig) -> Vec<u64> {
+/// Offset (ms from the start of the run) at which incident cell `k` is offered:
+/// evenly spaced from 1 s on.
+fn incident_offsets(c: &LoadConfig) -> Vec<u64> {
     if c.incidents_per_s <= 0.0 {
         return Vec::new();
     }
@@ -291,6 +326,14 @@ fn incident_bases(c: &LoadConfig) -> Vec<u64> {
         .floor()
         .max(0.0) as usize;
     (0..n).map(|k| 1_000 + (k as f64 * gap) as u64).collect()
+}
+
+/// Record time at which incident cell `k`, offered from `offset`, starts.
+fn record_base(c: &LoadConfig, k: usize, offset: u64) -> u64 {
+    match c.placement {
+        Placement::Live => LIVE_ORIGIN_MS + offset,
+        Placement::OwnSlot => OWN_SLOT_MS * (k as u64 + 1),
+    }
 }
 
 /// The latest record time of a cell: its last message or its window's end.
@@ -309,11 +352,13 @@ fn cell_end(cell: &Cell) -> u64 {
     last.max(window)
 }
 
-fn cell_traffic(cell: &Cell) -> Vec<Timed> {
+/// A cell's records, offered at `offset + (record time − base)`.
+fn cell_traffic(cell: &Cell, base: u64, offset: u64) -> Vec<Timed> {
     let tie = u64::MAX - 1_000_000 + cell.index as u64; // after background at the same ms
+    let at = |t: u64| t.saturating_sub(base) + offset;
     let mut out = Vec::new();
     for (e, r) in cell.envelopes.iter().zip(&cell.receipts) {
-        let t = e.envelope().timestamp;
+        let t = at(e.envelope().timestamp);
         out.push((
             t,
             tie,
@@ -336,12 +381,12 @@ fn cell_traffic(cell: &Cell) -> Vec<Timed> {
         ));
     }
     if let Some(a) = &cell.adverse {
-        let at = a.t_star_ms + 1;
+        let t = at(a.t_star_ms) + 1;
         out.push((
-            at,
+            t,
             tie,
             Scheduled {
-                at_ms: at,
+                at_ms: t,
                 lane: Lane::Adverse,
                 key: a.incident.clone(),
                 bytes: serde_json::to_vec(a).unwrap_or_default(),
@@ -430,7 +475,12 @@ fn robot_traffic(
             .sign(&author.key)
             .map_err(|e| LoadError::Config(format!("background envelope: {e}")))?;
         let id = s.id().clone();
-        let r = Receipt::sign(id.clone(), recipient.id.clone(), at + 1, &recipient.key);
+        let r = Receipt::sign(
+            id.clone(),
+            recipient.id.clone(),
+            s.envelope().timestamp + 1,
+            &recipient.key,
+        );
         out.push((
             at,
             tie(*seq),
@@ -474,7 +524,7 @@ fn robot_traffic(
             let env = Envelope::new(
                 robot.id.clone(),
                 planner.id.clone(),
-                at,
+                LIVE_ORIGIN_MS + at,
                 Payload::SensorReport {
                     sensor: format!("{}/lidar", robot.id),
                     reading: format!("pose {x},{y} clear"),
@@ -523,9 +573,14 @@ fn robot_traffic(
             };
         let is_move = matches!(payload, Payload::MoveTo { .. });
         let kind = payload.kind();
-        let cmd = Envelope::new(author.id.clone(), robot.id.clone(), at, payload)
-            .cite(cites)
-            .with_effect(effect);
+        let cmd = Envelope::new(
+            author.id.clone(),
+            robot.id.clone(),
+            LIVE_ORIGIN_MS + at,
+            payload,
+        )
+        .cite(cites)
+        .with_effect(effect);
         let cmd_id = push(out, &mut seq, at, cmd, author, &robot)?;
         if is_move {
             last_move = Some(cmd_id.clone());
@@ -534,7 +589,7 @@ fn robot_traffic(
         let act = Envelope::new(
             robot.id.clone(),
             author.id.clone(),
-            done,
+            LIVE_ORIGIN_MS + done,
             Payload::ToolOutput {
                 tool: "actuator".into(),
                 output: format!("{kind} realised"),

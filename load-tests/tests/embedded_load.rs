@@ -6,7 +6,7 @@
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::{topics, Bus, TopicSpec};
 use audita_evidence::{derive_signing_key, SignedEnvelope};
-use audita_load_tests::load::{feed, Lane, Load, LoadConfig};
+use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_sealer::stage::{EpochMessage, SealerConfig, SealerStage};
 use audita_slicer::stage::SlicerStage;
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,7 +18,16 @@ const ORIGIN: &str = "audita.local/load-test-log";
 const KEEPER: &str = "operator.example/keeper";
 
 #[test]
-fn generated_fleet_passes_ingest_is_sealed_once_and_each_incident_gets_one_verdict() {
+fn live_incidents_pass_ingest_are_sealed_once_and_each_gets_one_verdict() {
+    check(Placement::Live);
+}
+
+#[test]
+fn own_slot_incidents_pass_ingest_are_sealed_once_and_each_gets_one_verdict() {
+    check(Placement::OwnSlot);
+}
+
+fn check(placement: Placement) {
     let config = LoadConfig {
         robots: 20,
         commands_per_s: 2.0,
@@ -26,6 +35,7 @@ fn generated_fleet_passes_ingest_is_sealed_once_and_each_incident_gets_one_verdi
         incidents_per_s: 0.5,
         duration: Duration::from_secs(16),
         seed: 7,
+        placement,
     };
     let load = Load::build(&config, 2, &AtomicU64::new(0)).expect("load builds");
     let incidents: BTreeSet<String> = load.incidents().into_iter().collect();
@@ -223,5 +233,28 @@ fn generated_fleet_passes_ingest_is_sealed_once_and_each_incident_gets_one_verdi
             "{incident} abstained: {}",
             vs[0]["abstained"]
         );
+    }
+    // Through the whole pipeline, every incident's ρ equals its cell's planted causal
+    // profile (fleet principals sharing the window get ρ = 0).
+    for cell in &load.fleet.cells {
+        let Some(a) = &cell.adverse else { continue };
+        let rows = verdicts[&a.incident][0]["rows"].as_array().unwrap().clone();
+        for r in &rows {
+            let p = r["principal"].as_str().unwrap();
+            let want = cell.planted_causal.get(p).copied().unwrap_or(0.0);
+            assert_eq!(
+                (r["rho_lo"].as_f64().unwrap(), r["rho_hi"].as_f64().unwrap()),
+                (want, want),
+                "{}: {p}",
+                a.incident
+            );
+        }
+        for (p, want) in cell.planted_causal.iter().filter(|(_, w)| **w > 0.0) {
+            assert!(
+                rows.iter().any(|r| r["principal"] == p.as_str()),
+                "{}: {p} (ρ = {want}) has no row",
+                a.incident
+            );
+        }
     }
 }
