@@ -29,8 +29,8 @@
 //! - **Outcome** from recorded actuation semantics: the anchors combined by the
 //!   declaration (`|` or `&`), conjoined with every absence variable whose target is an
 //!   anchor target (the dutiful halt would have stopped the actuation) or that the
-//!   reading conjoins because an anchor item's unknown target may be its target. No anchors: the
-//!   outcome is exogenous (`true`, no variable can be a cause).
+//!   reading conjoins because an anchor item's unknown target may be its target. No
+//!   anchors: the outcome is exogenous (`true`, no variable can be a cause).
 //! - **Admissible** readings reproduce the recorded facts: `Y` holds and every
 //!   certified candidate evaluates present.
 //! - Variable names: `m_<first 16 hex of the digest>` (suffixed on collision) and
