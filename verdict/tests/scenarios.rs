@@ -343,7 +343,10 @@ fn a_deleted_anchor_keeps_the_omission_in_the_interval() {
     cut.envelopes.remove(idx);
     let v = judge(&cut, &keys, &halt_registry(), &adv);
     assert_eq!(v.slice.absences.len(), 1);
-    assert!(!v.slice.absences[0].in_outcome, "no certified anchor targets agv-1");
+    assert!(
+        !v.slice.absences[0].in_outcome,
+        "no certified anchor targets agv-1"
+    );
     for (p, c) in &clean.principals {
         let e = v.finding(p).unwrap();
         assert!(
