@@ -567,7 +567,17 @@ fn measure(
     // Drain: until every envelope is sealed and every incident judged.
     let drain_bar = bar(args.quiet, envelopes, "sealed");
     let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain_timeout);
-    let mut died = Vec::new();
+    // Stages that exited (they never should): name → status and the tail of its log.
+    let mut died: BTreeMap<String, String> = BTreeMap::new();
+    let check_exits = |procs: &mut [StageProc], died: &mut BTreeMap<String, String>| {
+        for p in procs.iter_mut() {
+            if !died.contains_key(&p.name) {
+                if let Ok(Some(st)) = p.child.try_wait() {
+                    died.insert(p.name.clone(), format!("exited ({st}): {}", tail(&p.log)));
+                }
+            }
+        }
+    };
     loop {
         let (sealed, judged) = {
             let s = seen.lock().unwrap_or_else(|e| e.into_inner());
@@ -575,15 +585,15 @@ fn measure(
         };
         drain_bar.set_position(sealed.min(envelopes));
         drain_bar.set_message(status(&seen));
-        if sealed >= envelopes && judged >= incidents.len() {
+        check_exits(procs, &mut died);
+        // Without ingest or sealer nothing more is sealed; without the slicer, an
+        // engine or the sink, no more verdicts arrive (keep measuring the sealing).
+        let sealing = !died.contains_key("ingest") && !died.contains_key("sealer");
+        let judging = sealing && died.is_empty();
+        if (sealed >= envelopes || !sealing) && (judged >= incidents.len() || !judging) {
             break;
         }
-        for p in procs.iter_mut() {
-            if let Ok(Some(st)) = p.child.try_wait() {
-                died.push(format!("{} exited ({st}): {}", p.name, tail(&p.log)));
-            }
-        }
-        if !died.is_empty() || Instant::now() >= drain_deadline {
+        if Instant::now() >= drain_deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -596,13 +606,7 @@ fn measure(
         Ok(r) => r?,
         Err(_) => anyhow::bail!("the monitor thread panicked"),
     }
-    for p in procs.iter_mut() {
-        if died.iter().all(|d| !d.starts_with(&p.name)) {
-            if let Ok(Some(st)) = p.child.try_wait() {
-                died.push(format!("{} exited ({st}): {}", p.name, tail(&p.log)));
-            }
-        }
-    }
+    check_exits(procs, &mut died);
     let limit_after = ed25519_single_core_per_s();
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     let samples = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -654,6 +658,7 @@ fn measure(
             "max": ms(lat.last().copied().unwrap_or_default()),
         },
         "stage_failures": died,
+        "drained": seen.sealed >= envelopes && seen.latencies.len() + seen.abstained.len() >= incidents.len(),
         "wall_s": end.as_secs_f64(),
         "samples": samples,
     }))
@@ -661,6 +666,16 @@ fn measure(
 
 fn f(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(0.0)
+}
+
+/// The stage names sampled in a run, in name order.
+fn stage_names(samples: &[Value]) -> Vec<String> {
+    let names: std::collections::BTreeSet<String> = samples
+        .iter()
+        .filter_map(|s| s["rss_mib"].as_object())
+        .flat_map(|o| o.keys().cloned())
+        .collect();
+    names.into_iter().collect()
 }
 
 /// The measurement as BENCHMARKS.md text: one summary table and RSS over time.
@@ -698,22 +713,16 @@ fn markdown(r: &Value) -> String {
         r["missing_verdicts"].as_array().map_or(0, |a| a.len()),
         r["duplicate_verdicts"],
         r["stage_failures"]
-            .as_array()
-            .filter(|a| !a.is_empty())
-            .map_or("none".to_string(), |a| format!("{a:?}")),
+            .as_object()
+            .filter(|o| !o.is_empty())
+            .map_or("none".to_string(), |o| o
+                .iter()
+                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join("; ")),
     ));
     let samples = r["samples"].as_array().cloned().unwrap_or_default();
-    let stages: Vec<String> = samples
-        .iter()
-        .flat_map(|s| {
-            s["rss_mib"]
-                .as_object()
-                .into_iter()
-                .flat_map(|o| o.keys().cloned())
-        })
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let stages = stage_names(&samples);
     s.push_str("\nResident memory (MiB) and sealed rate over the run:\n\n| t s | offered msg/s | sealed msg/s | verdicts |");
     for st in &stages {
         s.push_str(&format!(" {st} |"));
@@ -768,17 +777,7 @@ fn markdown(r: &Value) -> String {
 /// RSS per stage (top) and offered vs sealed rate (bottom) over time.
 fn svg(r: &Value) -> String {
     let samples = r["samples"].as_array().cloned().unwrap_or_default();
-    let stages: Vec<String> = samples
-        .iter()
-        .flat_map(|s| {
-            s["rss_mib"]
-                .as_object()
-                .into_iter()
-                .flat_map(|o| o.keys().cloned())
-        })
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let stages = stage_names(&samples);
     let (w, left, pw, ph) = (720.0, 60.0, 520.0, 200.0);
     let (top1, top2) = (40.0, 310.0);
     let h = top2 + ph + 50.0;
