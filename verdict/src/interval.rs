@@ -58,14 +58,14 @@ fn choices(inputs: &[MessageId]) -> Vec<Option<Production>> {
     out
 }
 
-/// Number of choices of an item with `k` possible inputs (`None` beyond `u64`).
-fn choice_count(k: usize) -> Option<u64> {
-    if k >= 62 {
-        return None;
+/// Base-2 logarithm of the number of choices of an item with `k` possible inputs:
+/// absent, external, origin, `2^k - 1` any-subsets and `2^k - 1 - k` all-subsets.
+fn choice_bits(k: usize) -> f64 {
+    if k >= 60 {
+        return (k + 1) as f64;
     }
     let any = (1u64 << k) - 1;
-    let all = any - k as u64;
-    Some(3 + any + all)
+    ((3 + any + (any - k as u64)) as f64).log2()
 }
 
 /// The result of the enumeration.
@@ -97,11 +97,6 @@ pub fn intervals(
         .into_iter()
         .map(|e| (e.child.clone(), e.parent.clone()))
         .collect();
-    // log2 of the number of readings, rounded up; saturating beyond u64.
-    let mut total: Option<u64> = Some(1);
-    for it in &items {
-        total = total.and_then(|t| choice_count(it.inputs.len()).and_then(|c| t.checked_mul(c)));
-    }
     // A present anchor item's target is unknown: every absence not already in `Y` may
     // have been conjoined to it (its target may be the item's).
     let open: Vec<usize> = if items.iter().any(|i| i.anchor) {
@@ -112,11 +107,14 @@ pub fn intervals(
         Vec::new()
     };
     let flags = hyps.len() + open.len();
-    total = total.and_then(|t| t.checked_mul(1u64.checked_shl(flags as u32)?));
-    let bits = match total {
-        Some(t) => (u64::BITS - (t - 1).leading_zeros()) as usize,
-        None => usize::MAX,
-    };
+    // log2 of the number of readings, rounded up (a small tolerance absorbs the
+    // rounding of exact powers of two).
+    let log2: f64 = items
+        .iter()
+        .map(|it| choice_bits(it.inputs.len()))
+        .sum::<f64>()
+        + flags as f64;
+    let bits = (log2 - 1e-9).ceil().max(0.0) as usize;
     if bits > MAX_BITS {
         return Err(VerdictError::TooManyCompletions {
             bits,

@@ -60,8 +60,7 @@ pub enum VerdictError {
     /// Too many readings of the completions to enumerate exactly: abstain.
     #[error("the completions of the missing/suspect items and hypothesis edges touching the slice need 2^{bits} readings (max 2^{max}): abstaining")]
     TooManyCompletions {
-        /// Base-2 logarithm of the number of readings (rounded up; `usize::MAX` when
-        /// beyond 2^64).
+        /// Base-2 logarithm of the number of readings, rounded up.
         bits: usize,
         /// The cap.
         max: usize,

@@ -141,6 +141,48 @@ enum Input {
     Var(MessageId),
 }
 
+/// Declares `n` as a `relay-any` (`any`) or `relay-all` of `inputs`: a constant when an
+/// input decides it (or none is left), else the `|` / `&` of the variable inputs.
+fn relay(
+    b: ModelBuilder,
+    n: String,
+    principal: Option<&str>,
+    any: bool,
+    inputs: &[Input],
+    names: &BTreeMap<MessageId, String>,
+) -> Result<ModelBuilder, VerdictError> {
+    let name = |id: &MessageId| {
+        names
+            .get(id)
+            .ok_or_else(|| VerdictError::Internal(format!("no variable name for {id}")))
+    };
+    let mut terms = Vec::new();
+    let mut constant: Option<bool> = None;
+    if inputs.is_empty() {
+        constant = Some(true);
+    }
+    for i in inputs {
+        match i {
+            Input::True if any => constant = Some(true),
+            Input::False if !any => constant = Some(false),
+            Input::Var(p) => terms.push(name(p)?.clone()),
+            _ => {}
+        }
+    }
+    if constant.is_none() && terms.is_empty() {
+        constant = Some(!any);
+    }
+    Ok(match constant {
+        Some(v) => b.exogenous(n, principal, v, true),
+        None => {
+            terms.sort();
+            terms.dedup();
+            let eq = terms.join(if any { " | " } else { " & " });
+            b.endogenous(n, principal, eq, true)
+        }
+    })
+}
+
 impl Slice {
     fn enabled(&self, child: &MessageId, parent: &MessageId, kind: EdgeKind, r: &Reading) -> bool {
         match kind {
@@ -203,6 +245,11 @@ impl Slice {
                     if self.window.contains_key(parent) {
                         links.insert((child.clone(), parent.clone()));
                         if gated.insert(parent.clone()) {
+                            stack.push(parent.clone());
+                        }
+                    } else if item_present(parent) && !external(parent) {
+                        links.insert((child.clone(), parent.clone()));
+                        if present_items.insert(parent.clone()) {
                             stack.push(parent.clone());
                         }
                     }
@@ -292,55 +339,35 @@ impl Slice {
                 _ => Vec::new(),
             };
             let any = node.policy == Policy::RelayAny;
-            let mut terms = Vec::new();
-            let mut constant: Option<bool> = None;
-            if inputs.is_empty() {
-                constant = Some(true);
-            }
-            for i in &inputs {
-                match i {
-                    Input::True if any => constant = Some(true),
-                    Input::False if !any => constant = Some(false),
-                    Input::Var(p) => terms.push(name(p)?.clone()),
-                    _ => {}
-                }
-            }
-            if constant.is_none() && terms.is_empty() {
-                constant = Some(!any);
-            }
-            b = match constant {
-                Some(v) => b.exogenous(n, principal, v, true),
-                None => {
-                    terms.sort();
-                    terms.dedup();
-                    let eq = terms.join(if any { " | " } else { " & " });
-                    b.endogenous(n, principal, eq, true)
-                }
-            };
+            b = relay(b, n, principal, any, &inputs, names)?;
         }
         for id in &present_items {
             let n = name(id)?.clone();
             vars.insert(n.clone(), VarRef::Message(id.clone()));
             name_of.insert(id.clone(), n.clone());
             let principal = Some(id.author.as_str());
-            b = match production(id) {
-                Production::Any(s) | Production::All(s) if !s.is_empty() => {
-                    let mut terms = Vec::with_capacity(s.len());
-                    for p in s {
-                        terms.push(name(p)?.clone());
-                    }
-                    terms.sort();
-                    terms.dedup();
-                    let any = matches!(production(id), Production::Any(_));
-                    b.endogenous(
-                        n,
-                        principal,
-                        terms.join(if any { " | " } else { " & " }),
-                        true,
-                    )
+            let any = match production(id) {
+                Production::Any(_) => true,
+                Production::All(_) => false,
+                Production::External | Production::Origin => {
+                    b = b.exogenous(n, principal, true, true);
+                    continue;
                 }
-                _ => b.exogenous(n, principal, true, true),
             };
+            let inputs: Vec<Input> = production(id)
+                .inputs()
+                .iter()
+                .map(|p| {
+                    if gated.contains(p) || present_items.contains(p) {
+                        Input::Var(p.clone())
+                    } else if item_present(p) {
+                        Input::True
+                    } else {
+                        Input::False
+                    }
+                })
+                .collect();
+            b = relay(b, n, principal, any, &inputs, names)?;
         }
         let mut conj = Vec::new();
         for (i, a) in self.absences.iter().enumerate() {

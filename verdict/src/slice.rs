@@ -37,6 +37,9 @@
 //!   unrealised messages are not candidates: a root input supplies the item from
 //!   outside the model and an unrealised one supplies nothing, which the `external`,
 //!   `origin` and subset choices of [`crate::reading::Production`] already cover.
+//!   Another attested item whose leaf precedes that bound is a candidate too (a chain
+//!   of deletions) and then touches the slice; items without a known leaf are never
+//!   candidates, so two items never consume each other.
 //!   The certified messages reachable backwards from the candidates that are not in
 //!   the closure form the **possible-input region** (`reach`, with `reach_edges`);
 //!   items consumed there touch the slice too (iterated to a fixed point). The region
@@ -147,7 +150,8 @@ pub struct Item {
     pub anchor: bool,
     /// Whether it is enumerated (touches the slice).
     pub touches: bool,
-    /// Certified messages it may have consumed (sorted; see the module docs).
+    /// Certified messages and earlier attested items it may have consumed (sorted;
+    /// see the module docs).
     pub inputs: Vec<MessageId>,
 }
 
@@ -439,7 +443,7 @@ impl Slice {
                     }
                 }
                 let descendants = descendants(&id, &children);
-                let inputs: Vec<MessageId> = window
+                let mut inputs: Vec<MessageId> = window
                     .values()
                     .filter(|n| n.policy != Policy::Root)
                     .filter(|n| !unrealised.contains(&n.id))
@@ -447,8 +451,27 @@ impl Slice {
                     .filter(|n| !descendants.contains(&n.id))
                     .map(|n| n.id.clone())
                     .collect();
+                // Another attested item sealed before it (leaves known for both, so
+                // no two items can consume each other): it may have consumed that
+                // one too, which then touches the slice (a chain of deletions).
+                let earlier: Vec<MessageId> = items
+                    .values()
+                    .filter(|i| i.id != id && i.kind != ItemKind::Unresolved)
+                    .filter(|i| {
+                        let leaf = leaves.get(&i.id);
+                        leaf.is_some_and(|l| bound.is_some_and(|b| *l < b))
+                    })
+                    .map(|i| i.id.clone())
+                    .collect();
+                for e in &earlier {
+                    if let Some(it) = items.get_mut(e) {
+                        it.touches = true;
+                    }
+                }
+                inputs.extend(earlier);
+                inputs.sort();
                 let mut queue: VecDeque<MessageId> = VecDeque::new();
-                for c in &inputs {
+                for c in inputs.iter().filter(|c| window.contains_key(*c)) {
                     if !closure.contains(c) && reach.insert(c.clone()) {
                         queue.push_back(c.clone());
                     }

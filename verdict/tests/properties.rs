@@ -240,6 +240,37 @@ proptest! {
     }
 
     #[test]
+    fn two_deletions_only_widen(
+        w in world(), p1 in any::<prop::sample::Index>(), p2 in any::<prop::sample::Index>()
+    ) {
+        let b = build(&w);
+        let (rec, keys) = b.fleet.seal(3);
+        let clean = judge_rec(&b, &rec, &keys);
+        let all: Vec<MessageId> = b.ids.iter().cloned().chain([b.anchor.clone()]).collect();
+        let (d1, d2) = (&all[p1.index(all.len())], &all[p2.index(all.len())]);
+        let mut cut = rec.clone();
+        cut.envelopes.retain(|e| {
+            audita_evidence::SignedEnvelope::decode(e.clone())
+                .map_or(true, |s| s.id() != d1 && s.id() != d2)
+        });
+        let part = audita_evidence::verify_record(&cut, &keys);
+        let v = match audita_verdict::verdict(&cut, &part, &b.duties, &b.adverse) {
+            Ok(v) => v,
+            // Too many readings: a clear abstention, not a verdict to compare.
+            Err(audita_verdict::VerdictError::TooManyCompletions { .. }) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(e.to_string())),
+        };
+        for (p, c) in &clean.principals {
+            let f = v.finding(p).unwrap();
+            prop_assert!(
+                f.rho_lo <= c.rho_lo && c.rho_hi <= f.rho_hi,
+                "{}: [{}, {}] does not contain the original [{}, {}]",
+                p, f.rho_lo, f.rho_hi, c.rho_lo, c.rho_hi
+            );
+        }
+    }
+
+    #[test]
     fn dilution_by_unrelated_certified_traffic_changes_no_grade(w in world(), extra in 1..5usize) {
         let b = build(&w);
         let (rec, keys) = b.fleet.seal(3);
@@ -372,4 +403,56 @@ fn a_deleted_relay_is_read_with_its_possible_inputs_so_its_inputs_keep_their_gra
     let p0 = v.finding("p0").unwrap();
     assert_eq!(p0.rho_lo, 0.0);
     assert!(p0.items.iter().any(|i| i.author == "p3"));
+}
+
+#[test]
+fn a_chain_of_deletions_keeps_every_link_in_the_interval() {
+    // a (p0) -> r1 (p1) -> r2 (p2) -> anchor; r1 and r2 deleted. r1's only citer is
+    // the deleted r2, so r1 is attested by its seal alone; r2's possible inputs must
+    // include it, or p1 could never be read as involved.
+    let mut f = Fleet::new();
+    let o = f.order("operator", 0, "shift");
+    let a = f.cmd("p0", "p1", 10, fast("agv-1"), &[&o], "origin", None);
+    let r1 = f.cmd("p1", "p2", 11, fast("agv-1"), &[&a], "relay-any", None);
+    let r2 = f.cmd(
+        "p2",
+        "controller",
+        12,
+        fast("agv-1"),
+        &[&r1],
+        "relay-any",
+        None,
+    );
+    let anchor = f.cmd(
+        "controller",
+        "agv-1",
+        30,
+        fast("agv-1"),
+        &[&r2],
+        "relay-any",
+        None,
+    );
+    let (rec, keys) = f.seal(2);
+    let duties = envelope_registry(&[], "specification");
+    let adv = adverse(&[&anchor], 1000, &[]);
+    let clean = judge(&rec, &keys, &duties, &adv);
+    let mut cut = rec.clone();
+    cut.envelopes.retain(|e| {
+        audita_evidence::SignedEnvelope::decode(e.clone())
+            .map_or(true, |s| s.id() != &r1 && s.id() != &r2)
+    });
+    assert_eq!(cut.envelopes.len(), rec.envelopes.len() - 2);
+    let v = judge(&cut, &keys, &duties, &adv);
+    for p in ["p0", "p1", "p2", "controller"] {
+        let (c, e) = (clean.finding(p).unwrap(), v.finding(p).unwrap());
+        assert_eq!((c.rho_lo, c.rho_hi), (1.0, 1.0), "{p}");
+        assert!(
+            e.rho_lo <= c.rho_lo && c.rho_hi <= e.rho_hi,
+            "{p}: [{}, {}] does not contain [{}, {}]",
+            e.rho_lo,
+            e.rho_hi,
+            c.rho_lo,
+            c.rho_hi
+        );
+    }
 }
