@@ -439,6 +439,49 @@ impl<'a> TailProver<'a> {
         Ok(InclusionProof { index, size, path })
     }
 
+    /// The consistency proof from the prefix's tree to the whole tree: what a keeper
+    /// checks before co-signing the next checkpoint, computed from the previous
+    /// checkpoint's compact range and the new leaves alone.
+    pub fn consistency(&mut self) -> Result<ConsistencyProof, ProofError> {
+        let (old_size, size) = (self.base, self.size());
+        let mut path = Vec::new();
+        if old_size > 0 && old_size < size {
+            self.subproof(old_size, 0, size, true, &mut path)?;
+        }
+        Ok(ConsistencyProof {
+            old_size,
+            size,
+            path,
+        })
+    }
+
+    /// RFC 9162 SUBPROOF(m, D[lo:hi], complete) with `m` relative to `lo`.
+    fn subproof(
+        &mut self,
+        m: u64,
+        lo: u64,
+        hi: u64,
+        complete: bool,
+        out: &mut Vec<Hash>,
+    ) -> Result<(), ProofError> {
+        let n = hi - lo;
+        if m == n {
+            if !complete {
+                out.push(self.root(lo, hi)?);
+            }
+            return Ok(());
+        }
+        let k = split_u64(n);
+        if m <= k {
+            self.subproof(m, lo, lo + k, complete, out)?;
+            out.push(self.root(lo + k, hi)?);
+        } else {
+            self.subproof(m - k, lo + k, hi, false, out)?;
+            out.push(self.root(lo, lo + k)?);
+        }
+        Ok(())
+    }
+
     /// MTH of leaves `[lo, hi)` (a subtree the RFC 9162 recursion reaches).
     fn root(&mut self, lo: u64, hi: u64) -> Result<Hash, ProofError> {
         if let Some(h) = self.memo.get(&(lo, hi)) {
@@ -593,6 +636,8 @@ mod tests {
                 if base > 0 {
                     assert!(p.prove(base as u64 - 1).is_err());
                 }
+                let c = p.consistency().unwrap();
+                assert_eq!(c, ConsistencyProof::generate(&all, base as u64).unwrap(), "n={n} base={base}");
                 assert!(p.prove(n as u64).is_err());
             }
         }
