@@ -5,6 +5,15 @@
 //! - Idempotent by message id: a message already sealed or pending is never sealed
 //!   again, so re-delivery after a crash changes nothing. The set of sealed ids is
 //!   rebuilt from the record directory on start ([`SealerStage::open`]).
+//! - Bounded memory: sealed ids (and receipt digests) are remembered for a dedupe
+//!   horizon of record time behind the event-time watermark
+//!   ([`SealerStage::with_horizon`], default [`DEFAULT_DEDUPE_HORIZON_MS`]) —
+//!   re-delivery after a crash comes from uncommitted offsets, far younger than that.
+//!   An envelope older than the forgotten range cannot be told apart from a
+//!   re-delivered one, so it is not sealed but quarantined to `audita.suspect` with
+//!   reason `late` (published before its offset is committed: nothing is lost). The
+//!   log itself is kept as a compact range: keepers' consistency proofs come from the
+//!   previous checkpoint's compact range and the new epoch's leaves.
 //! - Offsets are committed only after the epoch holding the records is on disk
 //!   (every file written atomically) and published: a SIGKILL at any point loses no
 //!   accepted message and seals none twice.
@@ -17,12 +26,12 @@
 
 use crate::disk::{self, ReadError, RecordWriter};
 use audita_bus::{topics, BusError, Consumer, Delivery, Producer};
-use audita_evidence::merkle::{leaf_hash, ConsistencyProof};
+use audita_evidence::merkle::{leaf_hash, CompactRange, TailProver};
 use audita_evidence::{
     EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, SealedEpoch, Sealer,
     SignedEnvelope, SigningKey,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -31,6 +40,8 @@ use std::time::{Duration, Instant};
 pub const FRAME_ENVELOPE: u8 = b'E';
 /// Frame kind byte of an accepted receipt on `audita.accepted`.
 pub const FRAME_RECEIPT: u8 = b'R';
+/// Default dedupe horizon: ten minutes of record time.
+pub const DEFAULT_DEDUPE_HORIZON_MS: u64 = 600_000;
 /// Segment kind of a published epoch on `audita.epochs`.
 const EPOCH_MESSAGE_KIND: u8 = b'P';
 
@@ -152,11 +163,21 @@ pub struct SealerStage {
     writer: RecordWriter,
     sealer: Sealer,
     keepers: Vec<Keeper>,
-    /// Leaf hashes of the whole log (for keepers' consistency proofs).
-    leaf_hashes: Vec<Hash>,
-    sealed: BTreeSet<MessageId>,
-    receipts_seen: BTreeSet<Hash>,
+    /// The log's compact range at the last checkpoint (for consistency proofs).
+    log: CompactRange,
+    /// Sealed ids within the dedupe horizon, with their timestamps.
+    sealed: BTreeMap<MessageId, u64>,
+    sealed_by_time: BTreeSet<(u64, MessageId)>,
+    /// Receipt digests within the dedupe horizon, with their timestamps.
+    receipts_seen: BTreeMap<Hash, u64>,
+    receipts_by_time: BTreeSet<(u64, Hash)>,
+    /// Everything older than this (record time) was forgotten.
+    forgotten_before: u64,
+    horizon_ms: u64,
+    /// Quarantine records for late envelopes, published at the next close.
+    late: Vec<Vec<u8>>,
     pending: Vec<SignedEnvelope>,
+    pending_ids: BTreeSet<MessageId>,
     pending_on_disk: usize,
     pending_receipts: Vec<Vec<u8>>,
     oldest_pending: Option<Instant>,
@@ -195,10 +216,16 @@ impl SealerStage {
                 .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?,
             writer,
             keepers,
-            leaf_hashes: Vec::new(),
-            sealed: BTreeSet::new(),
-            receipts_seen: BTreeSet::new(),
+            log: CompactRange::new(),
+            sealed: BTreeMap::new(),
+            sealed_by_time: BTreeSet::new(),
+            receipts_seen: BTreeMap::new(),
+            receipts_by_time: BTreeSet::new(),
+            forgotten_before: 0,
+            horizon_ms: DEFAULT_DEDUPE_HORIZON_MS,
+            late: Vec::new(),
             pending: Vec::new(),
+            pending_ids: BTreeSet::new(),
             pending_on_disk: 0,
             pending_receipts: Vec::new(),
             oldest_pending: None,
@@ -241,20 +268,22 @@ impl SealerStage {
             self.last_size = last.size;
             self.clock_ms = last.closed_at;
         }
-        self.leaf_hashes = leaves
-            .iter()
-            .map(|id| leaf_hash(&id.leaf_bytes()))
-            .collect();
-        self.sealed = leaves.into_iter().collect();
+        for id in &leaves {
+            self.log.append(leaf_hash(&id.leaf_bytes()));
+        }
+        let sealed_ids: BTreeSet<MessageId> = leaves.into_iter().collect();
         for r in &record.receipts {
-            self.receipts_seen.insert(audita_evidence::sha256(r));
+            let t = Receipt::decode(r.clone())
+                .map(|r| r.timestamp())
+                .unwrap_or(0);
+            self.remember_receipt(audita_evidence::sha256(r), t);
         }
         // Envelopes on disk that no epoch covers: back into the open window.
         for bytes in &record.envelopes {
             if let Ok(env) = SignedEnvelope::decode(bytes.clone()) {
-                if !self.sealed.contains(env.id())
-                    && !self.pending.iter().any(|p| p.id() == env.id())
-                {
+                if sealed_ids.contains(env.id()) {
+                    self.remember_sealed(env.id().clone(), env.envelope().timestamp);
+                } else if self.pending_ids.insert(env.id().clone()) {
                     self.sealer.append_envelope(&env);
                     self.pending.push(env);
                     self.pending_on_disk += 1;
@@ -267,9 +296,90 @@ impl SealerStage {
         Ok(())
     }
 
-    /// Ids sealed so far.
+    /// Sets the dedupe horizon (record-time ms; see the module docs).
+    pub fn with_horizon(mut self, horizon_ms: u64) -> SealerStage {
+        self.horizon_ms = horizon_ms;
+        self
+    }
+
+    /// Sealed ids remembered for deduplication (those within the horizon).
     pub fn sealed_count(&self) -> usize {
         self.sealed.len()
+    }
+
+    /// Advances the event time of the delivery's partition (each partition is in
+    /// time order); always `true`, so it can sit in a match guard.
+    fn observe(&mut self, d: &Delivery, timestamp: u64) -> bool {
+        let t = self
+            .partition_time
+            .entry((d.topic.clone(), d.partition))
+            .or_insert(timestamp);
+        *t = (*t).max(timestamp);
+        true
+    }
+
+    fn remember_sealed(&mut self, id: MessageId, timestamp: u64) {
+        self.sealed_by_time.insert((timestamp, id.clone()));
+        self.sealed.insert(id, timestamp);
+    }
+
+    fn remember_receipt(&mut self, digest: Hash, timestamp: u64) -> bool {
+        if self.receipts_seen.contains_key(&digest) {
+            return false;
+        }
+        self.receipts_by_time.insert((timestamp, digest));
+        self.receipts_seen.insert(digest, timestamp);
+        true
+    }
+
+    /// The event-time low watermark (0 until every input partition delivered).
+    fn watermark(&self) -> u64 {
+        if self.partition_time.len() >= self.partitions_expected {
+            self.partition_time.values().copied().min().unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// Forgets sealed ids and receipt digests older than the horizon behind the
+    /// watermark.
+    fn forget(&mut self) {
+        let cutoff = self.watermark().saturating_sub(self.horizon_ms);
+        if cutoff <= self.forgotten_before {
+            return;
+        }
+        self.forgotten_before = cutoff;
+        while let Some((t, id)) = self.sealed_by_time.first().cloned() {
+            if t >= cutoff {
+                break;
+            }
+            self.sealed_by_time.pop_first();
+            self.sealed.remove(&id);
+        }
+        while let Some((t, h)) = self.receipts_by_time.first().copied() {
+            if t >= cutoff {
+                break;
+            }
+            self.receipts_by_time.pop_first();
+            self.receipts_seen.remove(&h);
+        }
+    }
+
+    fn quarantine_late(&mut self, d: &Delivery, timestamp: u64) {
+        let record = serde_json::json!({
+            "source_topic": d.topic,
+            "partition": d.partition,
+            "offset": d.offset,
+            "reason": "late",
+            "detail": format!(
+                "timestamp {timestamp} ms is older than the sealer's dedupe horizon \
+                 ({} ms); it cannot be told apart from a re-delivery, so it is not sealed",
+                self.forgotten_before
+            ),
+            "bytes_hex": hex::encode(&d.payload),
+        });
+        self.late.push(record.to_string().into_bytes());
+        self.stats.late += 1;
     }
 
     /// Takes one accepted frame. Returns `false` for a duplicate (already sealed or
@@ -277,25 +387,42 @@ impl SealerStage {
     pub fn accept(&mut self, d: Delivery) -> bool {
         let fresh = match d.payload.split_first() {
             Some((&FRAME_ENVELOPE, bytes)) => match SignedEnvelope::decode(bytes.to_vec()) {
+                Ok(env) if !self.observe(&d, env.envelope().timestamp) => false,
                 Ok(env)
-                    if !self.sealed.contains(env.id())
-                        && !self.pending.iter().rev().any(|p| p.id() == env.id()) =>
+                    if !self.sealed.contains_key(env.id())
+                        && !self.pending_ids.contains(env.id()) =>
                 {
+                    let t = env.envelope().timestamp;
+                    if t < self.forgotten_before {
+                        self.quarantine_late(&d, t);
+                        self.uncommitted.insert((d.topic.clone(), d.partition), d);
+                        return false;
+                    }
                     self.sealer.append_envelope(&env);
+                    self.pending_ids.insert(env.id().clone());
                     self.pending.push(env);
                     true
                 }
                 _ => false,
             },
-            Some((&FRAME_RECEIPT, bytes)) => {
-                let h = audita_evidence::sha256(bytes);
-                if Receipt::decode(bytes.to_vec()).is_ok() && self.receipts_seen.insert(h) {
+            Some((&FRAME_RECEIPT, bytes)) => match Receipt::decode(bytes.to_vec()) {
+                Ok(r) if !self.observe(&d, r.timestamp()) => false,
+                Ok(r) if r.timestamp() >= self.forgotten_before => {
+                    if self.remember_receipt(audita_evidence::sha256(bytes), r.timestamp()) {
+                        self.pending_receipts.push(bytes.to_vec());
+                        true
+                    } else {
+                        false
+                    }
+                }
+                // A receipt older than the horizon: its message is outside every
+                // slice still being cut; a duplicate of it would be harmless anyway.
+                Ok(_) => {
                     self.pending_receipts.push(bytes.to_vec());
                     true
-                } else {
-                    false
                 }
-            }
+                Err(_) => false,
+            },
             _ => false,
         };
         if fresh {
@@ -325,6 +452,7 @@ impl SealerStage {
         out: &mut dyn Producer,
         input: &mut dyn Consumer,
     ) -> Result<Option<u64>, StageError> {
+        self.publish_late(out)?;
         if self.pending.is_empty() && self.pending_receipts.is_empty() {
             self.commit(input)?;
             return Ok(None);
@@ -350,10 +478,13 @@ impl SealerStage {
             self.writer.write_receipts(&r)?;
         }
         let mut epoch: SealedEpoch = self.sealer.close_epoch(self.clock_ms);
-        let old_size = self.last_size;
-        self.leaf_hashes
-            .extend(epoch.leaves.iter().map(|id| leaf_hash(&id.leaf_bytes())));
-        let proof = ConsistencyProof::generate(&self.leaf_hashes, old_size)
+        let hashes: Vec<Hash> = epoch
+            .leaves
+            .iter()
+            .map(|id| leaf_hash(&id.leaf_bytes()))
+            .collect();
+        let proof = TailProver::new(&self.log, &hashes)
+            .consistency()
             .map_err(|e| StageError::Inconsistent(self.config.dir.clone(), e.to_string()))?;
         for k in &mut self.keepers {
             k.cosign(
@@ -377,11 +508,7 @@ impl SealerStage {
             leaves: epoch.leaves.iter().map(MessageId::leaf_bytes).collect(),
             envelopes: self.pending.iter().map(|e| e.as_bytes().to_vec()).collect(),
             receipts: std::mem::take(&mut self.pending_receipts),
-            watermark: if self.partition_time.len() >= self.partitions_expected {
-                self.partition_time.values().copied().min().unwrap_or(0)
-            } else {
-                0
-            },
+            watermark: self.watermark(),
         };
         let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
         out.send(&topic, epoch.header.origin.as_bytes(), &msg.encode())?;
@@ -389,12 +516,32 @@ impl SealerStage {
         self.last_size = epoch.header.size;
         self.stats.sealed += epoch.leaves.len() as u64;
         self.stats.epochs += 1;
-        self.sealed.extend(epoch.leaves);
-        self.pending.clear();
+        for h in hashes {
+            self.log.append(h);
+        }
+        for env in std::mem::take(&mut self.pending) {
+            self.remember_sealed(env.id().clone(), env.envelope().timestamp);
+        }
+        self.pending_ids.clear();
+        self.forget();
         self.pending_on_disk = 0;
         self.oldest_pending = None;
         self.commit(input)?;
         Ok(Some(number))
+    }
+
+    /// Publishes quarantine records of late envelopes (before their offsets commit).
+    fn publish_late(&mut self, out: &mut dyn Producer) -> Result<(), StageError> {
+        if self.late.is_empty() {
+            return Ok(());
+        }
+        let topic = format!("{}{}", self.config.topic_prefix, topics::SUSPECT);
+        for r in &self.late {
+            out.send(&topic, b"late", r)?;
+        }
+        out.flush()?;
+        self.late.clear();
+        Ok(())
     }
 
     fn commit(&mut self, input: &mut dyn Consumer) -> Result<(), StageError> {
@@ -454,4 +601,6 @@ pub struct SealerStats {
     pub sealed: u64,
     /// Epochs closed.
     pub epochs: u64,
+    /// Envelopes older than the dedupe horizon, quarantined as `late`.
+    pub late: u64,
 }

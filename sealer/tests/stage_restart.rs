@@ -3,7 +3,7 @@
 //! and re-delivery of everything not committed — and the directory verifies clean.
 
 use audita_bus::embedded::EmbeddedBus;
-use audita_bus::{topics, Bus, Producer};
+use audita_bus::{topics, Bus};
 use audita_evidence::sample::{sample_record, SAMPLE_KEEPERS, SAMPLE_ORIGIN};
 use audita_evidence::{derive_signing_key, verify_record};
 use audita_sealer::disk::read_record;
@@ -163,4 +163,50 @@ fn a_crash_mid_window_loses_nothing_and_seals_nothing_twice() {
         partition.is_clean(),
         "record after restart must verify clean: {partition:?}"
     );
+}
+
+#[test]
+fn dedupe_memory_is_bounded_by_the_horizon_and_late_envelopes_are_quarantined() {
+    let bus = Bus::Embedded(EmbeddedBus::new(4));
+    let (envs, keys) = publish(&bus, 5, 200);
+    let dir = tempfile::tempdir().unwrap();
+    let mut stage = SealerStage::open(config(dir.path(), keys))
+        .unwrap()
+        .with_horizon(3_000);
+    let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
+    let mut p = bus.producer().unwrap();
+    let idle = Some(Duration::from_millis(300));
+    let stop = AtomicBool::new(false);
+    stage.run(c.as_mut(), p.as_mut(), &stop, idle).unwrap();
+    let leaves = sealed_ids(dir.path());
+    assert_eq!(leaves.len(), envs.len(), "every envelope sealed");
+    assert_eq!(leaves.iter().collect::<BTreeSet<_>>().len(), leaves.len());
+    assert_eq!(stage.stats().duplicates, envs.len() as u64);
+    // ~25 s of record time behind a 3 s horizon: most ids are forgotten.
+    assert!(
+        stage.sealed_count() < envs.len() / 3,
+        "{} of {} ids still remembered",
+        stage.sealed_count(),
+        envs.len()
+    );
+
+    // The first envelope again, long after its id was forgotten: it cannot be told
+    // apart from a re-delivery, so it is quarantined as late, not sealed twice.
+    let mut f = vec![FRAME_ENVELOPE];
+    f.extend_from_slice(&envs[0]);
+    p.send(topics::ACCEPTED, b"again", &f).unwrap();
+    p.flush().unwrap();
+    stage.run(c.as_mut(), p.as_mut(), &stop, idle).unwrap();
+    assert_eq!(stage.stats().late, 1);
+    assert_eq!(sealed_ids(dir.path()).len(), envs.len(), "sealed twice");
+    let mut s = bus.consumer("check", &[topics::SUSPECT]).unwrap();
+    let d = s
+        .poll(Duration::from_millis(500))
+        .unwrap()
+        .expect("late envelope quarantined");
+    let q: serde_json::Value = serde_json::from_slice(&d.payload).unwrap();
+    assert_eq!(q["reason"], "late");
+    assert_eq!(q["bytes_hex"], hex::encode(&f));
+    let (record, reg) = read_record(dir.path()).unwrap();
+    assert!(verify_record(&record, &reg).is_clean());
 }
