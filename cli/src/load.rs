@@ -89,6 +89,9 @@ pub struct LoadArgs {
     /// before judging it as it stands (the `audita stage slicer` default).
     #[arg(long, default_value_t = 15_000)]
     pub slicer_wait_ms: u64,
+    /// Messages per sealed epoch (the deployed sealer closes 256).
+    #[arg(long, default_value_t = pipeline::EPOCH_MESSAGES)]
+    pub epoch_messages: usize,
     /// Kafka bootstrap on this machine (host:port; loopback only).
     #[arg(long)]
     pub bootstrap: Option<String>,
@@ -196,7 +199,9 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
     };
     match stage {
         LoadStage::Ingest => pipeline::run_ingest(&d, &bus, &stop, None, &m).map(|_| ()),
-        LoadStage::Sealer => pipeline::run_sealer(&d, &bus, &dir()?, &stop, None, &m),
+        LoadStage::Sealer => {
+            pipeline::run_sealer_with(&d, &bus, &dir()?, args.epoch_messages, &stop, None, &m)
+        }
         LoadStage::Slicer => pipeline::run_slicer(
             &d,
             &bus,
@@ -288,6 +293,7 @@ fn spawn_stage(
             },
         ])
         .args(["--slicer-wait-ms", &args.slicer_wait_ms.to_string()])
+        .args(["--epoch-messages", &args.epoch_messages.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
@@ -308,6 +314,9 @@ fn tail(path: &Path) -> String {
 fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     let config = args.config()?;
     let bootstrap = args.bootstrap()?;
+    if args.epoch_messages == 0 || args.epoch_messages > 1_000_000 {
+        anyhow::bail!("--epoch-messages must be in 1..=1000000");
+    }
     if args.workers == 0 || args.workers > 16 {
         anyhow::bail!("--workers must be in 1..=16");
     }
@@ -630,7 +639,7 @@ fn measure(
             "reports_per_s": config.reports_per_s, "incidents_per_s": config.incidents_per_s,
             "duration_s": config.duration.as_secs_f64(), "seed": config.seed,
             "workers": args.workers, "incident_time": format!("{:?}", args.incident_time),
-            "slicer_wait_ms": args.slicer_wait_ms,
+            "slicer_wait_ms": args.slicer_wait_ms, "epoch_messages": args.epoch_messages,
         },
         "presign_s": presign_s,
         "envelopes": envelopes,

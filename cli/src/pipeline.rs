@@ -230,6 +230,9 @@ pub fn run_ingest(
     Ok(n)
 }
 
+/// Messages per epoch of the deployed sealer.
+pub const EPOCH_MESSAGES: usize = 256;
+
 /// Runs the sealer until stopped/idle.
 pub fn run_sealer(
     d: &Deployment,
@@ -239,7 +242,20 @@ pub fn run_sealer(
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
-    let mut stage = SealerStage::open(d.sealer_config(dir, 256))?;
+    run_sealer_with(d, bus, dir, EPOCH_MESSAGES, stop, idle, m)
+}
+
+/// Runs the sealer closing epochs of `epoch_messages` until stopped/idle.
+pub fn run_sealer_with(
+    d: &Deployment,
+    bus: &Bus,
+    dir: &Path,
+    epoch_messages: usize,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<()> {
+    let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages))?;
     let mut c = bus.consumer(&d.topic("sealer"), &[&d.topic(topics::ACCEPTED)])?;
     let mut p = bus.producer()?;
     stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
