@@ -236,6 +236,8 @@ struct Seen {
     abstained: BTreeMap<String, String>,
     duplicates: u64,
     quarantined: u64,
+    /// Bytes of every slice bundle published (one per incident, more on re-emission).
+    slice_bytes: Vec<usize>,
 }
 
 fn proc_rss_mib(pid: u32) -> Option<f64> {
@@ -437,6 +439,7 @@ fn measure(
             &d.topic(topics::EPOCHS),
             &d.topic(topics::VERDICTS),
             &d.topic(topics::SUSPECT),
+            &d.topic(topics::SLICES),
         ],
     )?;
     let monitor = {
@@ -457,6 +460,8 @@ fn measure(
                     }
                 } else if del.topic.ends_with(topics::SUSPECT) {
                     s.quarantined += 1;
+                } else if del.topic.ends_with(topics::SLICES) {
+                    s.slice_bytes.push(del.payload.len());
                 } else if let Ok(v) = serde_json::from_slice::<Value>(&del.payload) {
                     let incident = v["incident"].as_str().unwrap_or_default().to_string();
                     let at = published
@@ -619,6 +624,8 @@ fn measure(
     let limit_after = ed25519_single_core_per_s();
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
     let samples = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut slices = seen.slice_bytes.clone();
+    slices.sort_unstable();
     let mut lat: Vec<Duration> = seen.latencies.values().copied().collect();
     lat.sort();
     let sealed_span = seen
@@ -666,6 +673,11 @@ fn measure(
             "p99": ms(percentile(&lat, 0.99)),
             "max": ms(lat.last().copied().unwrap_or_default()),
         },
+        "slices": {
+            "count": slices.len(),
+            "p50_bytes": slices.get(slices.len() / 2).copied().unwrap_or(0),
+            "max_bytes": slices.last().copied().unwrap_or(0),
+        },
         "stage_failures": died,
         "drained": seen.sealed >= envelopes && seen.latencies.len() + seen.abstained.len() >= incidents.len(),
         "wall_s": end.as_secs_f64(),
@@ -712,11 +724,14 @@ fn markdown(r: &Value) -> String {
         r["latency_ms"]["max"],
     ));
     s.push_str(&format!(
-        "\nsealed {} of {} envelopes in {} epochs ({:.0}/s while the load was offered); quarantined {}; abstained {}; missing verdicts {}; duplicate verdicts {}; stage failures: {}\n",
+        "\nsealed {} of {} envelopes in {} epochs ({:.0}/s while the load was offered); {} slices (median {} B, largest {} B); quarantined {}; abstained {}; missing verdicts {}; duplicate verdicts {}; stage failures: {}\n",
         r["sealed"],
         r["envelopes"],
         r["epochs"],
         f(r, "sealed_during_feed_per_s"),
+        r["slices"]["count"],
+        r["slices"]["p50_bytes"],
+        r["slices"]["max_bytes"],
         r["quarantined"],
         r["abstained"].as_object().map_or(0, |o| o.len()),
         r["missing_verdicts"].as_array().map_or(0, |a| a.len()),
