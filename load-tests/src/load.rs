@@ -20,11 +20,12 @@
 //!   scheduled 1 ms after its `t*`. A cell is only laid where its window and the
 //!   slicer's grace period end before the run does, so every declaration can settle.
 //! - **Time.** A record is offered when the wall clock since the first send reaches
-//!   its offset; the fleet's record time is [`LIVE_ORIGIN_MS`] + that offset, so
-//!   record time and wall time advance together as in production. Incident cells are
-//!   offered at the same pace; where they sit in record time is [`Placement`]: live
-//!   (realistic: an incident's window then holds the whole fleet's traffic of those
-//!   seconds) or each in its own slot (its window holds only its own messages).
+//!   its offset; the fleet's record time is [`LIVE_ORIGIN_MS`] + that offset (plus,
+//!   with [`Placement::OwnSlot`], one [`OWN_SLOT_MS`] gap per incident injected so
+//!   far), so record time advances with wall time as in production. Incident cells
+//!   are offered at the same pace; where they sit in record time is [`Placement`]:
+//!   live (realistic: an incident's window then holds the whole fleet's traffic of
+//!   those seconds) or each in its own slot (its window holds only its own messages).
 //!   Messages of one author are offered in timestamp order.
 //! - **Bounded.** At most [`MAX_DURATION_S`] seconds, [`MAX_ROBOTS`] robots and
 //!   [`MAX_MESSAGES`] envelopes per run, checked before anything is signed; the
@@ -90,17 +91,31 @@ pub enum Placement {
     /// seconds, and the slicer carries all of them in the slice.
     #[default]
     Live,
-    /// Each cell in its own record-time slot (`k × OWN_SLOT_MS`, before
-    /// [`LIVE_ORIGIN_MS`]), so its window holds only its own messages: late data for
-    /// the sealer's watermark, which has long passed the window when they arrive.
+    /// Each cell in its own record-time slot: when cell `k` is injected, the fleet's
+    /// record time skips [`OWN_SLOT_MS`] ahead and the cell takes the skipped slot,
+    /// so its window holds only its own messages. The cell's messages are then late
+    /// for the event-time watermark by at most `OWN_SLOT_MS × (1 + incidents during
+    /// the cell)` — 160 s at 0.5 incidents/s — well inside the sealer's and slicer's
+    /// ten-minute horizons; the fleet's record time runs ahead of wall time.
     OwnSlot,
 }
 
-/// Record time of the start of the run (ms): the fleet's timestamps are
-/// `LIVE_ORIGIN_MS + offset`, leaving room below for [`Placement::OwnSlot`] cells.
+/// Record time of the start of the run (ms).
 pub const LIVE_ORIGIN_MS: u64 = 10_000_000_000;
-/// Width of one own-slot cell's record-time slot (ms); cells last at most ~15 s.
+/// Width of one own-slot cell's record-time slot (ms): longer than any facility
+/// cell (at most ~14 s) plus the slicer's grace period.
 pub const OWN_SLOT_MS: u64 = 20_000;
+
+/// Record time of the fleet's messages offered at `offset` (ms from the start).
+fn fleet_time(c: &LoadConfig, incidents: &[u64], offset: u64) -> u64 {
+    match c.placement {
+        Placement::Live => LIVE_ORIGIN_MS + offset,
+        Placement::OwnSlot => {
+            let gaps = incidents.partition_point(|w| *w <= offset) as u64;
+            LIVE_ORIGIN_MS + offset + OWN_SLOT_MS * gaps
+        }
+    }
+}
 
 impl Default for LoadConfig {
     fn default() -> Self {
@@ -252,6 +267,8 @@ impl Load {
         let mut load = Load::registry(config)?;
         let threads = threads.clamp(1, 64).min(config.robots);
         let chunk = config.robots.div_ceil(threads);
+        let offsets = incident_offsets(config);
+        let incidents = &offsets;
         let parts: Vec<Result<Vec<Timed>, LoadError>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
@@ -259,7 +276,7 @@ impl Load {
                     s.spawn(move || {
                         let mut out = Vec::new();
                         for robot in range {
-                            robot_traffic(config, robot, &mut out, signed)?;
+                            robot_traffic(config, incidents, robot, &mut out, signed)?;
                         }
                         Ok(out)
                     })
@@ -279,7 +296,6 @@ impl Load {
         for p in parts {
             all.extend(p?);
         }
-        let offsets = incident_offsets(config);
         for cell in &load.fleet.cells {
             let offset = offsets.get(cell.index).copied().unwrap_or(0);
             all.extend(cell_traffic(
@@ -332,7 +348,7 @@ fn incident_offsets(c: &LoadConfig) -> Vec<u64> {
 fn record_base(c: &LoadConfig, k: usize, offset: u64) -> u64 {
     match c.placement {
         Placement::Live => LIVE_ORIGIN_MS + offset,
-        Placement::OwnSlot => OWN_SLOT_MS * (k as u64 + 1),
+        Placement::OwnSlot => LIVE_ORIGIN_MS + offset + OWN_SLOT_MS * k as u64,
     }
 }
 
@@ -449,6 +465,7 @@ impl Signer {
 /// their receipts, as (at, tie-break, record).
 fn robot_traffic(
     c: &LoadConfig,
+    incidents: &[u64],
     i: usize,
     out: &mut Vec<Timed>,
     signed: &AtomicU64,
@@ -524,7 +541,7 @@ fn robot_traffic(
             let env = Envelope::new(
                 robot.id.clone(),
                 planner.id.clone(),
-                LIVE_ORIGIN_MS + at,
+                fleet_time(c, incidents, at),
                 Payload::SensorReport {
                     sensor: format!("{}/lidar", robot.id),
                     reading: format!("pose {x},{y} clear"),
@@ -576,7 +593,7 @@ fn robot_traffic(
         let cmd = Envelope::new(
             author.id.clone(),
             robot.id.clone(),
-            LIVE_ORIGIN_MS + at,
+            fleet_time(c, incidents, at),
             payload,
         )
         .cite(cites)
@@ -589,7 +606,7 @@ fn robot_traffic(
         let act = Envelope::new(
             robot.id.clone(),
             author.id.clone(),
-            LIVE_ORIGIN_MS + done,
+            fleet_time(c, incidents, done),
             Payload::ToolOutput {
                 tool: "actuator".into(),
                 output: format!("{kind} realised"),
