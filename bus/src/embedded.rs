@@ -179,6 +179,32 @@ pub struct EmbeddedProducer {
 
 impl Producer for EmbeddedProducer {
     fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError> {
+        self.send_inner(topic, None, key, payload)
+    }
+
+    fn send_to(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), BusError> {
+        self.send_inner(topic, Some(partition), key, payload)
+    }
+
+    fn flush(&mut self) -> Result<(), BusError> {
+        Ok(())
+    }
+}
+
+impl EmbeddedProducer {
+    fn send_inner(
+        &mut self,
+        topic: &str,
+        partition: Option<u32>,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), BusError> {
         let mut st = self.bus.lock();
         if let Some(limit) = st.pending_limit {
             let pending = st.pending(topic);
@@ -191,14 +217,19 @@ impl Producer for EmbeddedProducer {
             }
         }
         let t = st.topic_mut(topic);
-        let p = partition_for(key, t.partitions.len() as u32) as usize;
+        let n = t.partitions.len() as u32;
+        let p = match partition {
+            Some(p) if p < n => p as usize,
+            Some(p) => {
+                return Err(BusError::Permanent(format!(
+                    "topic {topic} has {n} partitions, no partition {p}"
+                )))
+            }
+            None => partition_for(key, n) as usize,
+        };
         t.partitions[p].push((Arc::from(key), Arc::from(payload)));
         drop(st);
         self.bus.shared.1.notify_all();
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), BusError> {
         Ok(())
     }
 }

@@ -197,22 +197,17 @@ pub struct KafkaProducer {
 
 impl Producer for KafkaProducer {
     fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError> {
-        loop {
-            match self
-                .producer
-                .send(BaseRecord::to(topic).key(key).payload(payload))
-            {
-                Ok(()) => {
-                    self.producer.poll(Duration::ZERO);
-                    return Ok(());
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    // Local queue full: serve delivery reports, which frees room, then retry.
-                    self.producer.poll(Duration::from_millis(50));
-                }
-                Err((e, _)) => return Err(classify(&e)),
-            }
-        }
+        self.send_inner(topic, None, key, payload)
+    }
+
+    fn send_to(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), BusError> {
+        self.send_inner(topic, Some(partition), key, payload)
     }
 
     fn flush(&mut self) -> Result<(), BusError> {
@@ -234,6 +229,34 @@ impl Producer for KafkaProducer {
             )));
         }
         Ok(())
+    }
+}
+
+impl KafkaProducer {
+    fn send_inner(
+        &mut self,
+        topic: &str,
+        partition: Option<u32>,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), BusError> {
+        loop {
+            let mut record = BaseRecord::to(topic).key(key).payload(payload);
+            if let Some(p) = partition {
+                record = record.partition(p as i32);
+            }
+            match self.producer.send(record) {
+                Ok(()) => {
+                    self.producer.poll(Duration::ZERO);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    // Local queue full: serve delivery reports, which frees room, then retry.
+                    self.producer.poll(Duration::from_millis(50));
+                }
+                Err((e, _)) => return Err(classify(&e)),
+            }
+        }
     }
 }
 

@@ -91,6 +91,15 @@ impl BusError {
 pub trait Producer: Send {
     /// Queues one record; it is durable once [`Producer::flush`] returns `Ok`.
     fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError>;
+    /// Queues one record to an explicit partition (e.g. a watermark every partition
+    /// of a topic must see, in order after the records before it).
+    fn send_to(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), BusError>;
     /// Blocks until every queued record is acknowledged, or fails naming why.
     fn flush(&mut self) -> Result<(), BusError>;
 }
@@ -200,7 +209,30 @@ pub fn pump(
     stop: &std::sync::atomic::AtomicBool,
     batch: usize,
     max_idle: Option<Duration>,
+    handle: impl FnMut(&Delivery, &mut dyn Producer) -> Result<(), BusError>,
+) -> Result<u64, BusError> {
+    pump_with(
+        consumer,
+        producer,
+        stop,
+        batch,
+        max_idle,
+        handle,
+        |_| Ok(()),
+    )
+}
+
+/// [`pump`] with `before_flush` called after each batch is handled, before the
+/// producer is flushed and the batch's offsets are committed (e.g. to publish a
+/// watermark covering the batch).
+pub fn pump_with(
+    consumer: &mut dyn Consumer,
+    producer: &mut dyn Producer,
+    stop: &std::sync::atomic::AtomicBool,
+    batch: usize,
+    max_idle: Option<Duration>,
     mut handle: impl FnMut(&Delivery, &mut dyn Producer) -> Result<(), BusError>,
+    mut before_flush: impl FnMut(&mut dyn Producer) -> Result<(), BusError>,
 ) -> Result<u64, BusError> {
     use std::sync::atomic::Ordering;
     let mut handled = 0u64;
@@ -208,11 +240,13 @@ pub fn pump(
     while !stop.load(Ordering::SeqCst) {
         let mut last: std::collections::BTreeMap<(String, u32), Delivery> =
             std::collections::BTreeMap::new();
-        while last.len() < batch.max(1) {
+        let mut taken = 0;
+        while taken < batch.max(1) {
             match consumer.poll(Duration::from_millis(50))? {
                 Some(d) => {
                     handle(&d, producer)?;
                     handled += 1;
+                    taken += 1;
                     last.insert((d.topic.clone(), d.partition), d);
                 }
                 None => break,
@@ -225,6 +259,7 @@ pub fn pump(
             continue;
         }
         idle_since = std::time::Instant::now();
+        before_flush(producer)?;
         producer.flush()?;
         for d in last.values() {
             consumer.commit(d)?;

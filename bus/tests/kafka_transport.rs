@@ -4,7 +4,7 @@
 
 use audita_bus::kafka::KafkaBus;
 use audita_bus::testing::{unique_name, KafkaBroker};
-use audita_bus::{drain, Bus, Consumer, Producer, TopicSpec};
+use audita_bus::{drain, Bus, TopicSpec};
 use std::time::Duration;
 
 fn broker() -> KafkaBroker {

@@ -28,6 +28,9 @@ pub const ORIGIN: &str = "audita.local/fleet-log";
 /// Keepers co-signing every checkpoint.
 pub const KEEPERS: [&str; 2] = ["operator.example/keeper", "insurer.example/keeper"];
 
+/// Partitions of each source topic (`audita.envelopes`, `audita.receipts`).
+pub const SOURCE_PARTITIONS: u32 = 4;
+
 /// Partitions of `audita.accepted` (the sealer's event-time watermark waits for all).
 pub const ACCEPTED_PARTITIONS: u32 = 4;
 
@@ -93,8 +96,8 @@ impl Deployment {
             partitions,
         };
         bus.ensure_topics(&[
-            spec(topics::ENVELOPES, 4),
-            spec(topics::RECEIPTS, 4),
+            spec(topics::ENVELOPES, SOURCE_PARTITIONS),
+            spec(topics::RECEIPTS, SOURCE_PARTITIONS),
             spec(topics::ACCEPTED, ACCEPTED_PARTITIONS),
             spec(topics::SUSPECT, 1),
             spec(topics::EPOCHS, 1),
@@ -220,13 +223,28 @@ pub fn run_ingest(
     let names = audita_ingest::Topics {
         prefix: d.prefix.clone(),
     };
-    let n = audita_bus::pump(c.as_mut(), p.as_mut(), stop, 256, idle, |del, out| {
-        let ok = audita_ingest::handle(del, &d.keys, &names, out)?;
-        m.ingest_envelopes
-            .with_label_values(&[if ok { "accepted" } else { "suspect" }])
-            .inc();
-        Ok(())
-    })?;
+    let accepted = d.topic(topics::ACCEPTED);
+    let marks = std::cell::RefCell::new(audita_ingest::Watermarks::new(
+        2 * SOURCE_PARTITIONS,
+        ACCEPTED_PARTITIONS,
+        Duration::from_millis(100),
+    ));
+    let n = audita_bus::pump_with(
+        c.as_mut(),
+        p.as_mut(),
+        stop,
+        256,
+        idle,
+        |del, out| {
+            let ok =
+                audita_ingest::handle_marked(del, &d.keys, &names, &mut marks.borrow_mut(), out)?;
+            m.ingest_envelopes
+                .with_label_values(&[if ok { "accepted" } else { "suspect" }])
+                .inc();
+            Ok(())
+        },
+        |out| marks.borrow_mut().publish(out, &accepted),
+    )?;
     Ok(n)
 }
 

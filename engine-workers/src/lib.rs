@@ -5,16 +5,17 @@
 //! - A verdict is a function of the slice bundle and the duty registry alone
 //!   ([`judge`]): no worker state enters it, so any number of workers, and any
 //!   re-delivery, yields the same verdict bytes.
-//! - The bundle is verified from scratch with public keys. Messages that the bundle's
-//!   epochs seal but that no certified slice member cites are outside the slice (the
-//!   slicer left them out), not missing evidence; missing items that a slice member
-//!   cites stay missing and widen intervals as the verdict layer defines.
+//! - The bundle is verified from scratch with public keys
+//!   ([`audita_evidence::verify_proven`]: each message's inclusion proof against the
+//!   co-signed root of its epoch), never trusting the slicer. Ids that only a receipt
+//!   names are outside the slice, not missing evidence; missing items that a slice
+//!   member cites stay missing and widen intervals as the verdict layer defines.
 //! - A record on `audita.verdicts` is JSON [`VerdictMessage`], keyed by incident name.
 
 #![warn(missing_docs)]
 
 use audita_bus::{topics, BusError, Consumer, Delivery, Producer};
-use audita_evidence::{verify_record_with, KeyRegistry, Policy, RawEpoch, Record};
+use audita_evidence::{verify_proven, KeyRegistry, Policy, Record};
 use audita_sinks::VerdictRow;
 use audita_slicer::stage::SliceBundle;
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Verdict};
@@ -56,22 +57,18 @@ pub fn judge(
     let decl: AdverseDecl = serde_json::from_slice(&bundle.declaration)
         .map_err(|e| JudgeError::Declaration(e.to_string()))?;
     let adverse = Adverse::new(decl).map_err(|e| JudgeError::Declaration(e.to_string()))?;
-    let record = Record {
-        envelopes: bundle.envelopes.clone(),
-        receipts: bundle.receipts.clone(),
-        epochs: bundle
-            .epochs
-            .iter()
-            .map(|(h, l)| RawEpoch {
-                header: h.clone(),
-                leaves: l.clone(),
-            })
-            .collect(),
-        checkpoints: bundle.checkpoints.clone(),
-    };
-    let mut partition = verify_record_with(&record, keys, &Policy::default(), None);
-    // Sealed elsewhere, cited by nothing in the slice: outside the slice, not missing.
+    let evidence = &bundle.evidence;
+    let mut partition = verify_proven(evidence, keys, &Policy::default());
+    // Named by a receipt, cited by nothing in the slice: outside the slice.
     partition.missing.retain(|m| !m.certified_citers.is_empty());
+    // The verdict layer reads messages, receipts and the partition; the epochs'
+    // leaf lists are not part of a proven slice.
+    let record = Record {
+        envelopes: evidence.envelopes.clone(),
+        receipts: evidence.receipts.clone(),
+        epochs: Vec::new(),
+        checkpoints: evidence.checkpoints.clone(),
+    };
     let duties = relevant_duties(duties, &record);
     audita_verdict::verdict(&record, &partition, &duties, &adverse)
         .map_err(|e| JudgeError::Verdict(e.to_string()))

@@ -9,13 +9,19 @@
 //! - Accepted records are framed as one kind byte ([`FRAME_ENVELOPE`] or
 //!   [`FRAME_RECEIPT`]) followed by the exact signed bytes; nothing is re-encoded.
 //! - A quarantine record is JSON [`Quarantined`], keyed by the source topic.
+//! - After each batch, before its offsets commit, ingest sends a
+//!   [`audita_sealer::stage::Watermark`] per source partition it took records from to
+//!   every accepted partition ([`Watermarks`]), so the sealer knows how far event
+//!   time has been forwarded whatever the number of ingest instances.
 
 #![warn(missing_docs)]
 
 use audita_bus::{topics, BusError, Delivery, Producer};
 use audita_evidence::{KeyRegistry, Receipt, SignedEnvelope};
 
-pub use audita_sealer::stage::{FRAME_ENVELOPE, FRAME_RECEIPT};
+pub use audita_sealer::stage::{Watermark, FRAME_ENVELOPE, FRAME_RECEIPT};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 /// A record that failed ingest checks, as published on `audita.suspect`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -43,6 +49,8 @@ pub enum Checked {
         key: String,
         /// Kind byte + exact signed bytes.
         frame: Vec<u8>,
+        /// The record's own timestamp (event time).
+        timestamp: u64,
     },
     /// Quarantine with the reason.
     Suspect(Quarantined),
@@ -68,6 +76,7 @@ pub fn check(d: &Delivery, keys: &KeyRegistry) -> Checked {
                 Ok(()) => Checked::Accepted {
                     key: r.recipient().as_str().to_string(),
                     frame: frame(FRAME_RECEIPT, &d.payload),
+                    timestamp: r.timestamp(),
                 },
             },
         };
@@ -86,6 +95,7 @@ pub fn check(d: &Delivery, keys: &KeyRegistry) -> Checked {
             Ok(()) => Checked::Accepted {
                 key: env.envelope().author.as_str().to_string(),
                 frame: frame(FRAME_ENVELOPE, &d.payload),
+                timestamp: env.envelope().timestamp,
             },
         },
     }
@@ -119,8 +129,12 @@ pub fn handle(
     names: &Topics,
     out: &mut dyn Producer,
 ) -> Result<bool, BusError> {
-    match check(d, keys) {
-        Checked::Accepted { key, frame } => {
+    forward(check(d, keys), names, out)
+}
+
+fn forward(checked: Checked, names: &Topics, out: &mut dyn Producer) -> Result<bool, BusError> {
+    match checked {
+        Checked::Accepted { key, frame, .. } => {
             out.send(&names.name(topics::ACCEPTED), key.as_bytes(), &frame)?;
             Ok(true)
         }
@@ -135,4 +149,85 @@ pub fn handle(
             Ok(false)
         }
     }
+}
+
+/// The event time ingest has forwarded per source partition, published as
+/// [`Watermark`] frames to every accepted partition (see the module docs).
+#[derive(Debug)]
+pub struct Watermarks {
+    times: BTreeMap<(String, u32), u64>,
+    sources: u32,
+    accepted_partitions: u32,
+    dirty: bool,
+    last_sent: Option<Instant>,
+    every: Duration,
+}
+
+impl Watermarks {
+    /// Watermarks of a deployment with `sources` source partitions (all input
+    /// topics) and `accepted_partitions` partitions of `audita.accepted`, sent at
+    /// most once per `every`.
+    pub fn new(sources: u32, accepted_partitions: u32, every: Duration) -> Watermarks {
+        Watermarks {
+            times: BTreeMap::new(),
+            sources,
+            accepted_partitions,
+            dirty: false,
+            last_sent: None,
+            every,
+        }
+    }
+
+    /// Notes a forwarded (or quarantined) record of `d` stamped `time_ms`.
+    pub fn observe(&mut self, d: &Delivery, time_ms: u64) {
+        let t = self
+            .times
+            .entry((d.topic.clone(), d.partition))
+            .or_insert(time_ms);
+        if time_ms >= *t {
+            *t = time_ms;
+            self.dirty = true;
+        }
+    }
+
+    /// Sends the watermarks if anything moved and `every` passed since the last send.
+    pub fn publish(
+        &mut self,
+        out: &mut dyn Producer,
+        accepted_topic: &str,
+    ) -> Result<(), BusError> {
+        if !self.dirty || self.last_sent.is_some_and(|t| t.elapsed() < self.every) {
+            return Ok(());
+        }
+        for ((source, partition), time_ms) in &self.times {
+            let frame = Watermark {
+                source: source.clone(),
+                partition: *partition,
+                sources: self.sources,
+                time_ms: *time_ms,
+            }
+            .frame();
+            for p in 0..self.accepted_partitions {
+                out.send_to(accepted_topic, p, b"watermark", &frame)?;
+            }
+        }
+        self.dirty = false;
+        self.last_sent = Some(Instant::now());
+        Ok(())
+    }
+}
+
+/// [`handle`] that also notes the record's event time in `marks`.
+pub fn handle_marked(
+    d: &Delivery,
+    keys: &KeyRegistry,
+    names: &Topics,
+    marks: &mut Watermarks,
+    out: &mut dyn Producer,
+) -> Result<bool, BusError> {
+    let checked = check(d, keys);
+    if let Checked::Accepted { timestamp, .. } = &checked {
+        marks.observe(d, *timestamp);
+    }
+    forward(checked, names, out)
 }

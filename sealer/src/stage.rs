@@ -40,6 +40,38 @@ use std::time::{Duration, Instant};
 pub const FRAME_ENVELOPE: u8 = b'E';
 /// Frame kind byte of an accepted receipt on `audita.accepted`.
 pub const FRAME_RECEIPT: u8 = b'R';
+/// Frame kind byte of an ingest watermark on `audita.accepted` (JSON [`Watermark`]).
+pub const FRAME_WATERMARK: u8 = b'W';
+
+/// An ingest watermark, sent to every partition of `audita.accepted` after the
+/// records it covers: ingest has forwarded every record it took from source
+/// partition (`source`, `partition`) up to one stamped `time_ms`. Source partitions
+/// are in time order (each is written by producers in time order), so once every
+/// accepted partition carried a watermark of every one of the `sources` source
+/// partitions, everything stamped before the smallest of them has reached the
+/// sealer — whichever ingest instance owned which partition, and however their
+/// outputs interleave.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Watermark {
+    /// Source topic.
+    pub source: String,
+    /// Source partition.
+    pub partition: u32,
+    /// Number of source partitions of the deployment (all topics).
+    pub sources: u32,
+    /// Timestamp of the latest record forwarded from that partition.
+    pub time_ms: u64,
+}
+
+impl Watermark {
+    /// The accepted-topic frame.
+    pub fn frame(&self) -> Vec<u8> {
+        let mut f = vec![FRAME_WATERMARK];
+        f.extend(serde_json::to_vec(self).unwrap_or_default());
+        f
+    }
+}
+
 /// Default dedupe horizon: ten minutes of record time.
 pub const DEFAULT_DEDUPE_HORIZON_MS: u64 = 600_000;
 /// Segment kind of a published epoch on `audita.epochs`.
@@ -96,9 +128,9 @@ pub struct EpochMessage {
     pub envelopes: Vec<Vec<u8>>,
     /// Receipts that arrived with this epoch.
     pub receipts: Vec<Vec<u8>>,
-    /// Event-time low watermark: every input partition has delivered a record at
-    /// least this late, and each partition is in time order, so every message with an
-    /// earlier timestamp is sealed by now (0 until every partition delivered).
+    /// Event-time low watermark ([`SealerStage::watermark`]): every accepted message
+    /// stamped earlier is sealed by now (0 until ingest watermarks cover every source
+    /// partition).
     pub watermark: u64,
 }
 
@@ -186,8 +218,10 @@ pub struct SealerStage {
     last_size: u64,
     clock_ms: u64,
     stats: SealerStats,
-    /// Latest timestamp seen per input partition (event time).
-    partition_time: std::collections::BTreeMap<(String, u32), u64>,
+    /// Ingest watermarks: per source partition, the latest time per accepted partition.
+    marks: BTreeMap<(String, u32), BTreeMap<u32, u64>>,
+    /// Source partitions the watermarks announce.
+    sources_expected: u32,
     /// Input partitions of the accepted topic (for the watermark).
     partitions_expected: usize,
     /// The last epoch on disk, published again after a restart.
@@ -233,7 +267,8 @@ impl SealerStage {
             last_size: 0,
             clock_ms: 0,
             stats: SealerStats::default(),
-            partition_time: Default::default(),
+            marks: BTreeMap::new(),
+            sources_expected: 0,
             partitions_expected: config.input_partitions,
             republish: None,
             config,
@@ -307,14 +342,18 @@ impl SealerStage {
         self.sealed.len()
     }
 
-    /// Advances the event time of the delivery's partition (each partition is in
-    /// time order); always `true`, so it can sit in a match guard.
-    fn observe(&mut self, d: &Delivery, timestamp: u64) -> bool {
+    fn take_watermark(&mut self, d: &Delivery, bytes: &[u8]) -> bool {
+        let Ok(w) = serde_json::from_slice::<Watermark>(bytes) else {
+            return false;
+        };
+        self.sources_expected = self.sources_expected.max(w.sources);
         let t = self
-            .partition_time
-            .entry((d.topic.clone(), d.partition))
-            .or_insert(timestamp);
-        *t = (*t).max(timestamp);
+            .marks
+            .entry((w.source, w.partition))
+            .or_default()
+            .entry(d.partition)
+            .or_insert(w.time_ms);
+        *t = (*t).max(w.time_ms);
         true
     }
 
@@ -332,13 +371,23 @@ impl SealerStage {
         true
     }
 
-    /// The event-time low watermark (0 until every input partition delivered).
-    fn watermark(&self) -> u64 {
-        if self.partition_time.len() >= self.partitions_expected {
-            self.partition_time.values().copied().min().unwrap_or(0)
-        } else {
-            0
+    /// The event-time low watermark: the smallest ingest watermark, once every
+    /// source partition's has arrived on every accepted partition (0 before).
+    pub fn watermark(&self) -> u64 {
+        let complete = self.sources_expected > 0
+            && self.marks.len() >= self.sources_expected as usize
+            && self
+                .marks
+                .values()
+                .all(|m| m.len() >= self.partitions_expected);
+        if !complete {
+            return 0;
         }
+        self.marks
+            .values()
+            .flat_map(|m| m.values().copied())
+            .min()
+            .unwrap_or(0)
     }
 
     /// Forgets sealed ids and receipt digests older than the horizon behind the
@@ -385,9 +434,13 @@ impl SealerStage {
     /// Takes one accepted frame. Returns `false` for a duplicate (already sealed or
     /// pending) or a frame that is not an accepted envelope/receipt.
     pub fn accept(&mut self, d: Delivery) -> bool {
+        if let Some((&FRAME_WATERMARK, bytes)) = d.payload.split_first() {
+            self.take_watermark(&d, bytes);
+            self.uncommitted.insert((d.topic.clone(), d.partition), d);
+            return false;
+        }
         let fresh = match d.payload.split_first() {
             Some((&FRAME_ENVELOPE, bytes)) => match SignedEnvelope::decode(bytes.to_vec()) {
-                Ok(env) if !self.observe(&d, env.envelope().timestamp) => false,
                 Ok(env)
                     if !self.sealed.contains_key(env.id())
                         && !self.pending_ids.contains(env.id()) =>
@@ -406,7 +459,6 @@ impl SealerStage {
                 _ => false,
             },
             Some((&FRAME_RECEIPT, bytes)) => match Receipt::decode(bytes.to_vec()) {
-                Ok(r) if !self.observe(&d, r.timestamp()) => false,
                 Ok(r) if r.timestamp() >= self.forgotten_before => {
                     if self.remember_receipt(audita_evidence::sha256(bytes), r.timestamp()) {
                         self.pending_receipts.push(bytes.to_vec());

@@ -5,9 +5,10 @@
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::{topics, Bus};
 use audita_evidence::sample::{sample_record, SAMPLE_KEEPERS, SAMPLE_ORIGIN};
+use audita_evidence::SignedEnvelope;
 use audita_evidence::{derive_signing_key, verify_record};
 use audita_sealer::disk::read_record;
-use audita_sealer::stage::{SealerConfig, SealerStage, FRAME_ENVELOPE, FRAME_RECEIPT};
+use audita_sealer::stage::{SealerConfig, SealerStage, Watermark, FRAME_ENVELOPE, FRAME_RECEIPT};
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -175,6 +176,28 @@ fn dedupe_memory_is_bounded_by_the_horizon_and_late_envelopes_are_quarantined() 
         .with_horizon(3_000);
     let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
     let mut p = bus.producer().unwrap();
+    // Ingest's watermark after everything: the one source partition is done.
+    let last = envs
+        .iter()
+        .map(|e| {
+            SignedEnvelope::decode(e.clone())
+                .unwrap()
+                .envelope()
+                .timestamp
+        })
+        .max()
+        .unwrap();
+    let mark = Watermark {
+        source: "fleet".into(),
+        partition: 0,
+        sources: 1,
+        time_ms: last,
+    };
+    for part in 0..4 {
+        p.send_to(topics::ACCEPTED, part, b"w", &mark.frame())
+            .unwrap();
+    }
+    assert_eq!(stage.watermark(), 0, "no watermark before ingest's arrives");
     let idle = Some(Duration::from_millis(300));
     let stop = AtomicBool::new(false);
     stage.run(c.as_mut(), p.as_mut(), &stop, idle).unwrap();
@@ -182,6 +205,7 @@ fn dedupe_memory_is_bounded_by_the_horizon_and_late_envelopes_are_quarantined() 
     assert_eq!(leaves.len(), envs.len(), "every envelope sealed");
     assert_eq!(leaves.iter().collect::<BTreeSet<_>>().len(), leaves.len());
     assert_eq!(stage.stats().duplicates, envs.len() as u64);
+    assert_eq!(stage.watermark(), last);
     // ~25 s of record time behind a 3 s horizon: most ids are forgotten.
     assert!(
         stage.sealed_count() < envs.len() / 3,

@@ -10,13 +10,27 @@
 //!   `AdverseDecl`) waits until every anchor it names is sealed, then its slice is
 //!   emitted once, keyed by the incident name. Declarations whose anchors are never
 //!   sealed are reported by [`SlicerStage::waiting`].
-//! - A [`SliceBundle`] is self-contained: the declaration, the slice's signed
-//!   envelopes and their receipts, and every epoch header, leaf list and checkpoint
-//!   sealed so far, so an engine worker verifies it from scratch with public keys.
+//! - A [`SliceBundle`] is self-contained: the declaration and a
+//!   [`ProvenSlice`] — the slice's signed envelopes and receipts, each envelope's
+//!   inclusion proof against the co-signed root of the epoch that sealed it, those
+//!   epochs' headers and checkpoints, and the latest epoch's (the record root). An
+//!   engine worker verifies it from scratch with public keys, and its size does not
+//!   grow with the log.
+//! - Memory is bounded by a retention horizon in record time
+//!   ([`SlicerStage::with_horizon`]): messages older than the horizon before both
+//!   the event-time watermark and every waiting declaration's window start are
+//!   evicted, once they have also been held for a minimum wall time (a replayed or
+//!   bursty stream moves record time far faster than declarations arrive, so record
+//!   time alone would evict a window before its declaration is read) (their citations retracted from the dataflow, epochs whose messages are
+//!   all gone dropped), and emitted incidents are retracted. A citation reaching past
+//!   the horizon is counted ([`SlicerStage::unresolved_citations`]) and its parent
+//!   is judged missing, so the horizon must exceed the oldest citation a fleet makes
+//!   and the longest a declaration arrives after its window.
 
 use crate::{EpochBatch, IncidentId, NodeId, Slicer};
 use audita_bus::{topics, BusError, Consumer, Delivery, Producer};
-use audita_evidence::{Payload, SignedEnvelope};
+use audita_evidence::merkle::{leaf_hash, CompactRange};
+use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
 use audita_sealer::disk::{decode_segment, encode_segment};
 use audita_sealer::stage::EpochMessage;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,91 +39,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const BUNDLE_KIND: u8 = b'S';
-const EPOCH_KIND: u8 = b'H';
 
 /// A self-contained incident slice, as published on `audita.slices`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SliceBundle {
     /// The adverse declaration JSON, exactly as declared.
     pub declaration: Vec<u8>,
-    /// Signed envelopes of the slice, in message-id order.
-    pub envelopes: Vec<Vec<u8>>,
-    /// Receipts of those envelopes.
-    pub receipts: Vec<Vec<u8>>,
-    /// Every sealed epoch so far: (header bytes, leaves).
-    pub epochs: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
-    /// Every checkpoint note so far.
-    pub checkpoints: Vec<Vec<u8>>,
+    /// The slice's messages in message-id order, with their proofs of sealing.
+    pub evidence: ProvenSlice,
 }
 
 impl SliceBundle {
-    /// Encodes the bundle as one segment.
+    /// Encodes the bundle as one segment: declaration, proven slice.
     pub fn encode(&self) -> Vec<u8> {
-        let counts: Vec<u8> = [
-            self.envelopes.len(),
-            self.receipts.len(),
-            self.epochs.len(),
-            self.checkpoints.len(),
-        ]
-        .iter()
-        .flat_map(|n| (*n as u64).to_be_bytes())
-        .collect();
-        let epochs: Vec<Vec<u8>> = self
-            .epochs
-            .iter()
-            .map(|(h, leaves)| {
-                let mut frames: Vec<&[u8]> = vec![h];
-                frames.extend(leaves.iter().map(Vec::as_slice));
-                encode_segment(EPOCH_KIND, &frames)
-            })
-            .collect();
-        let mut frames: Vec<&[u8]> = vec![&self.declaration, &counts];
-        frames.extend(self.envelopes.iter().map(Vec::as_slice));
-        frames.extend(self.receipts.iter().map(Vec::as_slice));
-        frames.extend(epochs.iter().map(Vec::as_slice));
-        frames.extend(self.checkpoints.iter().map(Vec::as_slice));
-        encode_segment(BUNDLE_KIND, &frames)
+        let evidence = self.evidence.encode();
+        encode_segment(BUNDLE_KIND, &[&self.declaration, &evidence])
     }
 
     /// Decodes [`Self::encode`]'s output; `None` on any malformation.
     pub fn decode(bytes: &[u8]) -> Option<SliceBundle> {
         let frames = decode_segment(BUNDLE_KIND, bytes, Path::new("audita.slices")).ok()?;
-        let mut it = frames.into_iter();
-        let declaration = it.next()?;
-        let counts = it.next()?;
-        if counts.len() != 32 {
-            return None;
-        }
-        let n = |i: usize| {
-            u64::from_be_bytes(counts[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])) as usize
-        };
-        let rest: Vec<Vec<u8>> = it.collect();
-        if rest.len()
-            != n(0)
-                .checked_add(n(1))?
-                .checked_add(n(2))?
-                .checked_add(n(3))?
-        {
-            return None;
-        }
-        let mut it = rest.into_iter();
-        let envelopes = it.by_ref().take(n(0)).collect();
-        let receipts = it.by_ref().take(n(1)).collect();
-        let mut epochs = Vec::new();
-        for e in it.by_ref().take(n(2)) {
-            let mut f = decode_segment(EPOCH_KIND, &e, Path::new("audita.slices"))
-                .ok()?
-                .into_iter();
-            let header = f.next()?;
-            epochs.push((header, f.collect()));
-        }
-        let checkpoints = it.collect();
+        let [declaration, evidence]: [Vec<u8>; 2] = frames.try_into().ok()?;
         Some(SliceBundle {
             declaration,
-            envelopes,
-            receipts,
-            epochs,
-            checkpoints,
+            evidence: ProvenSlice::decode(&evidence).ok()?,
         })
     }
 }
@@ -129,10 +82,24 @@ struct Waiting {
 /// Record time (ms) past a window's end after which the window counts as settled.
 pub const GRACE_MS: u64 = 1_000;
 
+/// Default retention horizon: ten minutes of record time.
+pub const DEFAULT_HORIZON_MS: u64 = 600_000;
+
+/// Default minimum wall time a message is held before it may be evicted.
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(60);
+
+/// A sealed message as the slicer keeps it.
+struct Sealed {
+    epoch: u64,
+    leaf: u64,
+    bytes: Vec<u8>,
+}
+
 /// The slicer stage's state.
 pub struct SlicerStage {
     slicer: Slicer,
-    envelopes: BTreeMap<NodeId, (u64, Vec<u8>)>,
+    /// Sealed messages: (timestamp, epoch number, leaf index, signed bytes).
+    envelopes: BTreeMap<NodeId, Sealed>,
     /// Sealed messages by (timestamp, id), for window queries.
     by_time: BTreeSet<(u64, NodeId)>,
     /// Citations of each sealed message.
@@ -144,12 +111,25 @@ pub struct SlicerStage {
     /// Wall time after which an incomplete declaration is emitted as it stands.
     max_wait: Duration,
     receipts: BTreeMap<NodeId, Vec<Vec<u8>>>,
-    epochs: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
-    checkpoints: Vec<Vec<u8>>,
+    /// Retained epochs by number, with their live message counts.
+    epochs: BTreeMap<u64, (EpochProofs, usize)>,
+    /// The log's compact range after the last epoch taken.
+    log: CompactRange,
+    /// Retention horizon in record time (ms).
+    horizon_ms: u64,
+    /// Minimum wall time a message is held.
+    hold: Duration,
+    /// Epochs taken within `hold`: (arrival, earliest message timestamp).
+    recent: std::collections::VecDeque<(Instant, u64)>,
+    /// Messages older than this were evicted.
+    evicted_before: u64,
+    evicted: u64,
+    unresolved: u64,
     waiting: Vec<Waiting>,
+    /// Emitted incidents, with the incident id whose anchors are still to retract.
     emitted: BTreeSet<String>,
+    to_retract: Vec<(IncidentId, Vec<NodeId>)>,
     next_incident: IncidentId,
-    seq: u64,
     topic_prefix: String,
     /// Slices emitted, with the time their declaration waited.
     pub emitted_latencies: Vec<Duration>,
@@ -184,12 +164,18 @@ impl SlicerStage {
             watermark: 0,
             max_wait,
             receipts: BTreeMap::new(),
-            epochs: Vec::new(),
-            checkpoints: Vec::new(),
+            epochs: BTreeMap::new(),
+            log: CompactRange::new(),
+            horizon_ms: DEFAULT_HORIZON_MS,
+            hold: DEFAULT_HOLD,
+            recent: std::collections::VecDeque::new(),
+            evicted_before: 0,
+            evicted: 0,
+            unresolved: 0,
             waiting: Vec::new(),
             emitted: BTreeSet::new(),
+            to_retract: Vec::new(),
             next_incident: 0,
-            seq: 0,
             topic_prefix: topic_prefix.to_string(),
             emitted_latencies: Vec::new(),
         }
@@ -211,48 +197,98 @@ impl SlicerStage {
             .collect()
     }
 
+    /// Sets the retention horizon (record-time ms) and the minimum wall time a
+    /// message is held (see the module docs).
+    pub fn with_horizon(mut self, horizon_ms: u64, hold: Duration) -> SlicerStage {
+        self.horizon_ms = horizon_ms;
+        self.hold = hold;
+        self
+    }
+
     /// Messages in the citation graph.
     pub fn graph_messages(&self) -> usize {
         self.envelopes.len()
     }
 
+    /// Epochs retained for proofs.
+    pub fn retained_epochs(&self) -> usize {
+        self.epochs.len()
+    }
+
+    /// Messages evicted past the retention horizon so far.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Citations that emitted slices could not resolve (evidence never sealed, or
+    /// a parent evicted past the horizon; see the module docs).
+    pub fn unresolved_citations(&self) -> u64 {
+        self.unresolved
+    }
+
     /// Takes one sealed epoch into the graph. An epoch number already taken (the
-    /// sealer republishes its last epoch after a restart) is ignored.
+    /// sealer republishes its last epoch after a restart) is ignored; so is an epoch
+    /// that does not continue the log (a gap would make every later proof wrong).
     pub fn add_epoch(&mut self, msg: EpochMessage) {
-        let number = audita_evidence::EpochHeader::decode(msg.header.clone())
-            .ok()
-            .map(|h| h.number);
-        if let (Some(n), Some(last)) = (number, self.last_epoch) {
-            if n <= last {
-                return;
+        let Ok(header) = audita_evidence::EpochHeader::decode(msg.header.clone()) else {
+            tracing::warn!("slicer skipped an epoch with an undecodable header");
+            return;
+        };
+        if self.last_epoch.is_some_and(|last| header.number <= last) {
+            return;
+        }
+        if header.start != self.log.size() || header.size != header.start + msg.leaves.len() as u64
+        {
+            tracing::error!(
+                epoch = header.number,
+                start = header.start,
+                have = self.log.size(),
+                "slicer skipped an epoch that does not continue the log it has"
+            );
+            return;
+        }
+        self.last_epoch = Some(header.number);
+        let hashes: Vec<audita_evidence::Hash> = msg.leaves.iter().map(|l| leaf_hash(l)).collect();
+        let proofs = EpochProofs::new(&self.log, msg.header, msg.checkpoint, hashes.clone());
+        for h in hashes {
+            self.log.append(h);
+        }
+        let mut index: BTreeMap<NodeId, u64> = BTreeMap::new();
+        for (i, leaf) in msg.leaves.iter().enumerate() {
+            if let Ok(id) = MessageId::from_leaf_bytes(leaf) {
+                index.insert(id.digest, header.start + i as u64);
             }
         }
-        if number.is_some() {
-            self.last_epoch = number;
-        }
         let mut batch = EpochBatch::default();
+        let mut live = 0;
+        let mut earliest = u64::MAX;
         for bytes in msg.envelopes {
             let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
                 continue;
             };
             let child = env.id().digest;
-            for c in &env.envelope().citations {
-                batch.cites.push(((child, c.digest), 1));
+            let Some(&leaf) = index.get(&child) else {
+                continue;
+            };
+            for (edge, d) in edges(&env) {
+                batch_push(&mut batch, edge, d);
             }
-            if let Payload::ToolOutput { tool, .. } = &env.envelope().payload {
-                if tool == "actuator" {
-                    for c in &env.envelope().citations {
-                        batch.realised.push((c.digest, 1));
-                    }
-                }
-            }
-            self.seq += 1;
-            self.by_time.insert((env.envelope().timestamp, child));
+            let timestamp = env.envelope().timestamp;
+            earliest = earliest.min(timestamp);
+            self.by_time.insert((timestamp, child));
             self.parents.insert(
                 child,
                 env.envelope().citations.iter().map(|c| c.digest).collect(),
             );
-            self.envelopes.insert(child, (self.seq, bytes));
+            self.envelopes.insert(
+                child,
+                Sealed {
+                    epoch: header.number,
+                    leaf,
+                    bytes,
+                },
+            );
+            live += 1;
         }
         for r in msg.receipts {
             if let Ok(receipt) = audita_evidence::Receipt::decode(r.clone()) {
@@ -263,8 +299,76 @@ impl SlicerStage {
             }
         }
         self.watermark = self.watermark.max(msg.watermark);
-        self.epochs.push((msg.header, msg.leaves));
-        self.checkpoints.push(msg.checkpoint);
+        self.epochs.insert(header.number, (proofs, live));
+        self.recent.push_back((Instant::now(), earliest));
+        self.slicer.apply(batch);
+        self.evict();
+    }
+
+    /// Evicts messages older than the horizon before both the watermark and every
+    /// waiting declaration's window end, and epochs left without live messages
+    /// (never the latest, which fixes the record root).
+    fn evict(&mut self) {
+        while self
+            .recent
+            .front()
+            .is_some_and(|(at, _)| at.elapsed() >= self.hold)
+        {
+            self.recent.pop_front();
+        }
+        let held = self
+            .recent
+            .iter()
+            .map(|(_, t)| *t)
+            .min()
+            .unwrap_or(u64::MAX);
+        let keep_from = self
+            .waiting
+            .iter()
+            .map(|w| w.window.0)
+            .chain(std::iter::once(self.watermark))
+            .min()
+            .unwrap_or(self.watermark)
+            .saturating_sub(self.horizon_ms)
+            .min(held);
+        if keep_from <= self.evicted_before {
+            return;
+        }
+        self.evicted_before = keep_from;
+        let old: Vec<(u64, NodeId)> = self
+            .by_time
+            .range(..(keep_from, [0u8; 32]))
+            .copied()
+            .collect();
+        if old.is_empty() {
+            return;
+        }
+        let mut batch = EpochBatch::default();
+        for key in old {
+            self.by_time.remove(&key);
+            self.parents.remove(&key.1);
+            self.receipts.remove(&key.1);
+            let Some(sealed) = self.envelopes.remove(&key.1) else {
+                continue;
+            };
+            self.evicted += 1;
+            if let Ok(env) = SignedEnvelope::decode(sealed.bytes) {
+                for (edge, _) in edges(&env) {
+                    batch_push(&mut batch, edge, -1);
+                }
+            }
+            let last = self.last_epoch;
+            if let Some((_, live)) = self.epochs.get_mut(&sealed.epoch) {
+                *live -= 1;
+                if *live == 0 && Some(sealed.epoch) != last {
+                    self.epochs.remove(&sealed.epoch);
+                }
+            }
+        }
+        // Epochs that sealed nothing the graph kept (and are not the latest).
+        let last = self.last_epoch;
+        self.epochs
+            .retain(|n, (_, live)| *live > 0 || Some(*n) == last);
         self.slicer.apply(batch);
     }
 
@@ -387,32 +491,76 @@ impl SlicerStage {
                 });
             }
             let w = self.waiting.remove(i);
-            let ids = self.members(&w);
-            // Canonical order (by message id), so the bundle does not depend on the
-            // interleaving of partitions upstream.
-            let bundle = SliceBundle {
-                declaration: w.declaration.clone(),
-                envelopes: ids
-                    .iter()
-                    .filter_map(|n| self.envelopes.get(n))
-                    .map(|(_, b)| b.clone())
-                    .collect(),
-                receipts: ids
-                    .iter()
-                    .flat_map(|n| self.receipts.get(n).cloned().unwrap_or_default())
-                    .collect(),
-                epochs: self.epochs.clone(),
-                checkpoints: self.checkpoints.clone(),
-            };
+            let bundle = self.bundle(&w);
             out.send(&topic, w.name.as_bytes(), &bundle.encode())?;
             self.emitted_latencies.push(w.arrived.elapsed());
             self.emitted.insert(w.name);
+            self.to_retract.push((w.incident, w.anchors));
             emitted += 1;
         }
         if emitted > 0 {
             out.flush()?;
+            // The emitted incidents leave the dataflow.
+            let anchors = std::mem::take(&mut self.to_retract)
+                .into_iter()
+                .flat_map(|(i, a)| a.into_iter().map(move |n| ((i, n), -1)))
+                .collect();
+            self.slicer.apply(EpochBatch {
+                anchors,
+                ..Default::default()
+            });
         }
         Ok(emitted)
+    }
+
+    /// The bundle of a declaration: its members in canonical (message-id) order, so
+    /// it does not depend on the interleaving of partitions upstream, each with its
+    /// proof against its epoch; those epochs and the latest one.
+    fn bundle(&mut self, w: &Waiting) -> SliceBundle {
+        let ids = self.members(w);
+        let mut evidence = ProvenSlice::default();
+        let mut provers: BTreeMap<u64, audita_evidence::merkle::TailProver<'_>> = BTreeMap::new();
+        let mut used: BTreeSet<u64> = self.last_epoch.into_iter().collect();
+        let mut unresolved = 0;
+        for n in &ids {
+            if let Some(ps) = self.parents.get(n) {
+                unresolved += ps
+                    .iter()
+                    .filter(|p| !self.envelopes.contains_key(*p))
+                    .count();
+            }
+            let Some(m) = self.envelopes.get(n) else {
+                continue;
+            };
+            evidence.envelopes.push(m.bytes.clone());
+            let proof = match self.epochs.get(&m.epoch) {
+                Some((p, _)) => provers
+                    .entry(m.epoch)
+                    .or_insert_with(|| p.prover())
+                    .prove(m.leaf)
+                    .ok(),
+                None => None,
+            };
+            used.insert(m.epoch);
+            evidence
+                .proofs
+                .push(proof.map(|p| p.encode()).unwrap_or_default());
+            evidence
+                .receipts
+                .extend(self.receipts.get(n).cloned().unwrap_or_default());
+        }
+        for e in used {
+            if let Some((p, _)) = self.epochs.get(&e) {
+                evidence.headers.push(p.header.clone());
+                evidence.checkpoints.push(p.checkpoint.clone());
+            }
+        }
+        drop(provers);
+        self.unresolved += unresolved as u64;
+        SliceBundle {
+            declaration: w.declaration.clone(),
+            evidence,
+        }
     }
 
     /// Handles one delivery from `audita.epochs` or `audita.adverse`.
@@ -441,12 +589,19 @@ impl SlicerStage {
         max_idle: Option<Duration>,
     ) -> Result<(), SlicerError> {
         let mut idle_since = Instant::now();
+        let mut checked = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             match input.poll(Duration::from_millis(20))? {
                 Some(d) => {
                     idle_since = Instant::now();
                     if let Err(e) = self.handle(&d) {
                         tracing::warn!(topic = %d.topic, offset = d.offset, error = %e, "slicer skipped a record");
+                    }
+                    // Under sustained input the queue never runs dry: check the
+                    // waiting declarations every 50 ms regardless.
+                    if checked.elapsed() >= Duration::from_millis(50) {
+                        self.emit_ready(out)?;
+                        checked = Instant::now();
                     }
                 }
                 None => {
@@ -459,5 +614,39 @@ impl SlicerStage {
         }
         self.emit_ready(out)?;
         Ok(())
+    }
+}
+
+/// A citation (+1) or realisation edge of one sealed message.
+enum Edge {
+    Cites(NodeId, NodeId),
+    Realised(NodeId),
+}
+
+fn edges(env: &SignedEnvelope) -> Vec<(Edge, isize)> {
+    let child = env.id().digest;
+    let mut out: Vec<(Edge, isize)> = env
+        .envelope()
+        .citations
+        .iter()
+        .map(|c| (Edge::Cites(child, c.digest), 1))
+        .collect();
+    if let Payload::ToolOutput { tool, .. } = &env.envelope().payload {
+        if tool == "actuator" {
+            out.extend(
+                env.envelope()
+                    .citations
+                    .iter()
+                    .map(|c| (Edge::Realised(c.digest), 1)),
+            );
+        }
+    }
+    out
+}
+
+fn batch_push(batch: &mut EpochBatch, edge: Edge, d: isize) {
+    match edge {
+        Edge::Cites(c, p) => batch.cites.push(((c, p), d)),
+        Edge::Realised(n) => batch.realised.push((n, d)),
     }
 }
