@@ -96,9 +96,26 @@ fn check(placement: Placement) {
             let names = audita_ingest::Topics {
                 prefix: prefix.into(),
             };
-            audita_bus::pump(c.as_mut(), p.as_mut(), &stop, 256, None, |d, out| {
-                audita_ingest::handle(d, &keys, &names, out).map(|_| ())
-            })
+            // As deployed: ingest publishes per-source-partition watermarks, from
+            // which the sealer derives the event-time watermark the slicer waits on.
+            let marks = std::cell::RefCell::new(audita_ingest::Watermarks::new(
+                8,
+                4,
+                Duration::from_millis(100),
+            ));
+            let accepted = format!("{prefix}{}", topics::ACCEPTED);
+            audita_bus::pump_with(
+                c.as_mut(),
+                p.as_mut(),
+                &stop,
+                256,
+                None,
+                |d, out| {
+                    audita_ingest::handle_marked(d, &keys, &names, &mut marks.borrow_mut(), out)
+                        .map(|_| ())
+                },
+                |out| marks.borrow_mut().publish(out, &accepted),
+            )
             .unwrap();
         }));
     }
