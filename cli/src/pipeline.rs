@@ -346,6 +346,12 @@ pub struct Collected {
 
 /// Runs the sink: verdicts to Parquet (and to `on_verdict`) until stopped/idle or
 /// until `expect` incidents arrived.
+///
+/// Each record is journaled durably before its offset is committed; on restart the
+/// journal's verdicts are taken again (`on_verdict` sees them, `expect` counts them)
+/// and those whose rows are not in a completed Parquet file are written again, so a
+/// SIGKILL at any point loses no row and writes none twice.
+#[allow(clippy::too_many_arguments)]
 pub fn run_sink(
     d: &Deployment,
     bus: &Bus,
@@ -356,35 +362,61 @@ pub fn run_sink(
     m: &Metrics,
     mut on_verdict: impl FnMut(&VerdictMessage),
 ) -> Result<Collected> {
-    let mut c = bus.consumer(&d.topic("sinks"), &[&d.topic(topics::VERDICTS)])?;
-    let mut sink = ParquetSink::new(&out_dir.join("verdicts"), Rotation::default())?;
+    std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    let parquet_dir = out_dir.join("verdicts");
+    let mut sink = ParquetSink::new(&parquet_dir, Rotation::default())?;
+    let in_parquet = audita_sinks::parquet::incidents_in(&parquet_dir)?;
+    let (mut journal, past) = audita_sinks::journal::Journal::open(&out_dir.join("journal.jsonl"))?;
     let mut got = Collected::default();
+    // Takes one verdict-topic record; `fresh` = not yet in the journal.
+    let mut take = |payload: &[u8],
+                    fresh: bool,
+                    got: &mut Collected,
+                    sink: &mut ParquetSink|
+     -> Result<bool> {
+        let v: serde_json::Value =
+            serde_json::from_slice(payload).context("verdict record is not JSON")?;
+        let incident = v["incident"].as_str().unwrap_or_default().to_string();
+        if got.verdicts.contains_key(&incident) || got.abstained.contains_key(&incident) {
+            return Ok(false);
+        }
+        if fresh {
+            journal.append(payload)?;
+        }
+        if let Some(reason) = v.get("abstained").and_then(|r| r.as_str()) {
+            got.abstained.insert(incident, reason.to_string());
+        } else {
+            let msg: VerdictMessage = serde_json::from_value(v).context("verdict record")?;
+            if fresh || !in_parquet.contains_key(&incident) {
+                sink.write(&msg.rows)?;
+                m.sinks_rows.inc_by(msg.rows.len() as u64);
+            }
+            on_verdict(&msg);
+            got.verdicts.insert(incident, msg);
+        }
+        Ok(true)
+    };
+    for record in &past {
+        take(record, false, &mut got, &mut sink)?;
+    }
+    let mut c = bus.consumer(&d.topic("sinks"), &[&d.topic(topics::VERDICTS)])?;
     let mut idle_since = std::time::Instant::now();
     while !stop.load(Ordering::SeqCst) {
         if expect.is_some_and(|n| got.verdicts.len() + got.abstained.len() >= n) {
             break;
         }
         let Some(del) = c.poll(Duration::from_millis(50))? else {
+            sink.tick()?;
             if idle.is_some_and(|i| idle_since.elapsed() >= i) {
                 break;
             }
             continue;
         };
         idle_since = std::time::Instant::now();
-        let v: serde_json::Value =
-            serde_json::from_slice(&del.payload).context("verdict record is not JSON")?;
-        let incident = v["incident"].as_str().unwrap_or_default().to_string();
-        if let Some(reason) = v.get("abstained").and_then(|r| r.as_str()) {
-            got.abstained.insert(incident, reason.to_string());
-        } else if !got.verdicts.contains_key(&incident) {
-            let msg: VerdictMessage = serde_json::from_value(v).context("verdict record")?;
-            sink.write(&msg.rows)?;
-            m.sinks_rows.inc_by(msg.rows.len() as u64);
-            on_verdict(&msg);
-            got.verdicts.insert(incident, msg);
-        }
+        take(&del.payload, true, &mut got, &mut sink)?;
         c.commit(&del)?;
     }
+    drop(take);
     got.files = sink.finish()?;
     Ok(got)
 }

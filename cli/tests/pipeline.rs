@@ -255,13 +255,14 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
         ("engine-1".into(), stage(&["stage", "engine"])),
         ("engine-2".into(), stage(&["stage", "engine"])),
     ]);
-    let mut sink = stage(&[
+    let sink_args = [
         "stage",
         "sink",
         "--exit-when-complete",
         "--dir",
         sink_dir.to_str().unwrap(),
-    ]);
+    ];
+    let mut sink = stage(&sink_args);
     // A paced feed (about 4 s), so every kill below lands mid-stream.
     let mut feed = audita();
     feed.args([
@@ -293,6 +294,25 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
         };
     }
     assert!(feeder.wait().unwrap().success(), "feed failed");
+    // The sink dies once it has taken a verdict but not all of them, and restarts.
+    let journal = sink_dir.join("journal.jsonl");
+    let journaled = || {
+        std::fs::read(&journal)
+            .map(|b| b.iter().filter(|c| **c == b'\n').count())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while journaled() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        sink.try_wait().unwrap().is_none(),
+        "the sink finished before it could be killed mid-stream"
+    );
+    sink.kill().unwrap(); // SIGKILL
+    sink.wait().unwrap();
+    assert!(journaled() >= 1, "no verdict reached the sink within 120 s");
+    sink = stage(&sink_args);
     let deadline = Instant::now() + Duration::from_secs(240);
     while sink.try_wait().unwrap().is_none() {
         assert!(
@@ -305,6 +325,18 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
         rows(&sink_dir.join("rows.json")),
         rows(&embedded.path().join("rows.json")),
         "verdicts after crashes differ from the uninterrupted run"
+    );
+    // Across the sink's restart every row landed in Parquet exactly once.
+    let in_parquet = audita_sinks::parquet::incidents_in(&sink_dir.join("verdicts")).unwrap();
+    let mut want: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in rows(&embedded.path().join("rows.json")) {
+        *want
+            .entry(r["incident"].as_str().unwrap().to_string())
+            .or_insert(0) += 1;
+    }
+    assert_eq!(
+        in_parquet, want,
+        "Parquet rows per incident after the sink's crash"
     );
     // Stop the sealer before reading its directory.
     drop(stages);

@@ -4,13 +4,14 @@
 //! Design constraints:
 //! - One Parquet row per (incident, principal), schema [`parquet::schema`], documented
 //!   column by column in ARCHITECTURE.md; files are written whole (temp name, then
-//!   rename), so a reader never sees a half-written file and a crash loses at most the
-//!   open file, whose verdicts are re-derived from the record on restart.
+//!   rename), so a reader never sees a half-written file; a crash loses at most the
+//!   open file, whose verdicts the [`journal`] restores on restart.
 //! - Metric names follow `audita_<stage>_<name>_<unit>[_total]` with a small fixed set
 //!   of label values; never a message id as a label.
 
 #![warn(missing_docs)]
 
+pub mod journal;
 pub mod metrics;
 pub mod parquet;
 pub mod report;

@@ -158,6 +158,11 @@ impl ParquetSink {
         })?;
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(".parquet.tmp") {
+                // The open file of a sink that crashed: never complete, never read.
+                let _ = std::fs::remove_file(e.path());
+                continue;
+            }
             if let Some(n) = name
                 .strip_prefix("verdicts-")
                 .and_then(|r| r.strip_suffix(".parquet"))
@@ -174,6 +179,19 @@ impl ParquetSink {
             open: None,
             written: Vec::new(),
         })
+    }
+
+    /// Closes the open file if it is older than the rotation age (call when idle, so
+    /// a quiet stream's last rows reach a readable file).
+    pub fn tick(&mut self) -> Result<(), SinkError> {
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|f| f.opened.elapsed() >= self.rotation.max_age)
+        {
+            self.close_file()?;
+        }
+        Ok(())
     }
 
     /// Appends rows, rotating files as configured.
@@ -234,4 +252,48 @@ impl ParquetSink {
         self.close_file()?;
         Ok(std::mem::take(&mut self.written))
     }
+}
+
+/// The incidents (with their row counts) in the completed verdict files of `dir`.
+pub fn incidents_in(dir: &Path) -> Result<std::collections::BTreeMap<String, usize>, SinkError> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let mut out = std::collections::BTreeMap::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(source) => {
+            return Err(SinkError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .collect();
+    files.sort();
+    for path in files {
+        let file = File::open(&path).map_err(|source| SinkError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|b| b.build())
+            .map_err(|e| SinkError::Encode(format!("{}: {e}", path.display())))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| SinkError::Encode(e.to_string()))?;
+            let col = batch
+                .column_by_name("incident")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+                .ok_or_else(|| {
+                    SinkError::Encode(format!("{}: no incident column", path.display()))
+                })?;
+            for i in 0..arrow::array::Array::len(col) {
+                *out.entry(col.value(i).to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    Ok(out)
 }
