@@ -31,6 +31,10 @@ pub struct VerifyArgs {
     /// Omit the list of certified messages (counts only) for large records.
     #[arg(long)]
     pub brief: bool,
+    /// A checkpoint note held outside the record (a keeper's latest copy); the
+    /// record must reproduce it, which detects a record cut short (repeatable).
+    #[arg(long = "checkpoint", value_name = "NOTE")]
+    pub checkpoints: Vec<PathBuf>,
 }
 
 /// Runs the subcommand; returns the exit code.
@@ -52,9 +56,20 @@ pub fn run(args: &VerifyArgs) -> i32 {
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut held = Vec::new();
+    for path in &args.checkpoints {
+        match std::fs::read(path) {
+            Ok(b) => held.push(b),
+            Err(e) => {
+                eprintln!("audita verify: checkpoint {}: {e}", path.display());
+                return 2;
+            }
+        }
+    }
     let policy = Policy {
         batch_signatures: args.batch,
         threads,
+        held_checkpoints: held,
         ..Policy::default()
     };
     let partition = verify_record_with(&record, &keys, &policy, store.as_ref());
@@ -125,6 +140,9 @@ fn failure_line(p: &Partition) -> String {
     }
     if !p.equivocations.is_empty() {
         parts.push(format!("{} equivocations", p.equivocations.len()));
+    }
+    for h in &p.held {
+        parts.push(h.fault.detail());
     }
     let bad_payloads = p
         .payloads
@@ -331,6 +349,7 @@ fn summarize(p: &Partition, args: &VerifyArgs) -> Value {
         "epochs": epochs,
         "checkpoints": checkpoints,
         "equivocations": equivocations,
+        "held_checkpoints": p.held.iter().map(|h| json!({"index": h.index, "fault": h.fault.detail()})).collect::<Vec<Value>>(),
         "payloads": payloads,
     });
     if !args.brief {

@@ -162,3 +162,39 @@ fn unreadable_input_exits_2_with_one_line() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn a_held_checkpoint_catches_a_record_cut_short() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rec");
+    sample(&dir, "80");
+    let mut epochs: Vec<PathBuf> = files(&dir.join("epochs"));
+    let mut notes: Vec<PathBuf> = files(&dir.join("checkpoints"));
+    assert!(epochs.len() >= 2);
+    let held = tmp.path().join("held.txt");
+    fs::copy(notes.last().unwrap(), &held).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["verify", dir.to_str().unwrap(), "--brief"];
+        args.extend_from_slice(extra);
+        audita(&args)
+    };
+    let ok = run(&["--checkpoint", held.to_str().unwrap()]);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    fs::remove_file(epochs.pop().unwrap()).unwrap();
+    fs::remove_file(notes.pop().unwrap()).unwrap();
+    let cut = run(&["--checkpoint", held.to_str().unwrap()]);
+    assert_eq!(cut.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&cut.stderr);
+    assert!(err.contains("record truncated"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    let json: serde_json::Value = serde_json::from_slice(&cut.stdout).unwrap();
+    assert_eq!(json["held_checkpoints"].as_array().unwrap().len(), 1);
+    let absent = run(&["--checkpoint", "/nonexistent/held.txt"]);
+    assert_eq!(absent.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&absent.stderr).contains("/nonexistent/held.txt"));
+}

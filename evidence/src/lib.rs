@@ -54,8 +54,8 @@ pub use receipt::Receipt;
 pub use store::{PayloadStatus, PayloadStore};
 pub use verify::{
     verify_record, verify_record_with, Certified, CheckpointFault, CheckpointStatus, EpochFault,
-    EpochStatus, Missing, Partition, PayloadFinding, Policy, RawEpoch, ReceiptFault,
-    ReceiptProblem, Record, Suspect, SuspectItem, SuspectReason,
+    EpochStatus, HeldFault, HeldFinding, Missing, Partition, PayloadFinding, Policy, RawEpoch,
+    ReceiptFault, ReceiptProblem, Record, Suspect, SuspectItem, SuspectReason,
 };
 
 /// Re-exported key types, so callers need not depend on `ed25519-dalek` directly.

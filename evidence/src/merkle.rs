@@ -637,7 +637,11 @@ mod tests {
                     assert!(p.prove(base as u64 - 1).is_err());
                 }
                 let c = p.consistency().unwrap();
-                assert_eq!(c, ConsistencyProof::generate(&all, base as u64).unwrap(), "n={n} base={base}");
+                assert_eq!(
+                    c,
+                    ConsistencyProof::generate(&all, base as u64).unwrap(),
+                    "n={n} base={base}"
+                );
                 assert!(p.prove(n as u64).is_err());
             }
         }

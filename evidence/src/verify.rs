@@ -103,6 +103,61 @@ pub struct Policy {
     /// Threads for strict signature checks (0 or 1 = the calling thread only).
     /// The partition does not depend on it.
     pub threads: usize,
+    /// Checkpoint notes held outside the record (a keeper's or an auditor's latest
+    /// copy). The record must reproduce each: its log reaches the note's size and its
+    /// first that many leaves have the note's root. This is what catches a record cut
+    /// short together with its last epochs and checkpoints, which is otherwise a
+    /// consistent (shorter) record.
+    pub held_checkpoints: Vec<Vec<u8>>,
+}
+
+/// Why an externally held checkpoint is not reproduced by the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeldFault {
+    /// The note does not parse.
+    Unparseable(NoteError),
+    /// The note carries no valid signature of a registered log.
+    NoLogSignature,
+    /// The record's log is shorter than the note: sealed history was cut off.
+    Truncated {
+        /// Leaves in the record.
+        record_size: u64,
+        /// Leaves the note commits to.
+        held_size: u64,
+    },
+    /// The record's first `size` leaves have another root: the log forked.
+    Forked {
+        /// The note's tree size.
+        size: u64,
+    },
+}
+
+impl HeldFault {
+    /// One line for humans.
+    pub fn detail(&self) -> String {
+        match self {
+            HeldFault::Unparseable(e) => format!("held checkpoint does not parse: {e}"),
+            HeldFault::NoLogSignature => "held checkpoint has no valid log signature".into(),
+            HeldFault::Truncated {
+                record_size,
+                held_size,
+            } => format!(
+                "record truncated: the log has {record_size} leaves, a held checkpoint commits to {held_size}"
+            ),
+            HeldFault::Forked { size } => {
+                format!("log forked: its first {size} leaves do not have the held checkpoint's root")
+            }
+        }
+    }
+}
+
+/// A held checkpoint the record does not reproduce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldFinding {
+    /// Position in [`Policy::held_checkpoints`].
+    pub index: usize,
+    /// What is wrong.
+    pub fault: HeldFault,
 }
 
 /// A certified message: the precondition type for attribution.
@@ -374,6 +429,8 @@ pub struct Partition {
     pub equivocations: Vec<Equivocation>,
     /// Payload-store findings (empty without a store).
     pub payloads: Vec<PayloadFinding>,
+    /// Held checkpoints the record does not reproduce ([`Policy::held_checkpoints`]).
+    pub held: Vec<HeldFinding>,
 }
 
 impl Partition {
@@ -386,6 +443,7 @@ impl Partition {
             && self.epochs.iter().all(EpochStatus::intact)
             && self.checkpoints.iter().all(|c| c.faults.is_empty())
             && self.equivocations.is_empty()
+            && self.held.is_empty()
             && self
                 .payloads
                 .iter()
@@ -536,6 +594,7 @@ pub fn verify_record_with(
         }
     }
 
+    out.held = check_held(record, keys, &policy.held_checkpoints);
     check_messages(
         &record.envelopes,
         &record.receipts,
@@ -545,6 +604,43 @@ pub fn verify_record_with(
         store,
         &mut out,
     );
+    out
+}
+
+/// Checks the record against checkpoints held outside it.
+fn check_held(record: &Record, keys: &KeyRegistry, held: &[Vec<u8>]) -> Vec<HeldFinding> {
+    if held.is_empty() {
+        return Vec::new();
+    }
+    let hashes: Vec<Hash> = record
+        .epochs
+        .iter()
+        .flat_map(|e| e.leaves.iter())
+        .map(|l| leaf_hash(l))
+        .collect();
+    let mut out = Vec::new();
+    for (index, raw) in held.iter().enumerate() {
+        let fault = match SignedCheckpoint::parse(raw) {
+            Err(e) => Some(HeldFault::Unparseable(e)),
+            Ok(cp) if cp.verify_log(keys).is_err() => Some(HeldFault::NoLogSignature),
+            Ok(cp) => {
+                let c = cp.checkpoint();
+                if c.size > hashes.len() as u64 {
+                    Some(HeldFault::Truncated {
+                        record_size: hashes.len() as u64,
+                        held_size: c.size,
+                    })
+                } else if root_from_leaf_hashes(&hashes[..c.size as usize]) != c.root {
+                    Some(HeldFault::Forked { size: c.size })
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(fault) = fault {
+            out.push(HeldFinding { index, fault });
+        }
+    }
     out
 }
 

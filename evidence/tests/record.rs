@@ -299,3 +299,69 @@ fn missing_cosignature_is_not_witnessed() {
     };
     assert!(verify_record_with(&r, &s.keys, &policy, None).is_clean());
 }
+
+/// Cutting the last epoch together with its checkpoint and messages leaves a
+/// consistent, shorter record; only a checkpoint held outside it reveals the cut.
+#[test]
+fn a_held_checkpoint_reveals_truncation_and_forks() {
+    let s = sample_record(9, 60);
+    assert!(s.record.epochs.len() >= 2);
+    let held = s.record.checkpoints.last().unwrap().clone();
+    let policy = |notes: Vec<Vec<u8>>| Policy {
+        held_checkpoints: notes,
+        ..Policy::default()
+    };
+    let full = verify_record_with(&s.record, &s.keys, &policy(vec![held.clone()]), None);
+    assert!(full.is_clean(), "{:?}", full.held);
+
+    let mut cut = s.record.clone();
+    let last = cut.epochs.pop().unwrap();
+    cut.checkpoints.pop();
+    let gone: std::collections::BTreeSet<MessageId> = last
+        .leaves
+        .iter()
+        .map(|l| MessageId::from_leaf_bytes(l).unwrap())
+        .collect();
+    cut.envelopes
+        .retain(|e| !gone.contains(SignedEnvelope::decode(e.clone()).unwrap().id()));
+    cut.receipts
+        .retain(|r| !gone.contains(Receipt::decode(r.clone()).unwrap().message()));
+    assert!(
+        verify_record(&cut, &s.keys).is_clean(),
+        "without a held checkpoint the cut is invisible"
+    );
+    let p = verify_record_with(&cut, &s.keys, &policy(vec![held.clone()]), None);
+    assert!(!p.is_clean());
+    assert!(matches!(
+        p.held.as_slice(),
+        [HeldFinding {
+            index: 0,
+            fault: HeldFault::Truncated { .. }
+        }]
+    ));
+
+    // A log-signed note for the same size with another root: the log forked.
+    let cp = SignedCheckpoint::parse(&held).unwrap();
+    let mut other = cp.checkpoint().clone();
+    other.root[0] ^= 1;
+    let log_key = derive_signing_key(9, audita_evidence::sample::SAMPLE_ORIGIN);
+    let forged = SignedCheckpoint::sign(other, &log_key)
+        .to_text()
+        .into_bytes();
+    let p = verify_record_with(&s.record, &s.keys, &policy(vec![forged]), None);
+    assert!(matches!(
+        p.held.as_slice(),
+        [HeldFinding {
+            fault: HeldFault::Forked { .. },
+            ..
+        }]
+    ));
+    // Garbage and an unsigned note are findings, not panics.
+    let p = verify_record_with(
+        &s.record,
+        &s.keys,
+        &policy(vec![b"nonsense".to_vec()]),
+        None,
+    );
+    assert!(matches!(p.held[0].fault, HeldFault::Unparseable(_)));
+}
