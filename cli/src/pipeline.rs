@@ -273,14 +273,22 @@ pub fn run_sealer_with(
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
-    let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages))?;
+    let live = m.clone();
+    let mut seen = audita_sealer::stage::SealerStats::default();
+    let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages))?.with_observer(
+        Box::new(move |s, watermark| {
+            live.sealer_messages.inc_by(s.sealed - seen.sealed);
+            live.sealer_epochs.inc_by(s.epochs - seen.epochs);
+            live.sealer_duplicates
+                .inc_by(s.duplicates - seen.duplicates);
+            live.sealer_late.inc_by(s.late - seen.late);
+            live.sealer_watermark.set(watermark as i64);
+            seen = *s;
+        }),
+    );
     let mut c = bus.consumer(&d.topic("sealer"), &[&d.topic(topics::ACCEPTED)])?;
     let mut p = bus.producer()?;
     stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
-    let s = stage.stats();
-    m.sealer_messages.inc_by(s.sealed);
-    m.sealer_epochs.inc_by(s.epochs);
-    m.sealer_duplicates.inc_by(s.duplicates);
     Ok(())
 }
 
@@ -293,7 +301,23 @@ pub fn run_slicer(
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
-    let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait);
+    let live = m.clone();
+    let mut seen = audita_slicer::stage::SlicerStats::default();
+    let mut stage =
+        SlicerStage::new(1, &d.prefix, quiet_wait).with_observer(Box::new(move |s, waits| {
+            live.slicer_incidents
+                .inc_by((s.emitted - seen.emitted) as u64);
+            live.slicer_graph_messages.set(s.graph_messages as i64);
+            live.slicer_retained_epochs.set(s.retained_epochs as i64);
+            live.slicer_evicted.inc_by(s.evicted - seen.evicted);
+            live.slicer_waiting.set(s.waiting as i64);
+            live.slicer_unresolved
+                .inc_by(s.unresolved - seen.unresolved);
+            for w in waits {
+                live.slicer_slice_wait.observe(w.as_secs_f64());
+            }
+            seen = *s;
+        }));
     let group = format!("{}slicer-{}", d.prefix, std::process::id());
     let mut c = bus.consumer(
         &group,
@@ -301,9 +325,6 @@ pub fn run_slicer(
     )?;
     let mut p = bus.producer()?;
     stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
-    m.slicer_incidents
-        .inc_by(stage.emitted_latencies.len() as u64);
-    m.slicer_graph_messages.set(stage.graph_messages() as i64);
     for (name, unsealed) in stage.waiting() {
         tracing::warn!(incident = %name, unsealed_anchors = unsealed, "declaration still waiting for its anchors");
     }
@@ -320,16 +341,13 @@ pub fn run_engine(
 ) -> Result<u64> {
     let mut c = bus.consumer(&d.topic("engine-workers"), &[&d.topic(topics::SLICES)])?;
     let mut p = bus.producer()?;
-    let n = audita_engine_workers::run(
-        c.as_mut(),
-        p.as_mut(),
-        &d.keys,
-        &d.duties,
-        &d.prefix,
-        stop,
-        idle,
-    )?;
-    m.engine_verdicts.inc_by(n);
+    let n = audita_bus::pump(c.as_mut(), p.as_mut(), stop, 8, idle, |del, out| {
+        let started = std::time::Instant::now();
+        audita_engine_workers::handle(del, &d.keys, &d.duties, &d.prefix, out)?;
+        m.engine_judge.observe(started.elapsed().as_secs_f64());
+        m.engine_verdicts.inc();
+        Ok(())
+    })?;
     Ok(n)
 }
 

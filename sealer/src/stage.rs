@@ -226,7 +226,12 @@ pub struct SealerStage {
     partitions_expected: usize,
     /// The last epoch on disk, published again after a restart.
     republish: Option<EpochMessage>,
+    /// Called after every closed epoch (live metrics).
+    observer: Option<Observer>,
 }
+
+/// A callback seeing the sealer's counters and watermark after every epoch.
+pub type Observer = Box<dyn FnMut(&SealerStats, u64) + Send>;
 
 impl SealerStage {
     /// Opens (or creates) the record directory and rebuilds the sealer's state from it.
@@ -271,6 +276,7 @@ impl SealerStage {
             sources_expected: 0,
             partitions_expected: config.input_partitions,
             republish: None,
+            observer: None,
             config,
         };
         if !fresh {
@@ -329,6 +335,12 @@ impl SealerStage {
             self.oldest_pending = Some(Instant::now());
         }
         Ok(())
+    }
+
+    /// Calls `f` with the counters and the watermark after every closed epoch.
+    pub fn with_observer(mut self, f: Observer) -> SealerStage {
+        self.observer = Some(f);
+        self
     }
 
     /// Sets the dedupe horizon (record-time ms; see the module docs).
@@ -576,6 +588,10 @@ impl SealerStage {
         }
         self.pending_ids.clear();
         self.forget();
+        let watermark = self.watermark();
+        if let Some(f) = self.observer.as_mut() {
+            f(&self.stats, watermark);
+        }
         self.pending_on_disk = 0;
         self.oldest_pending = None;
         self.commit(input)?;

@@ -19,6 +19,10 @@ pub struct Metrics {
     pub ingest_envelopes: IntCounterVec,
     /// Messages sealed into epochs.
     pub sealer_messages: IntCounter,
+    /// Envelopes older than the dedupe horizon, quarantined as late.
+    pub sealer_late: IntCounter,
+    /// The sealer's event-time watermark (record time, ms).
+    pub sealer_watermark: IntGauge,
     /// Re-delivered messages the sealer recognised by id and did not seal twice.
     pub sealer_duplicates: IntCounter,
     /// Epochs closed.
@@ -27,10 +31,20 @@ pub struct Metrics {
     pub slicer_incidents: IntCounter,
     /// Messages currently in the citation graph.
     pub slicer_graph_messages: IntGauge,
+    /// Epochs retained for inclusion proofs.
+    pub slicer_retained_epochs: IntGauge,
+    /// Messages evicted past the retention horizon.
+    pub slicer_evicted: IntCounter,
+    /// Declarations waiting for their slice.
+    pub slicer_waiting: IntGauge,
+    /// Citations emitted slices could not resolve (missing or past the horizon).
+    pub slicer_unresolved: IntCounter,
+    /// Time from a declaration's arrival to its slice's emission.
+    pub slicer_slice_wait: Histogram,
     /// Verdicts produced.
     pub engine_verdicts: IntCounter,
-    /// Time from the adverse event's arrival to its verdict.
-    pub engine_verdict_latency: Histogram,
+    /// Time an engine worker takes to verify and judge one slice.
+    pub engine_judge: Histogram,
     /// Verdict rows written to Parquet.
     pub sinks_rows: IntCounter,
     /// Sends refused by back-pressure, by `stage`.
@@ -56,6 +70,15 @@ impl Metrics {
                 "audita_sealer_messages_sealed_total",
                 "Messages sealed into epochs",
             ),
+            sealer_late: counter(
+                "audita_sealer_late_total",
+                "Envelopes older than the dedupe horizon, quarantined as late",
+            ),
+            sealer_watermark: IntGauge::new(
+                "audita_sealer_watermark_ms",
+                "Event-time watermark of the sealer (record time, ms)",
+            )
+            .expect("static metric name"),
             sealer_duplicates: counter(
                 "audita_sealer_duplicates_total",
                 "Re-delivered messages not sealed twice",
@@ -70,11 +93,39 @@ impl Metrics {
                 "Messages in the citation graph",
             )
             .expect("static metric name"),
-            engine_verdicts: counter("audita_engine_verdicts_total", "Verdicts produced"),
-            engine_verdict_latency: Histogram::with_opts(
+            slicer_retained_epochs: IntGauge::new(
+                "audita_slicer_retained_epochs",
+                "Epochs retained for inclusion proofs",
+            )
+            .expect("static metric name"),
+            slicer_evicted: counter(
+                "audita_slicer_evicted_messages_total",
+                "Messages evicted past the retention horizon",
+            ),
+            slicer_waiting: IntGauge::new(
+                "audita_slicer_waiting_declarations",
+                "Adverse declarations waiting for their slice",
+            )
+            .expect("static metric name"),
+            slicer_unresolved: counter(
+                "audita_slicer_unresolved_citations_total",
+                "Citations emitted slices could not resolve",
+            ),
+            slicer_slice_wait: Histogram::with_opts(
                 HistogramOpts::new(
-                    "audita_engine_verdict_latency_seconds",
-                    "Adverse event to verdict",
+                    "audita_slicer_slice_wait_seconds",
+                    "Adverse declaration arrival to slice emission",
+                )
+                .buckets(vec![
+                    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+                ]),
+            )
+            .expect("static metric name"),
+            engine_verdicts: counter("audita_engine_verdicts_total", "Verdicts produced"),
+            engine_judge: Histogram::with_opts(
+                HistogramOpts::new(
+                    "audita_engine_judge_seconds",
+                    "Verify and judge one slice bundle",
                 )
                 .buckets(vec![
                     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -100,10 +151,17 @@ impl Metrics {
             Box::new(m.sealer_messages.clone()),
             Box::new(m.sealer_duplicates.clone()),
             Box::new(m.sealer_epochs.clone()),
+            Box::new(m.sealer_late.clone()),
+            Box::new(m.sealer_watermark.clone()),
             Box::new(m.slicer_incidents.clone()),
             Box::new(m.slicer_graph_messages.clone()),
+            Box::new(m.slicer_retained_epochs.clone()),
+            Box::new(m.slicer_evicted.clone()),
+            Box::new(m.slicer_waiting.clone()),
+            Box::new(m.slicer_unresolved.clone()),
+            Box::new(m.slicer_slice_wait.clone()),
             Box::new(m.engine_verdicts.clone()),
-            Box::new(m.engine_verdict_latency.clone()),
+            Box::new(m.engine_judge.clone()),
             Box::new(m.sinks_rows.clone()),
             Box::new(m.backpressure.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),

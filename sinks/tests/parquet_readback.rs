@@ -133,5 +133,6 @@ fn metrics_endpoint_serves_pipeline_metrics() {
         body.contains("audita_ingest_envelopes_total{result=\"accepted\"} 3"),
         "{body}"
     );
-    assert!(body.contains("audita_engine_verdict_latency_seconds_bucket"));
+    assert!(body.contains("audita_engine_judge_seconds_bucket"));
+    assert!(body.contains("audita_slicer_slice_wait_seconds_bucket"));
 }

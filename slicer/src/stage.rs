@@ -133,7 +133,30 @@ pub struct SlicerStage {
     topic_prefix: String,
     /// Slices emitted, with the time their declaration waited.
     pub emitted_latencies: Vec<Duration>,
+    observer: Option<Observer>,
 }
+
+/// A snapshot of the slicer stage for live metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlicerStats {
+    /// Messages in the citation graph.
+    pub graph_messages: usize,
+    /// Epochs retained for proofs.
+    pub retained_epochs: usize,
+    /// Messages evicted past the horizon so far.
+    pub evicted: u64,
+    /// Slices emitted so far.
+    pub emitted: usize,
+    /// Declarations waiting.
+    pub waiting: usize,
+    /// Citations emitted slices could not resolve, so far.
+    pub unresolved: u64,
+    /// Event-time watermark taken from the sealer.
+    pub watermark: u64,
+}
+
+/// A callback seeing [`SlicerStats`] after every emission check.
+pub type Observer = Box<dyn FnMut(&SlicerStats, &[Duration]) + Send>;
 
 /// Why the slicer stage stopped.
 #[derive(Debug, thiserror::Error)]
@@ -178,6 +201,7 @@ impl SlicerStage {
             next_incident: 0,
             topic_prefix: topic_prefix.to_string(),
             emitted_latencies: Vec::new(),
+            observer: None,
         }
     }
 
@@ -203,6 +227,26 @@ impl SlicerStage {
         self.horizon_ms = horizon_ms;
         self.hold = hold;
         self
+    }
+
+    /// Calls `f` after every emission check with the stage's stats and the wait
+    /// times of the slices emitted by that check.
+    pub fn with_observer(mut self, f: Observer) -> SlicerStage {
+        self.observer = Some(f);
+        self
+    }
+
+    /// The stage's counters now.
+    pub fn stats(&self) -> SlicerStats {
+        SlicerStats {
+            graph_messages: self.envelopes.len(),
+            retained_epochs: self.epochs.len(),
+            evicted: self.evicted,
+            emitted: self.emitted.len(),
+            waiting: self.waiting.len(),
+            unresolved: self.unresolved,
+            watermark: self.watermark,
+        }
     }
 
     /// Messages in the citation graph.
@@ -459,6 +503,7 @@ impl SlicerStage {
         }
         let topic = format!("{}{}", self.topic_prefix, topics::SLICES);
         let mut emitted = 0;
+        let before = self.emitted_latencies.len();
         for i in (0..self.waiting.len()).rev() {
             let w = &self.waiting[i];
             let waited_out = w.arrived.elapsed() >= self.max_wait;
@@ -509,6 +554,13 @@ impl SlicerStage {
                 anchors,
                 ..Default::default()
             });
+        }
+        if self.observer.is_some() {
+            let stats = self.stats();
+            let waits = self.emitted_latencies[before..].to_vec();
+            if let Some(f) = self.observer.as_mut() {
+                f(&stats, &waits);
+            }
         }
         Ok(emitted)
     }
