@@ -110,6 +110,10 @@ pub struct LoadArgs {
     /// No progress display.
     #[arg(long)]
     pub quiet: bool,
+    /// Render a measurement saved with `--json` again (table to stdout, `--svg`)
+    /// instead of running one.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
     /// Internal: run one stage of a load run.
     #[arg(long, value_enum, hide = true)]
     pub stage: Option<LoadStage>,
@@ -168,9 +172,10 @@ impl LoadArgs {
 
 /// Entry point of `audita load`.
 pub fn run(args: &LoadArgs) -> i32 {
-    let result = match args.stage {
-        Some(stage) => run_child(args, stage),
-        None => bench(args),
+    let result = match (args.stage, &args.report) {
+        (Some(stage), _) => run_child(args, stage),
+        (None, Some(path)) => render(args, path),
+        (None, None) => bench(args),
     };
     match result {
         Ok(()) => 0,
@@ -182,6 +187,21 @@ pub fn run(args: &LoadArgs) -> i32 {
             2
         }
     }
+}
+
+/// Renders a saved measurement again.
+fn render(args: &LoadArgs, path: &Path) -> anyhow::Result<()> {
+    let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let report: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: not a saved measurement: {e}", path.display()))?;
+    if !report["samples"].is_array() {
+        anyhow::bail!("{}: not a saved measurement (no samples)", path.display());
+    }
+    if let Some(svg_path) = &args.svg {
+        std::fs::write(svg_path, svg(&report))?;
+    }
+    println!("{}", markdown(&report));
+    Ok(())
 }
 
 /// One stage process of a load run: runs until killed.
@@ -816,14 +836,16 @@ fn svg(r: &Value) -> String {
         })
         .fold(1.0, f64::max)
         * 1.1;
+    // Rates over 5-sample windows (an epoch seals 256 messages at once).
     let rates: Vec<(f64, f64, f64)> = samples
-        .windows(2)
+        .windows(6)
         .map(|p| {
-            let dt = (f(&p[1], "t") - f(&p[0], "t")).max(1e-9);
+            let (a, b) = (&p[0], &p[5]);
+            let dt = (f(b, "t") - f(a, "t")).max(1e-9);
             (
-                f(&p[1], "t"),
-                (f(&p[1], "offered") - f(&p[0], "offered")) / dt,
-                (f(&p[1], "sealed") - f(&p[0], "sealed")) / dt,
+                f(b, "t"),
+                (f(b, "offered") - f(a, "offered")) / dt,
+                (f(b, "sealed") - f(a, "sealed")) / dt,
             )
         })
         .collect();
@@ -886,7 +908,7 @@ fn svg(r: &Value) -> String {
         &mut s,
         top2,
         qmax,
-        "envelopes per second: offered (grey) and sealed (teal)",
+        "envelopes per second over 5 s: offered (grey) and sealed (teal)",
     );
     for (series, color) in [(1usize, "#999999"), (2usize, "#1b7f79")] {
         let pts: Vec<String> = rates
