@@ -29,7 +29,7 @@ use crate::error::DecodeError;
 use crate::merkle::{leaf_hash, CompactRange, InclusionProof, TailProver};
 use crate::principal::KeyRegistry;
 use crate::verify::{
-    check_checkpoints, check_messages, witness, CheckpointFault, EpochFault, EpochStatus,
+    begin, check_messages, header_signature, witness, CheckpointFault, EpochFault, EpochStatus,
     Partition, Policy, Record, Sealed,
 };
 
@@ -227,15 +227,7 @@ impl EpochProofs {
 
 /// Verifies a proven slice under `policy`; see the module docs.
 pub fn verify_proven(slice: &ProvenSlice, keys: &KeyRegistry, policy: &Policy) -> Partition {
-    let mut out = Partition::default();
-    let required: Vec<String> = match &policy.required_keepers {
-        Some(list) => list.clone(),
-        None => keys.keepers().map(|(n, _)| n.clone()).collect(),
-    };
-    let (statuses, parsed_cps, equivocations) =
-        check_checkpoints(&slice.checkpoints, keys, &required);
-    out.checkpoints = statuses;
-    out.equivocations = equivocations;
+    let (mut out, required, parsed_cps) = begin(&slice.checkpoints, keys, policy);
 
     // Headers, by the tree size their proofs name.
     let mut matched: BTreeSet<usize> = BTreeSet::new();
@@ -250,13 +242,7 @@ pub fn verify_proven(slice: &ProvenSlice, keys: &KeyRegistry, policy: &Policy) -
         match EpochHeader::decode(raw.clone()) {
             Err(e) => st.faults.push(EpochFault::HeaderUndecodable(e)),
             Ok(h) => {
-                if let Err(e) = h.verify(keys) {
-                    st.faults.push(if keys.log(&h.origin).is_none() {
-                        EpochFault::WrongOrigin
-                    } else {
-                        EpochFault::Signature(e)
-                    });
-                }
+                st.faults.extend(header_signature(&h, keys));
                 if h.start > h.size {
                     st.faults.push(EpochFault::RangeMismatch);
                 }

@@ -487,16 +487,7 @@ pub fn verify_record_with(
     policy: &Policy,
     store: Option<&PayloadStore>,
 ) -> Partition {
-    let mut out = Partition::default();
-    let required: Vec<String> = match &policy.required_keepers {
-        Some(list) => list.clone(),
-        None => keys.keepers().map(|(n, _)| n.clone()).collect(),
-    };
-
-    let (statuses, parsed_cps, equivocations) =
-        check_checkpoints(&record.checkpoints, keys, &required);
-    out.checkpoints = statuses;
-    out.equivocations = equivocations;
+    let (mut out, required, parsed_cps) = begin(&record.checkpoints, keys, policy);
 
     // Epochs.
     let mut log = CompactRange::new();
@@ -534,13 +525,7 @@ pub fn verify_record_with(
                 ei as u64
             }
             Ok(h) => {
-                if let Err(e) = h.verify(keys) {
-                    st.faults.push(if keys.log(&h.origin).is_none() {
-                        EpochFault::WrongOrigin
-                    } else {
-                        EpochFault::Signature(e)
-                    });
-                }
+                st.faults.extend(header_signature(&h, keys));
                 if h.number != ei as u64 {
                     st.faults.push(EpochFault::NumberOutOfOrder {
                         expected: ei as u64,
@@ -918,6 +903,37 @@ pub(crate) fn check_messages(
             }
         }
     }
+}
+
+/// The start shared by record and slice verification: the keepers required by
+/// `policy`, and a partition holding the checked checkpoint notes and equivocations.
+pub(crate) fn begin(
+    notes: &[Vec<u8>],
+    keys: &KeyRegistry,
+    policy: &Policy,
+) -> (Partition, Vec<String>, Vec<(usize, SignedCheckpoint)>) {
+    let required: Vec<String> = match &policy.required_keepers {
+        Some(list) => list.clone(),
+        None => keys.keepers().map(|(n, _)| n.clone()).collect(),
+    };
+    let (statuses, parsed_cps, equivocations) = check_checkpoints(notes, keys, &required);
+    let out = Partition {
+        checkpoints: statuses,
+        equivocations,
+        ..Partition::default()
+    };
+    (out, required, parsed_cps)
+}
+
+/// The header's own signature check: the registered log of its origin signed it.
+pub(crate) fn header_signature(h: &EpochHeader, keys: &KeyRegistry) -> Option<EpochFault> {
+    h.verify(keys).err().map(|e| {
+        if keys.log(&h.origin).is_none() {
+            EpochFault::WrongOrigin
+        } else {
+            EpochFault::Signature(e)
+        }
+    })
 }
 
 /// Parses and checks checkpoint notes: statuses in input order, the parsed notes
