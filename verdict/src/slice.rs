@@ -256,6 +256,49 @@ pub fn sealed_intact(reasons: &[SuspectReason]) -> bool {
     })
 }
 
+/// Walks citations backwards from `queue` through the window: `enter(parent)` says
+/// whether a window parent is newly reached (then it is walked too); every citation
+/// becomes an edge, and a consumed citation of a completion item marks the item as
+/// touching the slice, with its citer.
+fn walk_back(
+    window: &BTreeMap<MessageId, Node>,
+    items: &mut BTreeMap<MessageId, Item>,
+    mut queue: VecDeque<MessageId>,
+    edges: &mut Vec<Edge>,
+    mut enter: impl FnMut(&MessageId) -> bool,
+) {
+    while let Some(child) = queue.pop_front() {
+        let Some(node) = window.get(&child) else {
+            continue;
+        };
+        let consumed = matches!(node.policy, Policy::RelayAny | Policy::RelayAll);
+        for c in &node.cites {
+            let kind = if window.contains_key(c) {
+                if enter(c) {
+                    queue.push_back(c.clone());
+                }
+                node.link
+            } else if let Some(it) = items.get_mut(c) {
+                if consumed {
+                    it.touches = true;
+                    if !it.citers.contains(&child) {
+                        it.citers.push(child.clone());
+                    }
+                }
+                node.link
+            } else {
+                EdgeKind::WindowExit
+            };
+            edges.push(Edge {
+                child: child.clone(),
+                parent: c.clone(),
+                kind,
+                consumed,
+            });
+        }
+    }
+}
+
 impl Slice {
     /// Builds the slice of `adverse` over a verified record.
     pub fn build(
@@ -363,40 +406,13 @@ impl Slice {
         // Backward closure.
         let mut closure = BTreeSet::new();
         let mut edges = Vec::new();
-        let mut queue: VecDeque<MessageId> = anchors.iter().cloned().collect();
+        let queue: VecDeque<MessageId> = anchors.iter().cloned().collect();
         for a in &anchors {
             closure.insert(a.clone());
         }
-        while let Some(child) = queue.pop_front() {
-            let Some(node) = window.get(&child) else {
-                continue;
-            };
-            let consumed = matches!(node.policy, Policy::RelayAny | Policy::RelayAll);
-            for c in &node.cites {
-                let kind = if window.contains_key(c) {
-                    if closure.insert(c.clone()) {
-                        queue.push_back(c.clone());
-                    }
-                    node.link
-                } else if let Some(it) = items.get_mut(c) {
-                    if consumed {
-                        it.touches = true;
-                        if !it.citers.contains(&child) {
-                            it.citers.push(child.clone());
-                        }
-                    }
-                    node.link
-                } else {
-                    EdgeKind::WindowExit
-                };
-                edges.push(Edge {
-                    child: child.clone(),
-                    parent: c.clone(),
-                    kind,
-                    consumed,
-                });
-            }
-        }
+        walk_back(&window, &mut items, queue, &mut edges, |c| {
+            closure.insert(c.clone())
+        });
         edges.sort();
         edges.dedup();
         // Possible inputs of the touching items and the region they open, to a fixed
@@ -479,36 +495,9 @@ impl Slice {
                 if let Some(it) = items.get_mut(&id) {
                     it.inputs = inputs;
                 }
-                while let Some(child) = queue.pop_front() {
-                    let Some(node) = window.get(&child) else {
-                        continue;
-                    };
-                    let consumed = matches!(node.policy, Policy::RelayAny | Policy::RelayAll);
-                    for c in &node.cites {
-                        let kind = if window.contains_key(c) {
-                            if !closure.contains(c) && reach.insert(c.clone()) {
-                                queue.push_back(c.clone());
-                            }
-                            node.link
-                        } else if let Some(it) = items.get_mut(c) {
-                            if consumed {
-                                it.touches = true;
-                                if !it.citers.contains(&child) {
-                                    it.citers.push(child.clone());
-                                }
-                            }
-                            node.link
-                        } else {
-                            EdgeKind::WindowExit
-                        };
-                        reach_edges.push(Edge {
-                            child: child.clone(),
-                            parent: c.clone(),
-                            kind,
-                            consumed,
-                        });
-                    }
-                }
+                walk_back(&window, &mut items, queue, &mut reach_edges, |c| {
+                    !closure.contains(c) && reach.insert(c.clone())
+                });
             }
         }
         reach_edges.sort();
