@@ -227,6 +227,33 @@ impl Sealer {
             next_number: last.number + 1,
         })
     }
+    /// [`Self::resume`] from the log's compact range instead of every leaf (a
+    /// restart that streams the record). Fails unless the range reproduces the
+    /// header's size and log root.
+    pub fn resume_range(
+        key: SigningKey,
+        log: CompactRange,
+        last: &EpochHeader,
+    ) -> Result<Self, crate::error::ProofError> {
+        if log.size() != last.size {
+            return Err(crate::error::ProofError::OutOfRange {
+                index: log.size(),
+                size: last.size,
+            });
+        }
+        if log.root() != last.log_root {
+            return Err(crate::error::ProofError::RootMismatch);
+        }
+        Ok(Self {
+            origin: last.origin.clone(),
+            key,
+            log,
+            window: Vec::new(),
+            window_hashes: Vec::new(),
+            prev: last.hash(),
+            next_number: last.number + 1,
+        })
+    }
     /// Appends a message id; returns its leaf index in the log.
     pub fn append(&mut self, id: MessageId) -> u64 {
         let h = leaf_hash(&id.leaf_bytes());

@@ -176,6 +176,69 @@ fn key_lines<'a>(keys: impl Iterator<Item = (&'a str, &'a VerifyingKey)>) -> Str
         .collect()
 }
 
+/// A record directory read one file at a time, for stages that must not hold the
+/// whole record in memory (the sealer's restart).
+pub struct Stream {
+    files: std::vec::IntoIter<PathBuf>,
+    kind: u8,
+    current: std::vec::IntoIter<Vec<u8>>,
+}
+
+impl Stream {
+    /// The frames of every `sub/prefix*.seg` file of kind `kind`, in record order.
+    pub fn segments(dir: &Path, sub: &str, prefix: &str, kind: u8) -> Result<Stream, ReadError> {
+        Ok(Stream {
+            files: list(&dir.join(sub), prefix, ".seg")?.into_iter(),
+            kind,
+            current: Vec::new().into_iter(),
+        })
+    }
+
+    /// The next whole file's frames (one epoch: header, then leaves).
+    pub fn next_file(&mut self) -> Option<Result<Vec<Vec<u8>>, ReadError>> {
+        let path = self.files.next()?;
+        Some(
+            fs::read(&path)
+                .map_err(io_err(&path))
+                .and_then(|bytes| decode_segment(self.kind, &bytes, &path)),
+        )
+    }
+}
+
+impl Iterator for Stream {
+    type Item = Result<Vec<u8>, ReadError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(f) = self.current.next() {
+                return Some(Ok(f));
+            }
+            match self.next_file()? {
+                Ok(frames) => self.current = frames.into_iter(),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
+
+/// The newest checkpoint note of a record directory, if any.
+pub fn last_checkpoint(dir: &Path) -> Result<Option<Vec<u8>>, ReadError> {
+    match list(&dir.join("checkpoints"), "checkpoint-", ".txt")?.last() {
+        Some(path) => Ok(Some(fs::read(path).map_err(io_err(path))?)),
+        None => Ok(None),
+    }
+}
+
+/// The frames of the newest receipts segment, if any.
+pub fn last_receipts(dir: &Path) -> Result<Vec<Vec<u8>>, ReadError> {
+    match list(&dir.join("segments"), "receipts-", ".seg")?.last() {
+        Some(path) => {
+            let bytes = fs::read(path).map_err(io_err(path))?;
+            decode_segment(b'R', &bytes, path)
+        }
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Reads the public keys of a record directory.
 pub fn read_registry(dir: &Path) -> Result<KeyRegistry, ReadError> {
     let mut keys = KeyRegistry::new();

@@ -285,52 +285,84 @@ impl SealerStage {
         Ok(stage)
     }
 
+    /// Rebuilds the state from the record directory, one file at a time: the log's
+    /// compact range from the epochs, the ids and receipt digests of the last horizon,
+    /// the envelopes written after the last epoch (back into the open window), and
+    /// the last epoch, published again (a crash may have come between writing it and
+    /// publishing it). Envelope segments hold exactly the sealed envelopes in log
+    /// order, then the unsealed ones; anything else is an inconsistent directory.
     fn recover(&mut self) -> Result<(), StageError> {
         let dir = self.config.dir.clone();
-        let (record, _keys) = disk::read_record(&dir)?;
-        let mut leaves: Vec<MessageId> = Vec::new();
-        let mut last: Option<EpochHeader> = None;
-        for e in &record.epochs {
-            let header = EpochHeader::decode(e.header.clone()).map_err(|err| {
-                StageError::Inconsistent(dir.clone(), format!("epoch header: {err}"))
-            })?;
-            for l in &e.leaves {
-                let id = MessageId::from_leaf_bytes(l)
-                    .map_err(|err| StageError::Inconsistent(dir.clone(), format!("leaf: {err}")))?;
-                leaves.push(id);
+        let bad = |what: String| StageError::Inconsistent(dir.clone(), what);
+        let mut epochs = disk::Stream::segments(&dir, "epochs", "epoch-", b'H')?;
+        let mut envelopes = disk::Stream::segments(&dir, "segments", "envelopes-", b'E')?;
+        let mut log = CompactRange::new();
+        let mut last: Option<(EpochHeader, Vec<Vec<u8>>, Vec<Vec<u8>>)> = None;
+        let mut newest = 0u64;
+        while let Some(frames) = epochs.next_file() {
+            let mut frames = frames?.into_iter();
+            let header = EpochHeader::decode(frames.next().unwrap_or_default())
+                .map_err(|e| bad(format!("epoch header: {e}")))?;
+            let leaves: Vec<Vec<u8>> = frames.collect();
+            let mut sealed_envs = Vec::with_capacity(leaves.len());
+            for leaf in &leaves {
+                let id = MessageId::from_leaf_bytes(leaf).map_err(|e| bad(format!("leaf: {e}")))?;
+                log.append(leaf_hash(leaf));
+                let bytes = envelopes
+                    .next()
+                    .ok_or_else(|| bad(format!("sealed message {id} has no stored envelope")))??;
+                let env = SignedEnvelope::decode(bytes.clone())
+                    .map_err(|e| bad(format!("stored envelope: {e}")))?;
+                if env.id() != &id {
+                    return Err(bad(format!(
+                        "stored envelopes are not in log order at leaf {}",
+                        log.size() - 1
+                    )));
+                }
+                newest = newest.max(env.envelope().timestamp);
+                self.remember_sealed(id, env.envelope().timestamp);
+                sealed_envs.push(bytes);
             }
-            last = Some(header);
+            self.prune(newest.saturating_sub(self.horizon_ms));
+            last = Some((header, leaves, sealed_envs));
         }
-        if let Some(last) = &last {
-            self.sealer =
-                Sealer::resume(self.config.log_key.clone(), &leaves, last).map_err(|err| {
-                    StageError::Inconsistent(dir.clone(), format!("seals do not reproduce: {err}"))
-                })?;
-            self.last_size = last.size;
-            self.clock_ms = last.closed_at;
+        if let Some((header, leaves, sealed_envs)) = last {
+            self.sealer = Sealer::resume_range(self.config.log_key.clone(), log.clone(), &header)
+                .map_err(|e| bad(format!("seals do not reproduce: {e}")))?;
+            self.last_size = header.size;
+            self.clock_ms = header.closed_at;
+            self.republish = Some(EpochMessage {
+                header: header.as_bytes().to_vec(),
+                checkpoint: disk::last_checkpoint(&dir)?.unwrap_or_default(),
+                leaves,
+                envelopes: sealed_envs,
+                receipts: disk::last_receipts(&dir)?,
+                watermark: 0,
+            });
         }
-        for id in &leaves {
-            self.log.append(leaf_hash(&id.leaf_bytes()));
-        }
-        let sealed_ids: BTreeSet<MessageId> = leaves.into_iter().collect();
-        for r in &record.receipts {
+        self.log = log;
+        for r in disk::Stream::segments(&dir, "segments", "receipts-", b'R')? {
+            let r = r?;
             let t = Receipt::decode(r.clone())
                 .map(|r| r.timestamp())
                 .unwrap_or(0);
-            self.remember_receipt(audita_evidence::sha256(r), t);
-        }
-        // Envelopes on disk that no epoch covers: back into the open window.
-        for bytes in &record.envelopes {
-            if let Ok(env) = SignedEnvelope::decode(bytes.clone()) {
-                if sealed_ids.contains(env.id()) {
-                    self.remember_sealed(env.id().clone(), env.envelope().timestamp);
-                } else if self.pending_ids.insert(env.id().clone()) {
-                    self.sealer.append_envelope(&env);
-                    self.pending.push(env);
-                    self.pending_on_disk += 1;
-                }
+            newest = newest.max(t);
+            self.remember_receipt(audita_evidence::sha256(&r), t);
+            if self.receipts_seen.len() % 4096 == 0 {
+                self.prune(newest.saturating_sub(self.horizon_ms));
             }
         }
+        // Envelopes on disk that no epoch covers: back into the open window.
+        for bytes in envelopes {
+            let env =
+                SignedEnvelope::decode(bytes?).map_err(|e| bad(format!("stored envelope: {e}")))?;
+            if self.pending_ids.insert(env.id().clone()) {
+                self.sealer.append_envelope(&env);
+                self.pending.push(env);
+                self.pending_on_disk += 1;
+            }
+        }
+        self.prune(newest.saturating_sub(self.horizon_ms));
         if !self.pending.is_empty() {
             self.oldest_pending = Some(Instant::now());
         }
@@ -405,7 +437,11 @@ impl SealerStage {
     /// Forgets sealed ids and receipt digests older than the horizon behind the
     /// watermark.
     fn forget(&mut self) {
-        let cutoff = self.watermark().saturating_sub(self.horizon_ms);
+        self.prune(self.watermark().saturating_sub(self.horizon_ms));
+    }
+
+    /// Forgets sealed ids and receipt digests stamped before `cutoff`.
+    fn prune(&mut self, cutoff: u64) {
         if cutoff <= self.forgotten_before {
             return;
         }

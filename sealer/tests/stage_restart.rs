@@ -234,3 +234,92 @@ fn dedupe_memory_is_bounded_by_the_horizon_and_late_envelopes_are_quarantined() 
     let (record, reg) = read_record(dir.path()).unwrap();
     assert!(verify_record(&record, &reg).is_clean());
 }
+
+/// A producer whose epoch publications fail: the crash between writing an epoch to
+/// disk and publishing it.
+struct EpochsDown(Box<dyn audita_bus::Producer>);
+
+impl audita_bus::Producer for EpochsDown {
+    fn send(
+        &mut self,
+        topic: &str,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), audita_bus::BusError> {
+        if topic == topics::EPOCHS {
+            return Err(audita_bus::BusError::Transient("broker away".into()));
+        }
+        self.0.send(topic, key, payload)
+    }
+    fn send_to(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), audita_bus::BusError> {
+        self.0.send_to(topic, partition, key, payload)
+    }
+    fn flush(&mut self) -> Result<(), audita_bus::BusError> {
+        self.0.flush()
+    }
+}
+
+#[test]
+fn an_epoch_written_but_not_published_is_published_after_restart() {
+    let bus = Bus::Embedded(EmbeddedBus::new(4));
+    let (envs, keys) = publish(&bus, 13, 60);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut stage = SealerStage::open(config(dir.path(), keys.clone())).unwrap();
+        let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
+        let mut p = EpochsDown(bus.producer().unwrap());
+        let mut failed = false;
+        while !failed {
+            let d = c
+                .poll(Duration::from_millis(50))
+                .unwrap()
+                .expect("input left");
+            stage.accept(d);
+            if stage.due() {
+                failed = stage.close(&mut p, c.as_mut()).is_err();
+            }
+        }
+        // The epoch is on disk; its publication failed; the stage dies.
+    }
+    assert_eq!(sealed_ids(dir.path()).len(), 16, "one epoch on disk");
+    let mut stage = SealerStage::open(config(dir.path(), keys)).unwrap();
+    let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
+    let mut p = bus.producer().unwrap();
+    stage
+        .run(
+            c.as_mut(),
+            p.as_mut(),
+            &AtomicBool::new(false),
+            Some(Duration::from_millis(300)),
+        )
+        .unwrap();
+    assert_eq!(sealed_ids(dir.path()).len(), envs.len());
+    let mut e = bus.consumer("check", &[topics::EPOCHS]).unwrap();
+    let got = audita_bus::drain(e.as_mut(), 1000, Duration::from_millis(500)).unwrap();
+    let numbers: Vec<u64> = got
+        .iter()
+        .map(|d| {
+            let m = audita_sealer::stage::EpochMessage::decode(&d.payload).unwrap();
+            audita_evidence::EpochHeader::decode(m.header)
+                .unwrap()
+                .number
+        })
+        .collect();
+    let expect: Vec<u64> = (0..numbers.len() as u64).collect();
+    assert_eq!(
+        numbers, expect,
+        "every epoch published once, in order, none skipped"
+    );
+    let first = audita_sealer::stage::EpochMessage::decode(&got[0].payload).unwrap();
+    assert_eq!(
+        first.envelopes.len(),
+        16,
+        "the republished epoch carries its envelopes"
+    );
+}

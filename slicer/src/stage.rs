@@ -336,10 +336,11 @@ impl SlicerStage {
         }
         for r in msg.receipts {
             if let Ok(receipt) = audita_evidence::Receipt::decode(r.clone()) {
-                self.receipts
-                    .entry(receipt.message().digest)
-                    .or_default()
-                    .push(r);
+                // A republished epoch may carry receipts already taken.
+                let held = self.receipts.entry(receipt.message().digest).or_default();
+                if !held.contains(&r) {
+                    held.push(r);
+                }
             }
         }
         self.watermark = self.watermark.max(msg.watermark);
