@@ -48,6 +48,10 @@ pub struct Deployment {
     pub keepers: Vec<(String, SigningKey)>,
     /// Topic name prefix.
     pub prefix: String,
+    /// Sealer dedupe and slicer retention horizon (record-time ms).
+    pub horizon_ms: u64,
+    /// Slicer: minimum wall time a message is held.
+    pub hold: Duration,
 }
 
 impl Deployment {
@@ -81,6 +85,8 @@ impl Deployment {
             log_key,
             keepers,
             prefix: prefix.to_string(),
+            horizon_ms: audita_slicer::stage::DEFAULT_HORIZON_MS,
+            hold: audita_slicer::stage::DEFAULT_HOLD,
         })
     }
 
@@ -275,8 +281,9 @@ pub fn run_sealer_with(
 ) -> Result<()> {
     let live = m.clone();
     let mut seen = audita_sealer::stage::SealerStats::default();
-    let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages))?.with_observer(
-        Box::new(move |s, watermark| {
+    let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages))?
+        .with_horizon(d.horizon_ms)
+        .with_observer(Box::new(move |s, watermark| {
             live.sealer_messages.inc_by(s.sealed - seen.sealed);
             live.sealer_epochs.inc_by(s.epochs - seen.epochs);
             live.sealer_duplicates
@@ -284,8 +291,7 @@ pub fn run_sealer_with(
             live.sealer_late.inc_by(s.late - seen.late);
             live.sealer_watermark.set(watermark as i64);
             seen = *s;
-        }),
-    );
+        }));
     let mut c = bus.consumer(&d.topic("sealer"), &[&d.topic(topics::ACCEPTED)])?;
     let mut p = bus.producer()?;
     stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
@@ -303,8 +309,9 @@ pub fn run_slicer(
 ) -> Result<()> {
     let live = m.clone();
     let mut seen = audita_slicer::stage::SlicerStats::default();
-    let mut stage =
-        SlicerStage::new(1, &d.prefix, quiet_wait).with_observer(Box::new(move |s, waits| {
+    let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
+        .with_horizon(d.horizon_ms, d.hold)
+        .with_observer(Box::new(move |s, waits| {
             live.slicer_incidents
                 .inc_by((s.emitted - seen.emitted) as u64);
             live.slicer_graph_messages.set(s.graph_messages as i64);
