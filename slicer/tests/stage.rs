@@ -148,3 +148,39 @@ fn memory_is_bounded_by_the_horizon_and_bundles_verify_from_scratch() {
     stage.declare(decl.to_string().into_bytes()).unwrap();
     assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 0);
 }
+
+mod untrusted {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Bytes off the bus never panic the decoders of epochs and slice bundles, and
+        /// a decoded bundle re-encodes to the same bytes.
+        #[test]
+        fn decoders_are_total(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = EpochMessage::decode(&bytes);
+            if let Some(b) = SliceBundle::decode(&bytes) {
+                prop_assert_eq!(SliceBundle::decode(&b.encode()), Some(b));
+            }
+        }
+
+        /// A real bundle with any one byte changed decodes to something else or not at
+        /// all, and whatever decodes verifies without panicking.
+        #[test]
+        fn flipped_bundles_fail_closed(at in any::<usize>(), bit in 0u8..8) {
+            let s = sample_record(5, 40);
+            let ids = s.envelopes.iter().map(|e| e.id().clone()).collect();
+            let bundle = SliceBundle {
+                declaration: b"{}".to_vec(),
+                evidence: audita_evidence::ProvenSlice::from_record(&s.record, &ids),
+            };
+            let mut bytes = bundle.encode();
+            let i = at % bytes.len();
+            bytes[i] ^= 1 << bit;
+            if let Some(b) = SliceBundle::decode(&bytes) {
+                prop_assert!(b != bundle);
+                let _ = verify_proven(&b.evidence, &s.keys, &Policy::default());
+            }
+        }
+    }
+}
