@@ -364,6 +364,23 @@ impl CompactRange {
         self.stack.push(cur);
         self.size += 1;
     }
+    /// The perfect-subtree roots, largest (leftmost) first: with [`Self::size`], all
+    /// of the state ([`Self::from_nodes`] rebuilds it).
+    pub fn nodes(&self) -> Vec<Hash> {
+        self.stack.iter().map(|(_, h)| *h).collect()
+    }
+    /// Rebuilds a range from its size and [`Self::nodes`]; `None` unless there is one
+    /// node per set bit of `size`.
+    pub fn from_nodes(size: u64, nodes: &[Hash]) -> Option<Self> {
+        if nodes.len() != size.count_ones() as usize {
+            return None;
+        }
+        let heights = (0..64u32).rev().filter(|b| size >> b & 1 == 1);
+        Some(Self {
+            size,
+            stack: heights.zip(nodes.iter().copied()).collect(),
+        })
+    }
     /// The RFC 9162 root of the log so far.
     pub fn root(&self) -> Hash {
         let mut iter = self.stack.iter().rev();
@@ -636,6 +653,10 @@ mod tests {
                 if base > 0 {
                     assert!(p.prove(base as u64 - 1).is_err());
                 }
+                assert_eq!(
+                    CompactRange::from_nodes(prefix.size(), &prefix.nodes()),
+                    Some(prefix.clone())
+                );
                 let c = p.consistency().unwrap();
                 assert_eq!(
                     c,

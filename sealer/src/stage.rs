@@ -122,6 +122,10 @@ pub struct EpochMessage {
     pub header: Vec<u8>,
     /// Checkpoint note with co-signatures.
     pub checkpoint: Vec<u8>,
+    /// The log's compact range before this epoch ([`CompactRange::nodes`]): with the
+    /// leaves, all a consumer needs to prove this epoch's messages, so it can start
+    /// at any epoch (e.g. after the topic's retention dropped older ones).
+    pub prefix: Vec<Hash>,
     /// Sealed leaves ([`MessageId::leaf_bytes`]) in log order.
     pub leaves: Vec<Vec<u8>>,
     /// The signed envelopes sealed in this epoch, in leaf order.
@@ -135,7 +139,8 @@ pub struct EpochMessage {
 }
 
 impl EpochMessage {
-    /// Encodes as one segment: header, checkpoint, counts, leaves, envelopes, receipts.
+    /// Encodes as one segment: header, checkpoint, counts, prefix nodes, leaves,
+    /// envelopes, receipts.
     pub fn encode(&self) -> Vec<u8> {
         let counts: Vec<u8> = [
             self.leaves.len() as u64,
@@ -146,7 +151,8 @@ impl EpochMessage {
         .iter()
         .flat_map(|n| n.to_be_bytes())
         .collect();
-        let mut frames: Vec<&[u8]> = vec![&self.header, &self.checkpoint, &counts];
+        let prefix: Vec<u8> = self.prefix.concat();
+        let mut frames: Vec<&[u8]> = vec![&self.header, &self.checkpoint, &counts, &prefix];
         frames.extend(self.leaves.iter().map(Vec::as_slice));
         frames.extend(self.envelopes.iter().map(Vec::as_slice));
         frames.extend(self.receipts.iter().map(Vec::as_slice));
@@ -165,6 +171,14 @@ impl EpochMessage {
         if counts.len() != 32 {
             return None;
         }
+        let prefix_bytes = frames.next()?;
+        if prefix_bytes.len() % 32 != 0 {
+            return None;
+        }
+        let prefix = prefix_bytes
+            .chunks_exact(32)
+            .map(|c| c.try_into().unwrap_or([0; 32]))
+            .collect();
         let n = |i: usize| {
             u64::from_be_bytes(counts[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])) as usize
         };
@@ -181,6 +195,7 @@ impl EpochMessage {
         Some(EpochMessage {
             header,
             checkpoint,
+            prefix,
             leaves,
             envelopes,
             receipts,
@@ -297,13 +312,14 @@ impl SealerStage {
         let mut epochs = disk::Stream::segments(&dir, "epochs", "epoch-", b'H')?;
         let mut envelopes = disk::Stream::segments(&dir, "segments", "envelopes-", b'E')?;
         let mut log = CompactRange::new();
-        let mut last: Option<(EpochHeader, Vec<Vec<u8>>, Vec<Vec<u8>>)> = None;
+        let mut last: Option<(EpochHeader, Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Hash>)> = None;
         let mut newest = 0u64;
         while let Some(frames) = epochs.next_file() {
             let mut frames = frames?.into_iter();
             let header = EpochHeader::decode(frames.next().unwrap_or_default())
                 .map_err(|e| bad(format!("epoch header: {e}")))?;
             let leaves: Vec<Vec<u8>> = frames.collect();
+            let prefix = log.nodes();
             let mut sealed_envs = Vec::with_capacity(leaves.len());
             for leaf in &leaves {
                 let id = MessageId::from_leaf_bytes(leaf).map_err(|e| bad(format!("leaf: {e}")))?;
@@ -324,9 +340,9 @@ impl SealerStage {
                 sealed_envs.push(bytes);
             }
             self.prune(newest.saturating_sub(self.horizon_ms));
-            last = Some((header, leaves, sealed_envs));
+            last = Some((header, leaves, sealed_envs, prefix));
         }
-        if let Some((header, leaves, sealed_envs)) = last {
+        if let Some((header, leaves, sealed_envs, prefix)) = last {
             self.sealer = Sealer::resume_range(self.config.log_key.clone(), log.clone(), &header)
                 .map_err(|e| bad(format!("seals do not reproduce: {e}")))?;
             self.last_size = header.size;
@@ -334,6 +350,7 @@ impl SealerStage {
             self.republish = Some(EpochMessage {
                 header: header.as_bytes().to_vec(),
                 checkpoint: disk::last_checkpoint(&dir)?.unwrap_or_default(),
+                prefix,
                 leaves,
                 envelopes: sealed_envs,
                 receipts: disk::last_receipts(&dir)?,
@@ -605,6 +622,7 @@ impl SealerStage {
         let msg = EpochMessage {
             header: epoch.header.as_bytes().to_vec(),
             checkpoint: epoch.checkpoint.to_text().into_bytes(),
+            prefix: self.log.nodes(),
             leaves: epoch.leaves.iter().map(MessageId::leaf_bytes).collect(),
             envelopes: self.pending.iter().map(|e| e.as_bytes().to_vec()).collect(),
             receipts: std::mem::take(&mut self.pending_receipts),

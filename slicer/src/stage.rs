@@ -16,6 +16,9 @@
 //!   epochs' headers and checkpoints, and the latest epoch's (the record root). An
 //!   engine worker verifies it from scratch with public keys, and its size does not
 //!   grow with the log.
+//! - Epochs carry the log's compact range before them, so the stage can start at
+//!   any epoch: with `audita.epochs` retention set to a little over the horizon plus
+//!   the hold, a restart replays a bounded stretch, not the whole history.
 //! - Memory is bounded by a retention horizon in record time
 //!   ([`SlicerStage::with_horizon`]): messages older than the horizon before both
 //!   the event-time watermark and every waiting declaration's window start are
@@ -281,15 +284,37 @@ impl SlicerStage {
         if self.last_epoch.is_some_and(|last| header.number <= last) {
             return;
         }
-        if header.start != self.log.size() || header.size != header.start + msg.leaves.len() as u64
-        {
+        if header.size != header.start + msg.leaves.len() as u64 {
             tracing::error!(
                 epoch = header.number,
-                start = header.start,
-                have = self.log.size(),
-                "slicer skipped an epoch that does not continue the log it has"
+                "slicer skipped an epoch whose leaves do not fill its range"
             );
             return;
+        }
+        if header.start != self.log.size() {
+            // The first epoch after a start (older ones retained no more) or after a
+            // gap: the epoch's own prefix continues the log. A wrong prefix can only
+            // make proofs fail verification downstream, never pass.
+            match CompactRange::from_nodes(header.start, &msg.prefix) {
+                Some(range) => {
+                    if self.log.size() > 0 {
+                        tracing::warn!(
+                            epoch = header.number,
+                            start = header.start,
+                            have = self.log.size(),
+                            "slicer continues after a gap in the epochs"
+                        );
+                    }
+                    self.log = range;
+                }
+                None => {
+                    tracing::error!(
+                        epoch = header.number,
+                        "slicer skipped an epoch without a usable prefix"
+                    );
+                    return;
+                }
+            }
         }
         self.last_epoch = Some(header.number);
         let hashes: Vec<audita_evidence::Hash> = msg.leaves.iter().map(|l| leaf_hash(l)).collect();

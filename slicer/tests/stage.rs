@@ -12,12 +12,33 @@ use audita_slicer::stage::{SliceBundle, SlicerStage};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+/// The log's compact range before epoch `i` of the sample.
+fn prefix_nodes(s: &audita_evidence::sample::Sample, i: usize) -> Vec<audita_evidence::Hash> {
+    let mut log = audita_evidence::merkle::CompactRange::new();
+    for e in &s.epochs[..i] {
+        for id in &e.leaves {
+            log.append(audita_evidence::merkle::leaf_hash(&id.leaf_bytes()));
+        }
+    }
+    log.nodes()
+}
+
 /// Feeds the sample's epochs as the sealer publishes them; returns the peak graph size.
 fn feed(stage: &mut SlicerStage, s: &audita_evidence::sample::Sample, last: u64) -> usize {
+    feed_from(stage, s, last, 0)
+}
+
+/// [`feed`] from epoch `from` on (the older ones gone from the topic).
+fn feed_from(
+    stage: &mut SlicerStage,
+    s: &audita_evidence::sample::Sample,
+    last: u64,
+    from: usize,
+) -> usize {
     let by_id: BTreeMap<MessageId, &SignedEnvelope> =
         s.envelopes.iter().map(|e| (e.id().clone(), e)).collect();
     let mut peak = 0;
-    for (i, e) in s.epochs.iter().enumerate() {
+    for (i, e) in s.epochs.iter().enumerate().skip(from) {
         let envelopes: Vec<&SignedEnvelope> = e.leaves.iter().map(|id| by_id[id]).collect();
         let watermark = envelopes
             .iter()
@@ -27,6 +48,7 @@ fn feed(stage: &mut SlicerStage, s: &audita_evidence::sample::Sample, last: u64)
         let last_epoch = i + 1 == s.epochs.len();
         stage.add_epoch(EpochMessage {
             header: e.header.as_bytes().to_vec(),
+            prefix: prefix_nodes(s, i),
             checkpoint: s.record.checkpoints[i].clone(),
             leaves: e.leaves.iter().map(MessageId::leaf_bytes).collect(),
             envelopes: envelopes.iter().map(|x| x.as_bytes().to_vec()).collect(),
@@ -147,6 +169,42 @@ fn memory_is_bounded_by_the_horizon_and_bundles_verify_from_scratch() {
     // The emitted incident left the dataflow; a re-delivered declaration is ignored.
     stage.declare(decl.to_string().into_bytes()).unwrap();
     assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 0);
+}
+
+#[test]
+fn a_stage_started_mid_log_proves_what_it_holds() {
+    let s = sample_record(14, 300);
+    let last = s.envelopes.last().unwrap().envelope().timestamp;
+    let from = s.epochs.len() / 2;
+    assert!(from > 0);
+    let mut stage = SlicerStage::new(1, "", Duration::ZERO);
+    feed_from(&mut stage, &s, last, from);
+    let anchor = s.envelopes.last().unwrap();
+    let decl = serde_json::json!({
+        "incident": "late-start",
+        "anchors": [anchor.id().to_string()],
+        "t_star_ms": last,
+        "window_start_ms": last - 2_000,
+        "window_end_ms": last,
+    });
+    stage.declare(decl.to_string().into_bytes()).unwrap();
+    let bus = Bus::Embedded(EmbeddedBus::new(1));
+    let mut out = bus.producer().unwrap();
+    assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 1);
+    let mut c = bus.consumer("t", &[topics::SLICES]).unwrap();
+    let d = c
+        .poll(Duration::from_millis(500))
+        .unwrap()
+        .expect("a slice");
+    let bundle = SliceBundle::decode(&d.payload).unwrap();
+    let p = verify_proven(&bundle.evidence, &s.keys, &Policy::default());
+    assert_eq!(
+        p.certified.len(),
+        bundle.evidence.envelopes.len(),
+        "{:?}",
+        p.suspect
+    );
+    assert!(p.certified.contains_key(anchor.id()));
 }
 
 mod untrusted {
