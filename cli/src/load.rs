@@ -30,6 +30,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -512,11 +513,15 @@ fn measure(
     // One sample a second: t (s since the first send), envelopes offered and sealed
     // so far, verdicts so far, RSS (MiB) and CPU seconds per stage.
     let samples: Arc<Mutex<Vec<Value>>> = Arc::default();
+    // Without a terminal for the progress bars, a status line every 10 s instead.
+    let status_lines = !args.quiet && !std::io::stderr().is_terminal();
+    let expected_verdicts = incidents.len();
     let sampler = {
         let (seen, done, offered, samples) =
             (seen.clone(), done.clone(), offered.clone(), samples.clone());
         std::thread::spawn(move || {
             let mut next = Duration::ZERO;
+            let mut tick = 0u64;
             while !done.load(Ordering::SeqCst) {
                 if let Some(wait) = next.checked_sub(start.elapsed()) {
                     std::thread::sleep(wait.min(Duration::from_millis(200)));
@@ -553,6 +558,21 @@ fn measure(
                         "rss_mib": rss,
                         "cpu_s": cpu,
                     }));
+                tick += 1;
+                if status_lines && tick % 10 == 0 {
+                    eprintln!(
+                        "audita load: {:>4.0} s · offered {} · sealed {} · verdicts {}/{} · RSS {}",
+                        start.elapsed().as_secs_f64(),
+                        offered.load(Ordering::Relaxed),
+                        sealed,
+                        verdicts,
+                        expected_verdicts,
+                        rss.iter()
+                            .map(|(k, v)| format!("{k} {v:.0}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    );
+                }
             }
         })
     };
