@@ -253,6 +253,10 @@ pub fn pump_with(
             }
         }
         if last.is_empty() {
+            // Idle: let the hook publish what it still holds (e.g. a watermark
+            // throttled during the last batch).
+            before_flush(producer)?;
+            producer.flush()?;
             if max_idle.is_some_and(|m| idle_since.elapsed() >= m) {
                 break;
             }

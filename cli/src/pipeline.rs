@@ -229,11 +229,14 @@ pub fn run_ingest(
     let names = audita_ingest::Topics {
         prefix: d.prefix.clone(),
     };
-    let accepted = d.topic(topics::ACCEPTED);
-    let marks = std::cell::RefCell::new(audita_ingest::Watermarks::new(
-        2 * SOURCE_PARTITIONS,
-        ACCEPTED_PARTITIONS,
-        Duration::from_millis(100),
+    let ingest = std::cell::RefCell::new(audita_ingest::BatchIngest::new(
+        &d.keys,
+        names,
+        audita_ingest::Watermarks::new(
+            2 * SOURCE_PARTITIONS,
+            ACCEPTED_PARTITIONS,
+            Duration::from_millis(100),
+        ),
     ));
     let n = audita_bus::pump_with(
         c.as_mut(),
@@ -241,15 +244,20 @@ pub fn run_ingest(
         stop,
         256,
         idle,
-        |del, out| {
-            let ok =
-                audita_ingest::handle_marked(del, &d.keys, &names, &mut marks.borrow_mut(), out)?;
-            m.ingest_envelopes
-                .with_label_values(&[if ok { "accepted" } else { "suspect" }])
-                .inc();
+        |del, _| {
+            ingest.borrow_mut().take(del);
             Ok(())
         },
-        |out| marks.borrow_mut().publish(out, &accepted),
+        |out| {
+            let (accepted, quarantined) = ingest.borrow_mut().flush(out)?;
+            m.ingest_envelopes
+                .with_label_values(&["accepted"])
+                .inc_by(accepted);
+            m.ingest_envelopes
+                .with_label_values(&["suspect"])
+                .inc_by(quarantined);
+            Ok(())
+        },
     )?;
     Ok(n)
 }

@@ -11,9 +11,7 @@ use std::time::{Duration, Instant};
 
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::sample::sample_record;
-use audita_evidence::{
-    verify_proven, verify_record, EpochProofs, MessageId, Policy, ProvenSlice,
-};
+use audita_evidence::{verify_proven, verify_record, EpochProofs, MessageId, Policy, ProvenSlice};
 
 /// Messages per slice (a typical incident: window plus citation closure).
 const SLICE: usize = 64;

@@ -53,9 +53,10 @@ pub use proven::{verify_proven, EpochProofs, ProvenSlice};
 pub use receipt::Receipt;
 pub use store::{PayloadStatus, PayloadStore};
 pub use verify::{
-    verify_record, verify_record_with, Certified, CheckpointFault, CheckpointStatus, EpochFault,
-    EpochStatus, HeldFault, HeldFinding, Missing, Partition, PayloadFinding, Policy, RawEpoch,
-    ReceiptFault, ReceiptProblem, Record, Suspect, SuspectItem, SuspectReason,
+    check_envelopes_batch, check_receipts_batch, verify_record, verify_record_with, Certified,
+    CheckpointFault, CheckpointStatus, EpochFault, EpochStatus, HeldFault, HeldFinding, Missing,
+    Partition, PayloadFinding, Policy, RawEpoch, ReceiptFault, ReceiptProblem, Record, Suspect,
+    SuspectItem, SuspectReason,
 };
 
 /// Re-exported key types, so callers need not depend on `ed25519-dalek` directly.

@@ -1058,6 +1058,59 @@ fn par_map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + 
     })
 }
 
+/// Signature and rule checks of many envelopes with one Ed25519 batch; one by one,
+/// strictly, when the batch fails or names an unknown signer. Same results as
+/// [`SignedEnvelope::check`] on each, except that a batch may accept the edge-case
+/// signatures strict verification rejects (see [`Policy::batch_signatures`]); a
+/// record verified strictly then reports such a message as suspect.
+pub fn check_envelopes_batch(
+    envs: &[&SignedEnvelope],
+    keys: &KeyRegistry,
+) -> Vec<Result<(), MessageCheck>> {
+    let batch_ok = batch_verify(
+        envs.iter().map(|e| {
+            (
+                e.envelope().author.as_str(),
+                ENVELOPE_TYPE,
+                e.body(),
+                e.signature(),
+            )
+        }),
+        keys,
+    );
+    envs.iter()
+        .map(|e| {
+            if batch_ok {
+                e.envelope().validate().map_err(MessageCheck::Envelope)
+            } else {
+                e.check(keys)
+            }
+        })
+        .collect()
+}
+
+/// [`check_envelopes_batch`] for receipts ([`Receipt::verify`] on each).
+pub fn check_receipts_batch(
+    receipts: &[&Receipt],
+    keys: &KeyRegistry,
+) -> Vec<Result<(), SignatureError>> {
+    let batch_ok = batch_verify(
+        receipts.iter().map(|r| {
+            (
+                r.recipient().as_str(),
+                RECEIPT_TYPE,
+                r.body(),
+                r.signature(),
+            )
+        }),
+        keys,
+    );
+    receipts
+        .iter()
+        .map(|r| if batch_ok { Ok(()) } else { r.verify(keys) })
+        .collect()
+}
+
 /// One Ed25519 batch over `(signer, payload type, body, signature)`; false if any
 /// signer is unknown or the batch fails (callers then verify one by one).
 fn batch_verify<'a>(

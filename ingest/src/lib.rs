@@ -56,48 +56,170 @@ pub enum Checked {
     Suspect(Quarantined),
 }
 
-/// Checks one delivery from `audita.envelopes` or `audita.receipts`.
-pub fn check(d: &Delivery, keys: &KeyRegistry) -> Checked {
-    let suspect = |reason: &str, detail: String| {
-        Checked::Suspect(Quarantined {
-            source_topic: d.topic.clone(),
-            partition: d.partition,
-            offset: d.offset,
-            reason: reason.to_string(),
-            detail: detail.replace('\n', " "),
-            bytes_hex: hex::encode(&d.payload),
-        })
-    };
+/// A delivery decoded, before its signature is checked.
+enum Decoded {
+    Envelope(SignedEnvelope),
+    Receipt(Receipt),
+    Done(Checked),
+}
+
+fn suspect(d: &Delivery, reason: &str, detail: String) -> Checked {
+    Checked::Suspect(Quarantined {
+        source_topic: d.topic.clone(),
+        partition: d.partition,
+        offset: d.offset,
+        reason: reason.to_string(),
+        detail: detail.replace('\n', " "),
+        bytes_hex: hex::encode(&d.payload),
+    })
+}
+
+fn decode(d: &Delivery) -> Decoded {
     if d.topic.ends_with(topics::RECEIPTS) {
         return match Receipt::decode(d.payload.clone()) {
-            Err(e) => suspect("decode", format!("receipt: {e}")),
-            Ok(r) => match r.verify(keys) {
-                Err(e) => suspect("signature", format!("receipt: {e}")),
-                Ok(()) => Checked::Accepted {
-                    key: r.recipient().as_str().to_string(),
-                    frame: frame(FRAME_RECEIPT, &d.payload),
-                    timestamp: r.timestamp(),
-                },
-            },
+            Err(e) => Decoded::Done(suspect(d, "decode", format!("receipt: {e}"))),
+            Ok(r) => Decoded::Receipt(r),
         };
     }
     if !d.topic.ends_with(topics::ENVELOPES) {
-        return suspect(
+        return Decoded::Done(suspect(
+            d,
             "unknown_topic",
             format!("ingest does not read topic {}", d.topic),
-        );
+        ));
     }
     match SignedEnvelope::decode(d.payload.clone()) {
-        Err(e) => suspect("decode", format!("envelope: {e}")),
-        Ok(env) => match env.check(keys) {
-            Err(audita_evidence::MessageCheck::Signature(e)) => suspect("signature", e.to_string()),
-            Err(audita_evidence::MessageCheck::Envelope(e)) => suspect("citation", e.to_string()),
-            Ok(()) => Checked::Accepted {
-                key: env.envelope().author.as_str().to_string(),
-                frame: frame(FRAME_ENVELOPE, &d.payload),
-                timestamp: env.envelope().timestamp,
-            },
+        Err(e) => Decoded::Done(suspect(d, "decode", format!("envelope: {e}"))),
+        Ok(env) => Decoded::Envelope(env),
+    }
+}
+
+fn envelope_verdict(
+    d: &Delivery,
+    env: &SignedEnvelope,
+    check: Result<(), audita_evidence::MessageCheck>,
+) -> Checked {
+    match check {
+        Err(audita_evidence::MessageCheck::Signature(e)) => suspect(d, "signature", e.to_string()),
+        Err(audita_evidence::MessageCheck::Envelope(e)) => suspect(d, "citation", e.to_string()),
+        Ok(()) => Checked::Accepted {
+            key: env.envelope().author.as_str().to_string(),
+            frame: frame(FRAME_ENVELOPE, &d.payload),
+            timestamp: env.envelope().timestamp,
         },
+    }
+}
+
+fn receipt_verdict(
+    d: &Delivery,
+    r: &Receipt,
+    check: Result<(), audita_evidence::SignatureError>,
+) -> Checked {
+    match check {
+        Err(e) => suspect(d, "signature", format!("receipt: {e}")),
+        Ok(()) => Checked::Accepted {
+            key: r.recipient().as_str().to_string(),
+            frame: frame(FRAME_RECEIPT, &d.payload),
+            timestamp: r.timestamp(),
+        },
+    }
+}
+
+/// Checks one delivery from `audita.envelopes` or `audita.receipts` (strict
+/// signature verification).
+pub fn check(d: &Delivery, keys: &KeyRegistry) -> Checked {
+    match decode(d) {
+        Decoded::Done(c) => c,
+        Decoded::Envelope(env) => envelope_verdict(d, &env, env.check(keys)),
+        Decoded::Receipt(r) => receipt_verdict(d, &r, r.verify(keys)),
+    }
+}
+
+/// Checks a batch of deliveries with one Ed25519 batch verification for the
+/// envelopes and one for the receipts (one by one when a batch fails), in delivery
+/// order. Equal to [`check`] on each, except that a batch may accept the edge-case
+/// signatures (small-order components made by the key holder) strict verification
+/// rejects: such a message is sealed, and the strict record verifier then reports it
+/// suspect instead of ingest quarantining it. About 3x cheaper per message.
+pub fn check_batch(ds: &[Delivery], keys: &KeyRegistry) -> Vec<Checked> {
+    let decoded: Vec<Decoded> = ds.iter().map(decode).collect();
+    let envs: Vec<&SignedEnvelope> = decoded
+        .iter()
+        .filter_map(|x| match x {
+            Decoded::Envelope(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let receipts: Vec<&Receipt> = decoded
+        .iter()
+        .filter_map(|x| match x {
+            Decoded::Receipt(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let mut env_checks = audita_evidence::check_envelopes_batch(&envs, keys).into_iter();
+    let mut receipt_checks = audita_evidence::check_receipts_batch(&receipts, keys).into_iter();
+    ds.iter()
+        .zip(&decoded)
+        .map(|(d, x)| match x {
+            Decoded::Done(c) => c.clone(),
+            Decoded::Envelope(env) => {
+                envelope_verdict(d, env, env_checks.next().unwrap_or_else(|| env.check(keys)))
+            }
+            Decoded::Receipt(r) => receipt_verdict(
+                d,
+                r,
+                receipt_checks.next().unwrap_or_else(|| r.verify(keys)),
+            ),
+        })
+        .collect()
+}
+
+/// Ingest with batched signature checks: deliveries are held by [`Self::take`] and
+/// checked, forwarded or quarantined, and covered by watermarks in
+/// [`Self::flush`] — call it before the producer flushes and offsets commit (the
+/// `before_flush` of [`audita_bus::pump_with`]).
+pub struct BatchIngest<'k> {
+    keys: &'k KeyRegistry,
+    names: Topics,
+    marks: Watermarks,
+    held: Vec<Delivery>,
+}
+
+impl<'k> BatchIngest<'k> {
+    /// An ingest over `keys` publishing under `names`, with `marks`.
+    pub fn new(keys: &'k KeyRegistry, names: Topics, marks: Watermarks) -> Self {
+        BatchIngest {
+            keys,
+            names,
+            marks,
+            held: Vec::new(),
+        }
+    }
+
+    /// Holds one delivery for the next [`Self::flush`].
+    pub fn take(&mut self, d: &Delivery) {
+        self.held.push(d.clone());
+    }
+
+    /// Checks the held deliveries, forwards or quarantines each, then publishes the
+    /// watermarks; returns (accepted, quarantined).
+    pub fn flush(&mut self, out: &mut dyn Producer) -> Result<(u64, u64), BusError> {
+        let held = std::mem::take(&mut self.held);
+        let (mut accepted, mut quarantined) = (0, 0);
+        for (d, checked) in held.iter().zip(check_batch(&held, self.keys)) {
+            if let Checked::Accepted { timestamp, .. } = &checked {
+                self.marks.observe(d, *timestamp);
+            }
+            if forward(checked, &self.names, out)? {
+                accepted += 1;
+            } else {
+                quarantined += 1;
+            }
+        }
+        self.marks
+            .publish(out, &self.names.name(topics::ACCEPTED))?;
+        Ok((accepted, quarantined))
     }
 }
 
