@@ -521,6 +521,7 @@ fn measure(
             (seen.clone(), done.clone(), offered.clone(), samples.clone());
         std::thread::spawn(move || {
             let mut next = Duration::ZERO;
+            let mut next_line = 10u64;
             let mut tick = 0u64;
             while !done.load(Ordering::SeqCst) {
                 if let Some(wait) = next.checked_sub(start.elapsed()) {
@@ -559,7 +560,8 @@ fn measure(
                         "cpu_s": cpu,
                     }));
                 tick += 1;
-                if status_lines && tick % 10 == 0 {
+                if status_lines && tick >= next_line {
+                    next_line += 10;
                     eprintln!(
                         "audita load: {:>4.0} s · offered {} · sealed {} · verdicts {}/{} · RSS {}",
                         start.elapsed().as_secs_f64(),
