@@ -255,6 +255,8 @@ struct Seen {
     last_sealed_at: Option<Instant>,
     latencies: BTreeMap<String, Duration>,
     abstained: BTreeMap<String, String>,
+    /// Incidents whose verdict's ρ differs from the cell's planted causal profile.
+    off_truth: Vec<String>,
     duplicates: u64,
     quarantined: u64,
     /// Bytes of every slice bundle published (one per incident, more on re-emission).
@@ -452,6 +454,17 @@ fn measure(
     let incidents = load.incidents();
     let seen = Arc::new(Mutex::new(Seen::default()));
     let published: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
+    // The planted causal profile of every incident (never read by the pipeline).
+    let planted: BTreeMap<String, BTreeMap<String, f64>> = load
+        .fleet
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.adverse
+                .as_ref()
+                .map(|a| (a.incident.clone(), c.planted_causal.clone()))
+        })
+        .collect();
     let done = Arc::new(AtomicBool::new(false));
     // The monitor: its own consumer group on the pipeline's output topics.
     let mut consumer = bus.consumer(
@@ -495,6 +508,9 @@ fn measure(
                     } else if let Some(reason) = v.get("abstained").and_then(Value::as_str) {
                         s.abstained.insert(incident, reason.to_string());
                     } else if let Some(at) = at {
+                        if !matches_truth(&v, planted.get(&incident)) {
+                            s.off_truth.push(incident.clone());
+                        }
                         s.latencies.insert(incident, now.duration_since(at));
                     }
                 }
@@ -709,6 +725,7 @@ fn measure(
         "abstained": seen.abstained,
         "missing_verdicts": missing,
         "duplicate_verdicts": seen.duplicates,
+        "verdicts_off_planted_truth": seen.off_truth,
         "quarantined": seen.quarantined,
         "latency_ms": {
             "p50": ms(percentile(&lat, 0.5)),
@@ -729,6 +746,27 @@ fn measure(
 
 fn f(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(0.0)
+}
+
+/// Whether a verdict's ρ interval is exactly the planted causal profile: every row's
+/// principal at its planted ρ (0 where none), and a row for every principal with ρ > 0.
+fn matches_truth(verdict: &Value, planted: Option<&BTreeMap<String, f64>>) -> bool {
+    let (Some(rows), Some(planted)) = (verdict["rows"].as_array(), planted) else {
+        return false;
+    };
+    let rows_ok = rows.iter().all(|r| {
+        let want = r["principal"]
+            .as_str()
+            .and_then(|p| planted.get(p))
+            .copied()
+            .unwrap_or(0.0);
+        r["rho_lo"].as_f64() == Some(want) && r["rho_hi"].as_f64() == Some(want)
+    });
+    rows_ok
+        && planted
+            .iter()
+            .filter(|(_, w)| **w > 0.0)
+            .all(|(p, _)| rows.iter().any(|r| r["principal"] == p.as_str()))
 }
 
 /// The stage names sampled in a run, in name order.
@@ -766,7 +804,7 @@ fn markdown(r: &Value) -> String {
         r["latency_ms"]["max"],
     ));
     s.push_str(&format!(
-        "\nsealed {} of {} envelopes in {} epochs ({:.0}/s while the load was offered); {} slices (median {} B, largest {} B); quarantined {}; abstained {}; missing verdicts {}; duplicate verdicts {}; stage failures: {}\n",
+        "\nsealed {} of {} envelopes in {} epochs ({:.0}/s while the load was offered); {} slices (median {} B, largest {} B); quarantined {}; abstained {}; missing verdicts {}; duplicate verdicts {}; verdicts off the planted causal profile {}; stage failures: {}\n",
         r["sealed"],
         r["envelopes"],
         r["epochs"],
@@ -778,6 +816,9 @@ fn markdown(r: &Value) -> String {
         r["abstained"].as_object().map_or(0, |o| o.len()),
         r["missing_verdicts"].as_array().map_or(0, |a| a.len()),
         r["duplicate_verdicts"],
+        r["verdicts_off_planted_truth"]
+            .as_array()
+            .map_or("not checked".to_string(), |a| a.len().to_string()),
         r["stage_failures"]
             .as_object()
             .filter(|o| !o.is_empty())
