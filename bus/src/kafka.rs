@@ -293,6 +293,24 @@ impl Consumer for KafkaConsumer {
             .commit(&tpl, CommitMode::Sync)
             .map_err(|e| classify(&e))
     }
+
+    fn commit_all(&mut self, deliveries: &[&Delivery]) -> Result<(), BusError> {
+        if deliveries.is_empty() {
+            return Ok(());
+        }
+        let mut tpl = TopicPartitionList::new();
+        for d in deliveries {
+            tpl.add_partition_offset(
+                &d.topic,
+                d.partition as i32,
+                Offset::Offset(d.offset as i64 + 1),
+            )
+            .map_err(|e| classify(&e))?;
+        }
+        self.consumer
+            .commit(&tpl, CommitMode::Async)
+            .map_err(|e| classify(&e))
+    }
 }
 
 /// Keeps the compiler honest that handles can move to stage threads.

@@ -110,6 +110,16 @@ pub trait Consumer: Send {
     fn poll(&mut self, timeout: Duration) -> Result<Option<Delivery>, BusError>;
     /// Commits the group's offset past `delivery` (and everything before it in its partition).
     fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError>;
+    /// Commits past each of `deliveries` (one per partition) in one request, without
+    /// waiting for the broker's answer where the transport allows: callers commit only
+    /// what is already durable downstream, so a commit lost in a crash only means a
+    /// re-delivery, which every stage deduplicates.
+    fn commit_all(&mut self, deliveries: &[&Delivery]) -> Result<(), BusError> {
+        for d in deliveries {
+            self.commit(d)?;
+        }
+        Ok(())
+    }
 }
 
 /// A topic to create, with its partition count.
@@ -265,9 +275,7 @@ pub fn pump_with(
         idle_since = std::time::Instant::now();
         before_flush(producer)?;
         producer.flush()?;
-        for d in last.values() {
-            consumer.commit(d)?;
-        }
+        consumer.commit_all(&last.values().collect::<Vec<_>>())?;
     }
     Ok(handled)
 }

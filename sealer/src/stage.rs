@@ -667,9 +667,8 @@ impl SealerStage {
     }
 
     fn commit(&mut self, input: &mut dyn Consumer) -> Result<(), StageError> {
-        for d in std::mem::take(&mut self.uncommitted).values() {
-            input.commit(d)?;
-        }
+        let done = std::mem::take(&mut self.uncommitted);
+        input.commit_all(&done.values().collect::<Vec<_>>())?;
         Ok(())
     }
 
