@@ -98,7 +98,7 @@ pub struct BlameCertificate {
     pub framers: BTreeMap<String, Framer>,
 }
 
-fn matches(rule: &Rule, payload: &Payload, cites: &[MessageId]) -> bool {
+pub(crate) fn matches(rule: &Rule, payload: &Payload, cites: &[MessageId]) -> bool {
     rule.kind.as_ref().is_none_or(|k| k == payload.kind())
         && rule
             .target

@@ -211,6 +211,8 @@ pub struct Slice {
     pub anchor_targets: BTreeSet<String>,
     /// Whether all anchors are needed for `Y` (`combine: all`).
     pub anchor_combine_all: bool,
+    /// The incident's scope (see the module docs).
+    pub scope: Scope,
 }
 
 fn policy_of(env: &audita_evidence::Envelope) -> Policy {
@@ -309,14 +311,15 @@ impl Slice {
     ) -> Slice {
         let decl = &adverse.decl;
         let (lo, hi) = (decl.window_start_ms, decl.window_end());
-        let mut window = BTreeMap::new();
+        // Every certified message of the time window; the slice keeps only its scope.
+        let mut all = BTreeMap::new();
         for (id, c) in &partition.certified {
             let env = c.envelope.envelope();
             let anchor = adverse.anchors.contains(id);
             if !(anchor || (env.timestamp >= lo && env.timestamp <= hi)) {
                 continue;
             }
-            window.insert(
+            all.insert(
                 id.clone(),
                 Node {
                     id: id.clone(),
@@ -387,7 +390,7 @@ impl Slice {
         // Anchors.
         let mut anchors = Vec::new();
         for a in &adverse.anchors {
-            if window.contains_key(a) {
+            if all.contains_key(a) {
                 anchors.push(a.clone());
             } else {
                 let kind = item_kind(a).unwrap_or(ItemKind::Unresolved);
@@ -410,17 +413,35 @@ impl Slice {
         for a in &anchors {
             closure.insert(a.clone());
         }
-        walk_back(&window, &mut items, queue, &mut edges, |c| {
+        walk_back(&all, &mut items, queue, &mut edges, |c| {
             closure.insert(c.clone())
         });
         edges.sort();
         edges.dedup();
+        let scope = Scope::of(partition, duties, &all, &closure, &items);
+        let mut window: BTreeMap<MessageId, Node> = all
+            .iter()
+            .filter(|(_, n)| scope.keeps(n, &closure, duties))
+            .map(|(id, n)| (id.clone(), n.clone()))
+            .collect();
+        // A kept message's certified inputs stay (breach reads them).
+        let parents: Vec<MessageId> = window
+            .values()
+            .flat_map(|n| n.cites.iter())
+            .filter(|c| !window.contains_key(*c) && all.contains_key(*c))
+            .cloned()
+            .collect();
+        for c in parents {
+            if let Some(n) = all.get(&c) {
+                window.insert(c, n.clone());
+            }
+        }
         // Possible inputs of the touching items and the region they open, to a fixed
         // point (an item consumed in the region touches the slice too).
         let unrealised: BTreeSet<MessageId> = adverse.unrealised.iter().cloned().collect();
         let leaves = sealed_leaves(record, partition);
         let mut children: BTreeMap<&MessageId, Vec<&MessageId>> = BTreeMap::new();
-        for n in window.values() {
+        for n in all.values() {
             for c in &n.cites {
                 children.entry(c).or_default().push(&n.id);
             }
@@ -452,15 +473,17 @@ impl Slice {
                             .flatten(),
                     );
                 for c in certified_citers {
-                    if let Some(n) = window.get(c) {
+                    if let Some(n) = all.get(c) {
                         bound = Some(bound.map_or(n.leaf, |b| b.min(n.leaf)));
                     } else if let Some(cert) = partition.certified.get(c) {
                         bound = Some(bound.map_or(cert.leaf_index, |b| b.min(cert.leaf_index)));
                     }
                 }
                 let descendants = descendants(&id, &children);
-                let mut inputs: Vec<MessageId> = window
+                let known = scope.known_to(id.author.as_str(), partition, &all);
+                let mut inputs: Vec<MessageId> = all
                     .values()
+                    .filter(|n| window.contains_key(&n.id) || known.contains(&n.id))
                     .filter(|n| n.policy != Policy::Root)
                     .filter(|n| !unrealised.contains(&n.id))
                     .filter(|n| bound.is_none_or(|b| n.leaf < b))
@@ -487,7 +510,7 @@ impl Slice {
                 inputs.extend(earlier);
                 inputs.sort();
                 let mut queue: VecDeque<MessageId> = VecDeque::new();
-                for c in inputs.iter().filter(|c| window.contains_key(*c)) {
+                for c in inputs.iter().filter(|c| all.contains_key(*c)) {
                     if !closure.contains(c) && reach.insert(c.clone()) {
                         queue.push_back(c.clone());
                     }
@@ -495,13 +518,19 @@ impl Slice {
                 if let Some(it) = items.get_mut(&id) {
                     it.inputs = inputs;
                 }
-                walk_back(&window, &mut items, queue, &mut reach_edges, |c| {
+                walk_back(&all, &mut items, queue, &mut reach_edges, |c| {
                     !closure.contains(c) && reach.insert(c.clone())
                 });
             }
         }
         reach_edges.sort();
         reach_edges.dedup();
+        // The possible-input region joins the window: its messages enter models.
+        for id in &reach {
+            if let Some(n) = all.get(id) {
+                window.entry(id.clone()).or_insert_with(|| n.clone());
+            }
+        }
         let mut items: Vec<Item> = items.into_values().collect();
         for it in &mut items {
             it.citers.sort();
@@ -511,8 +540,9 @@ impl Slice {
             .filter_map(|a| window.get(a))
             .filter_map(|n| n.payload.target().map(str::to_string))
             .collect();
-        let absences = absences(&window, duties, adverse, &anchor_targets);
+        let absences = absences(&all, duties, adverse, &anchor_targets, &scope);
         Slice {
+            scope,
             window,
             closure,
             edges,
@@ -553,6 +583,168 @@ impl Slice {
     /// The author of a slice message or item.
     pub fn author_of(id: &MessageId) -> &str {
         id.author.as_str()
+    }
+}
+
+/// The incident's scope: what of the time window can bear on this incident (see the
+/// module docs for the rule and why it is sound).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Targets named by the closure (anchors included) and by its cited parents.
+    pub targets: BTreeSet<String>,
+    /// Authors of closure members and of anchor items, holders of duties on a target
+    /// in scope, and the actuators in scope themselves.
+    pub principals: BTreeSet<String>,
+    /// An anchor is a completion item: its target is unknown, so the scope is the
+    /// whole window (every message, duty and absence).
+    pub unknown_anchor: bool,
+}
+
+impl Scope {
+    fn of(
+        partition: &Partition,
+        duties: &DutyRegistry,
+        all: &BTreeMap<MessageId, Node>,
+        closure: &BTreeSet<MessageId>,
+        items: &BTreeMap<MessageId, Item>,
+    ) -> Scope {
+        let mut targets = BTreeSet::new();
+        let mut principals = BTreeSet::new();
+        for id in closure {
+            principals.insert(id.author.to_string());
+            let Some(n) = all.get(id) else { continue };
+            targets.extend(n.payload.target().map(str::to_string));
+            for c in &n.cites {
+                let parent = all.get(c).map(|p| &p.payload).or_else(|| {
+                    partition
+                        .certified
+                        .get(c)
+                        .map(|x| &x.envelope.envelope().payload)
+                });
+                targets.extend(parent.and_then(|p| p.target()).map(str::to_string));
+            }
+        }
+        let mut unknown_anchor = false;
+        for it in items.values().filter(|i| i.anchor) {
+            unknown_anchor = true;
+            principals.insert(it.id.author.to_string());
+        }
+        principals.extend(targets.iter().cloned());
+        let mut scope = Scope {
+            targets,
+            principals,
+            unknown_anchor,
+        };
+        let holders: Vec<String> = duties
+            .all()
+            .filter(|(_, d)| scope.duty_targets_scope(d))
+            .map(|(h, _)| h.to_string())
+            .collect();
+        scope.principals.extend(holders);
+        scope
+    }
+
+    /// Whether a duty names a target in scope.
+    fn duty_targets_scope(&self, duty: &Duty) -> bool {
+        match duty {
+            Duty::SafetyEnvelope { target, .. }
+            | Duty::HaltAuthority { target, .. }
+            | Duty::Aggregation { target, .. } => self.targets.contains(target),
+            Duty::ReviewRequired { .. } => false,
+        }
+    }
+
+    /// Whether `holder`'s `duty` is in scope: it names a target in scope, or it has no
+    /// target and its holder is in scope. With an unknown anchor every halt duty is.
+    pub fn duty_in_scope(&self, holder: &str, duty: &Duty) -> bool {
+        match duty {
+            _ if self.unknown_anchor => true,
+            Duty::ReviewRequired { .. } => self.principals.contains(holder),
+            d => self.duty_targets_scope(d),
+        }
+    }
+
+    /// Whether a window message is kept: in the closure, naming a target in scope,
+    /// authored by a principal in scope, or triggering a halt duty in scope.
+    fn keeps(&self, n: &Node, closure: &BTreeSet<MessageId>, duties: &DutyRegistry) -> bool {
+        self.unknown_anchor
+            || closure.contains(&n.id)
+            || n.payload.target().is_some_and(|t| self.targets.contains(t))
+            || self.principals.contains(n.id.author.as_str())
+            || duties
+                .all()
+                .any(|(h, d)| self.duty_in_scope(h, d) && triggers(d, n))
+            || realises_outcome_when_reverted(n, duties)
+    }
+
+    /// The window messages `author` can have consumed: its own, those delivered to it
+    /// (addressed to it; the recipient signs the receipt), and their certified
+    /// ancestors in the window.
+    fn known_to(
+        &self,
+        author: &str,
+        partition: &Partition,
+        all: &BTreeMap<MessageId, Node>,
+    ) -> BTreeSet<MessageId> {
+        let mut out = BTreeSet::new();
+        let mut stack: Vec<&MessageId> = all
+            .keys()
+            .filter(|id| {
+                id.author.as_str() == author
+                    || partition
+                        .certified
+                        .get(*id)
+                        .is_some_and(|c| c.envelope.envelope().destination.as_str() == author)
+            })
+            .collect();
+        while let Some(id) = stack.pop() {
+            if !out.insert(id.clone()) {
+                continue;
+            }
+            for c in all.get(id).map(|n| n.cites.as_slice()).unwrap_or(&[]) {
+                if all.contains_key(c) && !out.contains(c) {
+                    stack.push(c);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether `n` is a deviation from its author's reference policy whose declared
+/// counterpart realises the outcome: the registry ties such a counterpart to `Y`
+/// itself (not to a target), so the deviation is in every incident's scope.
+fn realises_outcome_when_reverted(n: &Node, duties: &DutyRegistry) -> bool {
+    n.policy != Policy::Root
+        && duties
+            .principals
+            .get(n.id.author.as_str())
+            .is_some_and(|d| {
+                d.reference.iter().any(|r| {
+                    r.counterpart.as_ref().is_some_and(|c| c.realises_outcome)
+                        && crate::blame::matches(r, &n.payload, &n.cites)
+                })
+            })
+}
+
+/// Whether `n` is a triggering sensor report of a halt duty.
+fn triggers(duty: &Duty, n: &Node) -> bool {
+    let Duty::HaltAuthority {
+        trigger_contains,
+        trigger_sensor,
+        ..
+    } = duty
+    else {
+        return false;
+    };
+    match &n.payload {
+        Payload::SensorReport { sensor, reading } => {
+            reading.contains(trigger_contains.as_str())
+                && trigger_sensor
+                    .as_ref()
+                    .is_none_or(|s| s == sensor || s == n.id.author.as_str())
+        }
+        _ => false,
     }
 }
 
@@ -602,31 +794,26 @@ fn absences(
     duties: &DutyRegistry,
     adverse: &Adverse,
     anchor_targets: &BTreeSet<String>,
+    scope: &Scope,
 ) -> Vec<Absence> {
     let t_star = adverse.decl.t_star_ms;
     let mut out = Vec::new();
     for (holder, duty) in duties.all() {
+        if !scope.duty_in_scope(holder, duty) {
+            continue;
+        }
         let Duty::HaltAuthority {
             id,
             target,
-            trigger_contains,
-            trigger_sensor,
             deadline_ms,
+            ..
         } = duty
         else {
             continue;
         };
         let mut triggers: Vec<&Node> = window
             .values()
-            .filter(|n| match &n.payload {
-                Payload::SensorReport { sensor, reading } => {
-                    reading.contains(trigger_contains.as_str())
-                        && trigger_sensor
-                            .as_ref()
-                            .is_none_or(|s| s == sensor || s == n.id.author.as_str())
-                }
-                _ => false,
-            })
+            .filter(|n| self::triggers(duty, n))
             .filter(|n| n.timestamp.saturating_add(*deadline_ms) <= t_star)
             .collect();
         triggers.sort_by_key(|n| (n.timestamp, n.id.clone()));

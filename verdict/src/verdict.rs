@@ -442,15 +442,20 @@ pub fn verdict_with(
     duties.validate()?;
     let slice = Slice::build(record, partition, duties, adverse);
     let names = var_names(&slice);
-    // Principals: authors of derived certified messages in the window, duty holders,
-    // authors of attested items.
+    // Principals: authors of derived certified messages in the (scoped) window, holders
+    // of duties in the incident's scope, authors of attested items in scope.
     let mut principals: BTreeSet<String> = slice
         .window
         .values()
         .filter(|n| n.policy != Policy::Root)
         .map(|n| n.id.author.to_string())
         .collect();
-    principals.extend(duties.principals.keys().cloned());
+    principals.extend(
+        duties
+            .all()
+            .filter(|(h, d)| slice.scope.duty_in_scope(h, d))
+            .map(|(h, _)| h.to_string()),
+    );
     principals.extend(slice.items.iter().map(|i| i.id.author.to_string()));
     principals.extend(slice.missing.iter().map(|(m, _)| m.author.to_string()));
     let iv = intervals(&slice, &names, &principals)?;
