@@ -7,7 +7,43 @@
 //!   slice. Missing ids (from the partition) and suspect items whose id is sealed in
 //!   an intact epoch are the only non-certified items considered ("attested"); both
 //!   are facts an injector cannot create, so injected (forged) items change nothing.
-//! - Window: certified messages with `window_start_ms ≤ timestamp ≤ window_end_ms`.
+//! - Time window: certified messages with `window_start_ms ≤ timestamp ≤ window_end_ms`
+//!   (anchors always). The closure is walked over the whole time window.
+//! - **Scope** ([`Scope`]; dilution invariance, SPEC §3–4). In a fleet the time window
+//!   is mostly traffic of other robots and cells; the slice's `window` keeps only what
+//!   can bear on this incident:
+//!   * targets `T`: every target named by a closure message (anchors included) or by
+//!     a certified message a closure message cites;
+//!   * principals `P`: authors of closure messages and of anchor items, holders of a
+//!     duty whose target is in `T`, and the actuators in `T` themselves;
+//!   * a time-window message is kept iff it is in the closure, names a target in `T`,
+//!     is authored by a principal in `P`, is a sensor report triggering a halt duty
+//!     on a target in `T`, or is a deviation whose declared reference counterpart
+//!     realises the outcome (the registry ties that counterpart to `Y` itself, not to
+//!     a target); the certified parents of kept messages are kept too (breach reads a
+//!     principal's certified inputs);
+//!   * duties in scope: those on a target in `T`, and target-less (review) duties of a
+//!     principal in `P`. Only they give absences, and only their holders (with the
+//!     authors of kept derived messages and of attested items) are principals of the
+//!     verdict;
+//!   * a deleted or unresolved **anchor** has an unknown target, so `T` cannot be
+//!     known: the scope is then the whole time window (as before scoping).
+//!
+//!   Why it is sound. Nothing outside the scope is on a production path to `Y` in
+//!   the certified graph (the closure is inside it), names the harmed targets, is
+//!   authored by anyone involved or duty-bound on them, or triggers a duty on them;
+//!   duties on other targets cannot enter `Y` (an absence enters `Y` only through an
+//!   anchor target). The one way such a message could still matter is as an input of
+//!   a *completion item* (a deleted message, whose citations are gone). Those inputs
+//!   are not restricted to the scope alone: an item's possible inputs are drawn from
+//!   the kept window **and** from every time-window message its author can have
+//!   consumed — its own messages, messages addressed to it (the recipient signs the
+//!   receipt, SPEC §2), and their certified ancestors. A message outside both is
+//!   unrelated to the incident and never reached the item's author over the
+//!   accountable bus; reading it as consumed would need an off-record channel, which
+//!   the record cannot attest either way. Attested items are never excluded (their
+//!   content is unknown), so a deletion is always listed and its author is always a
+//!   principal of the verdict.
 //! - Record conventions (what the envelope format lets us derive, documented in
 //!   `SCHEMA.md`):
 //!   * **Production policy** from the replay pin `policy@origin|relay-any|relay-all`.
@@ -28,8 +64,9 @@
 //!   are enumerated (others cannot change any grade).
 //! - **Possible inputs of an item.** A touching item's own production is unknown (its
 //!   bytes are gone or untrustworthy), so completions must also choose what it
-//!   consumed: any certified, realised, derived window message that was available to
-//!   its author when it was issued. Citations point backwards in sealed order (the
+//!   consumed: any certified, realised, derived message of the scoped window, or of
+//!   the time window and known to its author (see Scope), that was available to its
+//!   author when it was issued. Citations point backwards in sealed order (the
 //!   recorder seals a message only after everything it cites), so a candidate must be
 //!   sealed before the item's own leaf (when an intact epoch lists it) and before the
 //!   leaf of every certified message citing it; a message that cites the item,
@@ -44,8 +81,9 @@
 //!   the closure form the **possible-input region** (`reach`, with `reach_edges`);
 //!   items consumed there touch the slice too (iterated to a fixed point). The region
 //!   enters models only through an item's production; it is not part of the closure.
-//! - A halt-authority duty is active when a certified triggering sensor report in the
-//!   window has its deadline expire by `t*` without a certified halt of the target by
+//!   It joins `window` (its authors are principals of the verdict).
+//! - A halt-authority duty in scope is active when a certified triggering sensor report
+//!   in the time window has its deadline expire by `t*` without a certified halt of the target by
 //!   the holder in `[report, report + deadline]`; it adds the absence variable
 //!   `absent.<duty id>` owned by the holder. It enters `Y` (as a necessary condition)
 //!   when its target is the target of an anchor.
@@ -184,7 +222,8 @@ pub struct AttestedSuspect {
 /// The incident slice.
 #[derive(Debug, Clone)]
 pub struct Slice {
-    /// Certified messages in the window, by id.
+    /// Certified messages of the time window in the incident's scope (with the
+    /// possible-input region), by id.
     pub window: BTreeMap<MessageId, Node>,
     /// Closure (certified, in window, reachable backwards from the anchors).
     pub closure: BTreeSet<MessageId>,

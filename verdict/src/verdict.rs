@@ -8,6 +8,10 @@
 //! - Only certified messages, attested missing ids and attested suspect items (sealed
 //!   in an intact epoch) are read, so injected items that fail verification change no
 //!   byte of the verdict.
+//! - Dilution invariance: only the incident's scope ([`crate::slice::Scope`]) is read,
+//!   and the principals are the authors of its derived messages, the holders of duties
+//!   in scope and the authors of attested items; certified traffic outside the scope
+//!   (other targets, other principals) changes no byte but the record root.
 //! - `culpable = breach(standard) ∧ ρ_lo > 0 ∧ claim = causal`: no causal verdict
 //!   through a non-witness edge, and ρ_lo is lowered to the certified grade when replay
 //!   does not confirm a cause (abstention, never accusation).

@@ -318,7 +318,7 @@ fn check_pair(a: &Scenario, b: &Scenario) -> Vec<String> {
             let drop = |r: &Record| -> Record {
                 let mut r = r.clone();
                 r.envelopes.retain(|bytes| {
-                    audita_evidence::SignedEnvelope::decode(bytes.clone())
+                    SignedEnvelope::decode(bytes.clone())
                         .map(|e| e.id() != victim)
                         .unwrap_or(true)
                 });
@@ -350,6 +350,38 @@ fn check_pair(a: &Scenario, b: &Scenario) -> Vec<String> {
                     "{tag}: drop of command {k}: diluted verdict differs: {}",
                     diff(&comparable(&alone_d), &comparable(&diluted_d))
                 ));
+            }
+        }
+    }
+    // A deletion in B: it is listed (content unknown, so never out of scope) and its
+    // author becomes a principal, but no finding of A's principals moves and the
+    // author gains no responsibility.
+    if let (Some(json), Some(victim)) = (
+        adverse_json(a, &sa).expect("declaration A"),
+        b_map.get(&sb.command_ids[0]),
+    ) {
+        let adv = declaration(&json, None);
+        let alone = judge(&sa.record, &sa.keys, &duties_a, &adv);
+        let mut cut = merged.clone();
+        cut.envelopes.retain(|bytes| {
+            SignedEnvelope::decode(bytes.clone())
+                .map(|e| e.id() != victim)
+                .unwrap_or(true)
+        });
+        let diluted = judge(&cut, &keys, &duties, &adv);
+        if diluted.status != alone.status {
+            failures.push(format!("{tag}: drop in B changes A's status"));
+        }
+        for (p, f) in &alone.principals {
+            if diluted.finding(p) != Some(f) {
+                failures.push(format!("{tag}: drop in B moves A's finding of {p}"));
+            }
+        }
+        for (p, f) in &diluted.principals {
+            if alone.finding(p).is_none()
+                && (p != victim.author.as_str() || f.rho_hi != 0.0 || f.culpable)
+            {
+                failures.push(format!("{tag}: drop in B adds a finding for {p}: {f:?}"));
             }
         }
     }

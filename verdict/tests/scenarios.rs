@@ -504,3 +504,49 @@ fn deleted_breach_evidence_is_named_with_its_author() {
         .any(|i| i.id == audita_verdict::id_string(&m) && i.author == "planner-1"));
     assert!(p.flags.contains(&Flag::EvidenceMissing));
 }
+
+#[test]
+fn a_deleted_relay_keeps_an_out_of_scope_input_delivered_to_its_author() {
+    // bystander -> p1 (about agv-9) ; p1 relays it as a command on agv-1 ; the relay is
+    // deleted. Once deleted, the bystander's message is outside the incident's scope
+    // (another target, not involved), but it was addressed to p1, so it stays among
+    // the deleted relay's possible inputs: the bystander's clean grade stays in its
+    // interval. Traffic never delivered to p1 ("other", agv-7) stays out.
+    let mut f = Fleet::new();
+    let o = f.order("operator", 0, "shift");
+    let m = f.cmd("bystander", "p1", 10, fast("agv-9"), &[&o], "origin", None);
+    f.cmd("other", "agv-7", 12, fast("agv-7"), &[&o], "origin", None);
+    let r = f.cmd(
+        "p1",
+        "controller",
+        20,
+        fast("agv-1"),
+        &[&m],
+        "relay-any",
+        None,
+    );
+    let a = f.cmd(
+        "controller",
+        "agv-1",
+        30,
+        fast("agv-1"),
+        &[&r],
+        "relay-any",
+        None,
+    );
+    let (rec, keys) = f.seal(2);
+    let duties = envelope_registry(&[], "specification");
+    let adv = adverse(&[&a], 1000, &[]);
+    let clean = judge(&rec, &keys, &duties, &adv);
+    assert_eq!(rho(&clean, "bystander"), (1.0, 1.0));
+    assert!(clean.finding("other").is_none(), "out of scope");
+    let mut cut = rec.clone();
+    cut.envelopes.retain(|e| {
+        audita_evidence::SignedEnvelope::decode(e.clone()).map_or(true, |s| s.id() != &r)
+    });
+    let v = judge(&cut, &keys, &duties, &adv);
+    let (lo, hi) = rho(&v, "bystander");
+    assert!(lo <= 1.0 && hi >= 1.0, "[{lo}, {hi}]");
+    assert!(v.finding("other").is_none(), "never delivered to p1");
+    assert!(v.completions.items.iter().any(|i| i.author == "p1"));
+}
