@@ -458,9 +458,14 @@ impl Slice {
         edges.sort();
         edges.dedup();
         let scope = Scope::of(partition, duties, &all, &closure, &items);
+        let halts: Vec<&Duty> = duties
+            .all()
+            .filter(|(h, d)| matches!(d, Duty::HaltAuthority { .. }) && scope.duty_in_scope(h, d))
+            .map(|(_, d)| d)
+            .collect();
         let mut window: BTreeMap<MessageId, Node> = all
             .iter()
-            .filter(|(_, n)| scope.keeps(n, &closure, duties))
+            .filter(|(_, n)| scope.keeps(n, &closure, &halts, duties))
             .map(|(id, n)| (id.clone(), n.clone()))
             .collect();
         // A kept message's certified inputs stay (breach reads them).
@@ -705,14 +710,19 @@ impl Scope {
 
     /// Whether a window message is kept: in the closure, naming a target in scope,
     /// authored by a principal in scope, or triggering a halt duty in scope.
-    fn keeps(&self, n: &Node, closure: &BTreeSet<MessageId>, duties: &DutyRegistry) -> bool {
+    /// `halts` are the halt duties in scope.
+    fn keeps(
+        &self,
+        n: &Node,
+        closure: &BTreeSet<MessageId>,
+        halts: &[&Duty],
+        duties: &DutyRegistry,
+    ) -> bool {
         self.unknown_anchor
             || closure.contains(&n.id)
             || n.payload.target().is_some_and(|t| self.targets.contains(t))
             || self.principals.contains(n.id.author.as_str())
-            || duties
-                .all()
-                .any(|(h, d)| self.duty_in_scope(h, d) && triggers(d, n))
+            || halts.iter().any(|d| triggers(d, n))
             || realises_outcome_when_reverted(n, duties)
     }
 
