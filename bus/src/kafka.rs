@@ -79,6 +79,7 @@ impl KafkaBus {
             .set("linger.ms", "5")
             .set("message.timeout.ms", "30000")
             .set("compression.type", "lz4")
+            .set("message.max.bytes", MAX_MESSAGE_BYTES_STR)
             .create_with_context(context)
             .map_err(|e| classify(&e))?;
         Ok(KafkaProducer {
@@ -116,6 +117,7 @@ impl KafkaBus {
                     s.partitions as i32,
                     TopicReplication::Fixed(self.replication),
                 )
+                .set("max.message.bytes", MAX_MESSAGE_BYTES_STR)
             })
             .collect();
         let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(20)));
@@ -211,9 +213,20 @@ impl Producer for KafkaProducer {
     }
 
     fn flush(&mut self) -> Result<(), BusError> {
-        self.producer
-            .flush(self.flush_timeout)
-            .map_err(|e| classify(&e))?;
+        // Serve delivery reports in short polls until nothing is in flight: the
+        // client library's own flush waits in 100 ms steps, which capped a stage at
+        // one batch per 100 ms whatever the broker's latency.
+        let deadline = std::time::Instant::now() + self.flush_timeout;
+        while self.producer.in_flight_count() > 0 {
+            if std::time::Instant::now() >= deadline {
+                return Err(BusError::Transient(format!(
+                    "{} record(s) still unacknowledged after {:?}",
+                    self.producer.in_flight_count(),
+                    self.flush_timeout
+                )));
+            }
+            self.producer.poll(Duration::from_millis(1));
+        }
         let failed = self.producer.context().failed.swap(0, Ordering::SeqCst);
         if failed > 0 {
             let last = self
@@ -259,6 +272,11 @@ impl KafkaProducer {
         }
     }
 }
+
+/// Largest record the pipeline produces (an epoch or a slice bundle): 16 MiB, set on
+/// the producers and on every topic the bus creates (the broker default is 1 MiB).
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+const MAX_MESSAGE_BYTES_STR: &str = "16777216";
 
 /// A consumer-group member on Kafka.
 pub struct KafkaConsumer {

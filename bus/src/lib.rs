@@ -247,7 +247,23 @@ pub fn pump_with(
     use std::sync::atomic::Ordering;
     let mut handled = 0u64;
     let mut idle_since = std::time::Instant::now();
+    // Where the loop's time goes, reported at debug level every 10 s.
+    let mut spent = [Duration::ZERO; 4];
+    let mut report = std::time::Instant::now();
     while !stop.load(Ordering::SeqCst) {
+        if report.elapsed() >= Duration::from_secs(10) {
+            tracing::debug!(
+                handled,
+                poll_handle_ms = spent[0].as_millis() as u64,
+                hook_ms = spent[1].as_millis() as u64,
+                flush_ms = spent[2].as_millis() as u64,
+                commit_ms = spent[3].as_millis() as u64,
+                "pump"
+            );
+            spent = [Duration::ZERO; 4];
+            report = std::time::Instant::now();
+        }
+        let t0 = std::time::Instant::now();
         let mut last: std::collections::BTreeMap<(String, u32), Delivery> =
             std::collections::BTreeMap::new();
         let mut taken = 0;
@@ -273,9 +289,16 @@ pub fn pump_with(
             continue;
         }
         idle_since = std::time::Instant::now();
+        let t1 = std::time::Instant::now();
         before_flush(producer)?;
+        let t2 = std::time::Instant::now();
         producer.flush()?;
+        let t3 = std::time::Instant::now();
         consumer.commit_all(&last.values().collect::<Vec<_>>())?;
+        spent[0] += t1 - t0;
+        spent[1] += t2 - t1;
+        spent[2] += t3 - t2;
+        spent[3] += t3.elapsed();
     }
     Ok(handled)
 }

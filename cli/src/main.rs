@@ -61,6 +61,15 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    // Structured logs to stderr; level from RUST_LOG (default: warnings and errors).
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Demo(args) => demo::run(args),

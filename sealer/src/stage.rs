@@ -104,7 +104,7 @@ pub struct SealerConfig {
     pub keepers: Vec<(String, SigningKey)>,
     /// Public keys of principals, keepers and the log.
     pub keys: KeyRegistry,
-    /// Close an epoch at this many messages.
+    /// Close an epoch at this many messages and receipts.
     pub epoch_messages: usize,
     /// Close a non-empty epoch once its oldest message waited this long.
     pub epoch_age: Duration,
@@ -556,7 +556,7 @@ impl SealerStage {
 
     /// Whether the open window should close now.
     pub fn due(&self) -> bool {
-        self.pending.len() >= self.config.epoch_messages
+        self.pending.len() + self.pending_receipts.len() >= self.config.epoch_messages
             || self
                 .oldest_pending
                 .is_some_and(|t| t.elapsed() >= self.config.epoch_age)
