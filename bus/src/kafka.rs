@@ -273,10 +273,9 @@ impl KafkaProducer {
     }
 }
 
-/// Largest record the pipeline produces (an epoch or a slice bundle): 16 MiB, set on
-/// the producers and on every topic the bus creates (the broker default is 1 MiB).
-pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
-const MAX_MESSAGE_BYTES_STR: &str = "16777216";
+/// [`crate::MAX_RECORD_BYTES`] as a config value (the broker default is 1 MiB); a
+/// little above it for the record's framing.
+const MAX_MESSAGE_BYTES_STR: &str = "17825792";
 
 /// A consumer-group member on Kafka.
 pub struct KafkaConsumer {

@@ -122,6 +122,10 @@ pub trait Consumer: Send {
     }
 }
 
+/// Largest record a stage may produce (an epoch or a slice bundle): 16 MiB. The Kafka
+/// transport sets it on its producers and on every topic it creates.
+pub const MAX_RECORD_BYTES: usize = 16 << 20;
+
 /// A topic to create, with its partition count.
 #[derive(Clone, Debug)]
 pub struct TopicSpec {

@@ -137,6 +137,8 @@ pub struct SlicerStage {
     /// Slices emitted, with the time their declaration waited.
     pub emitted_latencies: Vec<Duration>,
     observer: Option<Observer>,
+    /// Largest bundle published; a larger slice is an abstention.
+    max_record: usize,
 }
 
 /// A snapshot of the slicer stage for live metrics.
@@ -205,6 +207,7 @@ impl SlicerStage {
             topic_prefix: topic_prefix.to_string(),
             emitted_latencies: Vec::new(),
             observer: None,
+            max_record: audita_bus::MAX_RECORD_BYTES,
         }
     }
 
@@ -236,6 +239,13 @@ impl SlicerStage {
     /// times of the slices emitted by that check.
     pub fn with_observer(mut self, f: Observer) -> SlicerStage {
         self.observer = Some(f);
+        self
+    }
+
+    /// Sets the largest bundle published (default [`audita_bus::MAX_RECORD_BYTES`]);
+    /// a larger slice is published as an abstention on `audita.verdicts`.
+    pub fn with_max_record(mut self, bytes: usize) -> SlicerStage {
+        self.max_record = bytes;
         self
     }
 
@@ -563,7 +573,28 @@ impl SlicerStage {
             }
             let w = self.waiting.remove(i);
             let bundle = self.bundle(&w);
-            out.send(&topic, w.name.as_bytes(), &bundle.encode())?;
+            let bytes = bundle.encode();
+            if bytes.len() > self.max_record {
+                // Too large for one record: never crash on it (a restart would read
+                // the same declaration again), publish the abstention with the reason.
+                let reason = format!(
+                    "slice of {} messages ({} bytes) exceeds the {}-byte record limit",
+                    bundle.evidence.envelopes.len(),
+                    bytes.len(),
+                    self.max_record
+                );
+                tracing::error!(incident = %w.name, %reason, "abstaining");
+                let abstain = serde_json::json!({
+                    "incident": w.name, "abstained": reason, "rows": []
+                });
+                out.send(
+                    &format!("{}{}", self.topic_prefix, topics::VERDICTS),
+                    w.name.as_bytes(),
+                    abstain.to_string().as_bytes(),
+                )?;
+            } else {
+                out.send(&topic, w.name.as_bytes(), &bytes)?;
+            }
             self.emitted_latencies.push(w.arrived.elapsed());
             self.emitted.insert(w.name);
             self.to_retract.push((w.incident, w.anchors));

@@ -207,6 +207,36 @@ fn a_stage_started_mid_log_proves_what_it_holds() {
     assert!(p.certified.contains_key(anchor.id()));
 }
 
+#[test]
+fn a_slice_too_large_for_one_record_is_an_abstention_not_a_crash() {
+    let s = sample_record(15, 200);
+    let last = s.envelopes.last().unwrap().envelope().timestamp;
+    let mut stage = SlicerStage::new(1, "", Duration::ZERO).with_max_record(2_000);
+    feed(&mut stage, &s, last);
+    let anchor = s.envelopes.last().unwrap();
+    let decl = serde_json::json!({
+        "incident": "huge",
+        "anchors": [anchor.id().to_string()],
+        "t_star_ms": last,
+        "window_start_ms": last - 20_000,
+        "window_end_ms": last,
+    });
+    stage.declare(decl.to_string().into_bytes()).unwrap();
+    let bus = Bus::Embedded(EmbeddedBus::new(1));
+    let mut out = bus.producer().unwrap();
+    assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 1);
+    let mut v = bus.consumer("v", &[topics::VERDICTS]).unwrap();
+    let d = v
+        .poll(Duration::from_millis(500))
+        .unwrap()
+        .expect("an abstention");
+    let j: serde_json::Value = serde_json::from_slice(&d.payload).unwrap();
+    assert_eq!(j["incident"], "huge");
+    assert!(j["abstained"].as_str().unwrap().contains("exceeds"), "{j}");
+    let mut sl = bus.consumer("s", &[topics::SLICES]).unwrap();
+    assert!(sl.poll(Duration::from_millis(100)).unwrap().is_none());
+}
+
 mod untrusted {
     use super::*;
     use proptest::prelude::*;
