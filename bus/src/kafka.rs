@@ -299,22 +299,23 @@ impl Consumer for KafkaConsumer {
     }
 
     fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError> {
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(
-            &delivery.topic,
-            delivery.partition as i32,
-            Offset::Offset(delivery.offset as i64 + 1),
-        )
-        .map_err(|e| classify(&e))?;
-        self.consumer
-            .commit(&tpl, CommitMode::Sync)
-            .map_err(|e| classify(&e))
+        self.commit_offsets(&[delivery], CommitMode::Sync)
     }
 
     fn commit_all(&mut self, deliveries: &[&Delivery]) -> Result<(), BusError> {
         if deliveries.is_empty() {
             return Ok(());
         }
+        self.commit_offsets(deliveries, CommitMode::Async)
+    }
+}
+
+impl KafkaConsumer {
+    fn commit_offsets(
+        &mut self,
+        deliveries: &[&Delivery],
+        mode: CommitMode,
+    ) -> Result<(), BusError> {
         let mut tpl = TopicPartitionList::new();
         for d in deliveries {
             tpl.add_partition_offset(
@@ -324,9 +325,7 @@ impl Consumer for KafkaConsumer {
             )
             .map_err(|e| classify(&e))?;
         }
-        self.consumer
-            .commit(&tpl, CommitMode::Async)
-            .map_err(|e| classify(&e))
+        self.consumer.commit(&tpl, mode).map_err(|e| classify(&e))
     }
 }
 

@@ -208,24 +208,7 @@ impl Sealer {
         for id in leaves {
             log.append(leaf_hash(&id.leaf_bytes()));
         }
-        if log.size() != last.size {
-            return Err(crate::error::ProofError::OutOfRange {
-                index: log.size(),
-                size: last.size,
-            });
-        }
-        if log.root() != last.log_root {
-            return Err(crate::error::ProofError::RootMismatch);
-        }
-        Ok(Self {
-            origin: last.origin.clone(),
-            key,
-            log,
-            window: Vec::new(),
-            window_hashes: Vec::new(),
-            prev: last.hash(),
-            next_number: last.number + 1,
-        })
+        Self::resume_range(key, log, last)
     }
     /// [`Self::resume`] from the log's compact range instead of every leaf (a
     /// restart that streams the record). Fails unless the range reproduces the

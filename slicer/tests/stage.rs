@@ -171,6 +171,38 @@ fn memory_is_bounded_by_the_horizon_and_bundles_verify_from_scratch() {
     assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 0);
 }
 
+/// Declares an incident anchored on the sample's newest message with a window of
+/// `window_ms` before it, runs one emission check, and returns the bus it emitted on
+/// (and the declaration).
+fn declare_tail(
+    stage: &mut SlicerStage,
+    s: &audita_evidence::sample::Sample,
+    name: &str,
+    window_ms: u64,
+) -> (Bus, serde_json::Value) {
+    let anchor = s.envelopes.last().unwrap();
+    let last = anchor.envelope().timestamp;
+    let decl = serde_json::json!({
+        "incident": name,
+        "anchors": [anchor.id().to_string()],
+        "t_star_ms": last,
+        "window_start_ms": last - window_ms,
+        "window_end_ms": last,
+    });
+    stage.declare(decl.to_string().into_bytes()).unwrap();
+    let bus = Bus::Embedded(EmbeddedBus::new(1));
+    let mut out = bus.producer().unwrap();
+    assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 1);
+    (bus, decl)
+}
+
+fn first(bus: &Bus, topic: &str) -> audita_bus::Delivery {
+    let mut c = bus.consumer("t", &[topic]).unwrap();
+    c.poll(Duration::from_millis(500))
+        .unwrap()
+        .expect("a record")
+}
+
 #[test]
 fn a_stage_started_mid_log_proves_what_it_holds() {
     let s = sample_record(14, 300);
@@ -180,22 +212,8 @@ fn a_stage_started_mid_log_proves_what_it_holds() {
     let mut stage = SlicerStage::new(1, "", Duration::ZERO);
     feed_from(&mut stage, &s, last, from);
     let anchor = s.envelopes.last().unwrap();
-    let decl = serde_json::json!({
-        "incident": "late-start",
-        "anchors": [anchor.id().to_string()],
-        "t_star_ms": last,
-        "window_start_ms": last - 2_000,
-        "window_end_ms": last,
-    });
-    stage.declare(decl.to_string().into_bytes()).unwrap();
-    let bus = Bus::Embedded(EmbeddedBus::new(1));
-    let mut out = bus.producer().unwrap();
-    assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 1);
-    let mut c = bus.consumer("t", &[topics::SLICES]).unwrap();
-    let d = c
-        .poll(Duration::from_millis(500))
-        .unwrap()
-        .expect("a slice");
+    let (bus, _) = declare_tail(&mut stage, &s, "late-start", 2_000);
+    let d = first(&bus, topics::SLICES);
     let bundle = SliceBundle::decode(&d.payload).unwrap();
     let p = verify_proven(&bundle.evidence, &s.keys, &Policy::default());
     assert_eq!(
@@ -213,28 +231,13 @@ fn a_slice_too_large_for_one_record_is_an_abstention_not_a_crash() {
     let last = s.envelopes.last().unwrap().envelope().timestamp;
     let mut stage = SlicerStage::new(1, "", Duration::ZERO).with_max_record(2_000);
     feed(&mut stage, &s, last);
-    let anchor = s.envelopes.last().unwrap();
-    let decl = serde_json::json!({
-        "incident": "huge",
-        "anchors": [anchor.id().to_string()],
-        "t_star_ms": last,
-        "window_start_ms": last - 20_000,
-        "window_end_ms": last,
-    });
-    stage.declare(decl.to_string().into_bytes()).unwrap();
-    let bus = Bus::Embedded(EmbeddedBus::new(1));
-    let mut out = bus.producer().unwrap();
-    assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 1);
-    let mut v = bus.consumer("v", &[topics::VERDICTS]).unwrap();
-    let d = v
-        .poll(Duration::from_millis(500))
-        .unwrap()
-        .expect("an abstention");
+    let (bus, _) = declare_tail(&mut stage, &s, "huge", 20_000);
+    let d = first(&bus, topics::VERDICTS);
     let j: serde_json::Value = serde_json::from_slice(&d.payload).unwrap();
     assert_eq!(j["incident"], "huge");
     assert!(j["abstained"].as_str().unwrap().contains("exceeds"), "{j}");
-    let mut sl = bus.consumer("s", &[topics::SLICES]).unwrap();
-    assert!(sl.poll(Duration::from_millis(100)).unwrap().is_none());
+    let mut slices = bus.consumer("s", &[topics::SLICES]).unwrap();
+    assert!(slices.poll(Duration::from_millis(100)).unwrap().is_none());
 }
 
 mod untrusted {
