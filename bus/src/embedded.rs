@@ -178,27 +178,7 @@ pub struct EmbeddedProducer {
 }
 
 impl Producer for EmbeddedProducer {
-    fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError> {
-        self.send_inner(topic, None, key, payload)
-    }
-
-    fn send_to(
-        &mut self,
-        topic: &str,
-        partition: u32,
-        key: &[u8],
-        payload: &[u8],
-    ) -> Result<(), BusError> {
-        self.send_inner(topic, Some(partition), key, payload)
-    }
-
-    fn flush(&mut self) -> Result<(), BusError> {
-        Ok(())
-    }
-}
-
-impl EmbeddedProducer {
-    fn send_inner(
+    fn send_record(
         &mut self,
         topic: &str,
         partition: Option<u32>,
@@ -230,6 +210,10 @@ impl EmbeddedProducer {
         t.partitions[p].push((Arc::from(key), Arc::from(payload)));
         drop(st);
         self.bus.shared.1.notify_all();
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), BusError> {
         Ok(())
     }
 }

@@ -198,20 +198,31 @@ pub struct KafkaProducer {
 }
 
 impl Producer for KafkaProducer {
-    fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError> {
-        self.send_inner(topic, None, key, payload)
-    }
-
-    fn send_to(
+    fn send_record(
         &mut self,
         topic: &str,
-        partition: u32,
+        partition: Option<u32>,
         key: &[u8],
         payload: &[u8],
     ) -> Result<(), BusError> {
-        self.send_inner(topic, Some(partition), key, payload)
+        loop {
+            let mut record = BaseRecord::to(topic).key(key).payload(payload);
+            if let Some(p) = partition {
+                record = record.partition(p as i32);
+            }
+            match self.producer.send(record) {
+                Ok(()) => {
+                    self.producer.poll(Duration::ZERO);
+                    return Ok(());
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    // Local queue full: serve delivery reports, which frees room, then retry.
+                    self.producer.poll(Duration::from_millis(50));
+                }
+                Err((e, _)) => return Err(classify(&e)),
+            }
+        }
     }
-
     fn flush(&mut self) -> Result<(), BusError> {
         // Serve delivery reports in short polls until nothing is in flight: the
         // client library's own flush waits in 100 ms steps, which capped a stage at
@@ -242,34 +253,6 @@ impl Producer for KafkaProducer {
             )));
         }
         Ok(())
-    }
-}
-
-impl KafkaProducer {
-    fn send_inner(
-        &mut self,
-        topic: &str,
-        partition: Option<u32>,
-        key: &[u8],
-        payload: &[u8],
-    ) -> Result<(), BusError> {
-        loop {
-            let mut record = BaseRecord::to(topic).key(key).payload(payload);
-            if let Some(p) = partition {
-                record = record.partition(p as i32);
-            }
-            match self.producer.send(record) {
-                Ok(()) => {
-                    self.producer.poll(Duration::ZERO);
-                    return Ok(());
-                }
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    // Local queue full: serve delivery reports, which frees room, then retry.
-                    self.producer.poll(Duration::from_millis(50));
-                }
-                Err((e, _)) => return Err(classify(&e)),
-            }
-        }
     }
 }
 

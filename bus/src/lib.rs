@@ -89,8 +89,19 @@ impl BusError {
 
 /// Sends records to topics.
 pub trait Producer: Send {
-    /// Queues one record; it is durable once [`Producer::flush`] returns `Ok`.
-    fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError>;
+    /// Queues one record to `partition`, or to the partition of its key when `None`;
+    /// it is durable once [`Producer::flush`] returns `Ok`.
+    fn send_record(
+        &mut self,
+        topic: &str,
+        partition: Option<u32>,
+        key: &[u8],
+        payload: &[u8],
+    ) -> Result<(), BusError>;
+    /// Queues one record to the partition of its key.
+    fn send(&mut self, topic: &str, key: &[u8], payload: &[u8]) -> Result<(), BusError> {
+        self.send_record(topic, None, key, payload)
+    }
     /// Queues one record to an explicit partition (e.g. a watermark every partition
     /// of a topic must see, in order after the records before it).
     fn send_to(
@@ -99,7 +110,9 @@ pub trait Producer: Send {
         partition: u32,
         key: &[u8],
         payload: &[u8],
-    ) -> Result<(), BusError>;
+    ) -> Result<(), BusError> {
+        self.send_record(topic, Some(partition), key, payload)
+    }
     /// Blocks until every queued record is acknowledged, or fails naming why.
     fn flush(&mut self) -> Result<(), BusError>;
 }

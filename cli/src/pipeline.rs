@@ -356,13 +356,19 @@ pub fn run_engine(
 ) -> Result<u64> {
     let mut c = bus.consumer(&d.topic("engine-workers"), &[&d.topic(topics::SLICES)])?;
     let mut p = bus.producer()?;
-    let n = audita_bus::pump(c.as_mut(), p.as_mut(), stop, 8, idle, |del, out| {
-        let started = std::time::Instant::now();
-        audita_engine_workers::handle(del, &d.keys, &d.duties, &d.prefix, out)?;
-        m.engine_judge.observe(started.elapsed().as_secs_f64());
-        m.engine_verdicts.inc();
-        Ok(())
-    })?;
+    let n = audita_engine_workers::run_observed(
+        c.as_mut(),
+        p.as_mut(),
+        &d.keys,
+        &d.duties,
+        &d.prefix,
+        stop,
+        idle,
+        |took| {
+            m.engine_judge.observe(took.as_secs_f64());
+            m.engine_verdicts.inc();
+        },
+    )?;
     Ok(n)
 }
 

@@ -56,18 +56,7 @@ impl Drop for Stages {
 
 #[test]
 fn embedded_demo_writes_a_clean_record_reports_and_parquet() {
-    let out = tempfile::tempdir().unwrap();
-    let st = audita()
-        .args(["demo", "--quiet", "--cells", CELLS, "--seed", SEED, "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "demo failed: {}{}",
-        String::from_utf8_lossy(&st.stdout),
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let out = embedded_run();
     let rows = rows(&out.path().join("rows.json"));
     assert!(!rows.is_empty(), "the demo fleet has adverse incidents");
     assert!(

@@ -178,9 +178,36 @@ pub fn run(
     stop: &AtomicBool,
     max_idle: Option<Duration>,
 ) -> Result<u64, BusError> {
+    run_observed(
+        input,
+        out,
+        keys,
+        duties,
+        topic_prefix,
+        stop,
+        max_idle,
+        |_| {},
+    )
+}
+
+/// [`run`], calling `on_slice` with the time each slice took to verify and judge.
+#[allow(clippy::too_many_arguments)]
+pub fn run_observed(
+    input: &mut dyn Consumer,
+    out: &mut dyn Producer,
+    keys: &KeyRegistry,
+    duties: &DutyRegistry,
+    topic_prefix: &str,
+    stop: &AtomicBool,
+    max_idle: Option<Duration>,
+    mut on_slice: impl FnMut(Duration),
+) -> Result<u64, BusError> {
     let started = Instant::now();
     let n = audita_bus::pump(input, out, stop, 8, max_idle, |d, out| {
-        handle(d, keys, duties, topic_prefix, out)
+        let t = Instant::now();
+        handle(d, keys, duties, topic_prefix, out)?;
+        on_slice(t.elapsed());
+        Ok(())
     })?;
     tracing::info!(
         slices = n,

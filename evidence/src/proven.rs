@@ -137,6 +137,8 @@ impl ProvenSlice {
         }
         let mut out = ProvenSlice::default();
         let mut used: BTreeSet<usize> = BTreeSet::new();
+        // One prover per epoch: it shares subtree roots between the epoch's proofs.
+        let mut provers: BTreeMap<usize, TailProver<'_>> = BTreeMap::new();
         for raw in &record.envelopes {
             let Ok(env) = SignedEnvelope::decode(raw.clone()) else {
                 continue;
@@ -147,7 +149,11 @@ impl ProvenSlice {
             out.envelopes.push(raw.clone());
             let proof = where_sealed.get(env.id()).and_then(|&(ei, index)| {
                 used.insert(ei);
-                epochs[ei].prove(index).ok()
+                provers
+                    .entry(ei)
+                    .or_insert_with(|| epochs[ei].prover())
+                    .prove(index)
+                    .ok()
             });
             out.proofs
                 .push(proof.map(|p| p.encode()).unwrap_or_default());

@@ -68,6 +68,20 @@ fn publish(bus: &Bus, seed: u64, n: usize) -> (Vec<Vec<u8>>, audita_evidence::Ke
     )
 }
 
+/// Runs the stage as the "sealer" group until its input stays quiet for 300 ms.
+fn run_to_idle(stage: &mut SealerStage, bus: &Bus) {
+    let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
+    let mut p = bus.producer().unwrap();
+    stage
+        .run(
+            c.as_mut(),
+            p.as_mut(),
+            &AtomicBool::new(false),
+            Some(Duration::from_millis(300)),
+        )
+        .unwrap();
+}
+
 fn sealed_ids(dir: &std::path::Path) -> Vec<Vec<u8>> {
     let (record, _) = read_record(dir).unwrap();
     record
@@ -83,16 +97,7 @@ fn each_message_is_sealed_once_and_the_record_verifies() {
     let (envs, keys) = publish(&bus, 7, 100);
     let dir = tempfile::tempdir().unwrap();
     let mut stage = SealerStage::open(config(dir.path(), keys)).unwrap();
-    let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
-    let mut p = bus.producer().unwrap();
-    stage
-        .run(
-            c.as_mut(),
-            p.as_mut(),
-            &AtomicBool::new(false),
-            Some(Duration::from_millis(300)),
-        )
-        .unwrap();
+    run_to_idle(&mut stage, &bus);
     let leaves = sealed_ids(dir.path());
     assert_eq!(
         leaves.len(),
@@ -141,16 +146,7 @@ fn a_crash_mid_window_loses_nothing_and_seals_nothing_twice() {
         // dropped here without closing: uncommitted input will be re-delivered
     }
     let mut stage = SealerStage::open(config(dir.path(), keys)).unwrap();
-    let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
-    let mut p = bus.producer().unwrap();
-    stage
-        .run(
-            c.as_mut(),
-            p.as_mut(),
-            &AtomicBool::new(false),
-            Some(Duration::from_millis(300)),
-        )
-        .unwrap();
+    run_to_idle(&mut stage, &bus);
     let leaves = sealed_ids(dir.path());
     assert_eq!(
         leaves.iter().collect::<BTreeSet<_>>().len(),
@@ -240,25 +236,17 @@ fn dedupe_memory_is_bounded_by_the_horizon_and_late_envelopes_are_quarantined() 
 struct EpochsDown(Box<dyn audita_bus::Producer>);
 
 impl audita_bus::Producer for EpochsDown {
-    fn send(
+    fn send_record(
         &mut self,
         topic: &str,
+        partition: Option<u32>,
         key: &[u8],
         payload: &[u8],
     ) -> Result<(), audita_bus::BusError> {
         if topic == topics::EPOCHS {
             return Err(audita_bus::BusError::Transient("broker away".into()));
         }
-        self.0.send(topic, key, payload)
-    }
-    fn send_to(
-        &mut self,
-        topic: &str,
-        partition: u32,
-        key: &[u8],
-        payload: &[u8],
-    ) -> Result<(), audita_bus::BusError> {
-        self.0.send_to(topic, partition, key, payload)
+        self.0.send_record(topic, partition, key, payload)
     }
     fn flush(&mut self) -> Result<(), audita_bus::BusError> {
         self.0.flush()
@@ -290,16 +278,7 @@ fn an_epoch_written_but_not_published_is_published_after_restart() {
     let first_epoch = sealed_ids(dir.path()).len();
     assert!(first_epoch > 0, "one epoch on disk");
     let mut stage = SealerStage::open(config(dir.path(), keys)).unwrap();
-    let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
-    let mut p = bus.producer().unwrap();
-    stage
-        .run(
-            c.as_mut(),
-            p.as_mut(),
-            &AtomicBool::new(false),
-            Some(Duration::from_millis(300)),
-        )
-        .unwrap();
+    run_to_idle(&mut stage, &bus);
     assert_eq!(sealed_ids(dir.path()).len(), envs.len());
     let mut e = bus.consumer("check", &[topics::EPOCHS]).unwrap();
     let got = audita_bus::drain(e.as_mut(), 1000, Duration::from_millis(500)).unwrap();
