@@ -319,6 +319,7 @@ pub fn run_slicer(
     let mut seen = audita_slicer::stage::SlicerStats::default();
     let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
         .with_horizon(d.horizon_ms, d.hold)
+        .with_registry(d.duties.clone())
         .with_observer(Box::new(move |s, waits| {
             live.slicer_incidents
                 .inc_by((s.emitted - seen.emitted) as u64);

@@ -14,8 +14,13 @@
 //!   the required keepers". Epoch chaining and the leaf lists are the whole record's
 //!   business; a keeper's co-signature on each epoch's root is what makes one epoch
 //!   stand alone. Missing ids are those the slice's certified messages cite (or its
-//!   receipts name) without carrying them; ids sealed elsewhere in the log are not
-//!   the slice's concern.
+//!   receipts name) without carrying them and without proving them sealed.
+//! - A slice need not carry every message its members cite: an id it leaves out can
+//!   come with its own inclusion proof (of the leaf `MessageId::leaf_bytes`, which is
+//!   what the log seals) instead of its envelope. A verified one is **sealed
+//!   elsewhere** ([`Partition::elsewhere`]): attested by the log, outside the slice,
+//!   not missing. Only an intact, witnessed epoch makes that claim, so a slice cannot
+//!   hide a deletion behind it.
 //! - The wire form ([`ProvenSlice::encode`]) is canonical varints and length-prefixed
 //!   byte strings; [`ProvenSlice::decode`] is total and never allocates more than its
 //!   input, since the bytes cross a trust boundary.
@@ -34,7 +39,7 @@ use crate::verify::{
 };
 
 /// Wire format version of [`ProvenSlice`].
-pub const PROVEN_SLICE_VERSION: u8 = 1;
+pub const PROVEN_SLICE_VERSION: u8 = 2;
 
 /// Messages with their own proofs of sealing; see the module docs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,6 +55,11 @@ pub struct ProvenSlice {
     pub headers: Vec<Vec<u8>>,
     /// Checkpoint notes with co-signatures.
     pub checkpoints: Vec<Vec<u8>>,
+    /// Ids cited by the slice but not carried, as sealed leaves
+    /// ([`MessageId::leaf_bytes`]).
+    pub elsewhere: Vec<Vec<u8>>,
+    /// Encoded [`InclusionProof`] of each `elsewhere` leaf (same order).
+    pub elsewhere_proofs: Vec<Vec<u8>>,
 }
 
 fn write_list(w: &mut Writer, items: &[Vec<u8>]) {
@@ -82,6 +92,8 @@ impl ProvenSlice {
             &self.receipts,
             &self.headers,
             &self.checkpoints,
+            &self.elsewhere,
+            &self.elsewhere_proofs,
         ] {
             write_list(&mut w, list);
         }
@@ -101,14 +113,17 @@ impl ProvenSlice {
             receipts: read_list(&mut r)?,
             headers: read_list(&mut r)?,
             checkpoints: read_list(&mut r)?,
+            elsewhere: read_list(&mut r)?,
+            elsewhere_proofs: read_list(&mut r)?,
         };
         r.finish()?;
         Ok(out)
     }
 
     /// The slice of a whole record holding the envelopes whose ids are in `ids` (and
-    /// their receipts), each proved against its own epoch, plus the record's latest
-    /// epoch. For tests and one-off exports; a streaming slicer builds the same
+    /// their receipts), each proved against its own epoch, the ids they cite that the
+    /// record seals but `ids` leaves out (proved sealed elsewhere), plus the record's
+    /// latest epoch. For tests and one-off exports; a streaming slicer builds the same
     /// thing from per-epoch state with [`EpochProofs`].
     pub fn from_record(record: &Record, ids: &BTreeSet<MessageId>) -> ProvenSlice {
         let mut epochs: Vec<EpochProofs> = Vec::new();
@@ -139,24 +154,37 @@ impl ProvenSlice {
         let mut used: BTreeSet<usize> = BTreeSet::new();
         // One prover per epoch: it shares subtree roots between the epoch's proofs.
         let mut provers: BTreeMap<usize, TailProver<'_>> = BTreeMap::new();
-        for raw in &record.envelopes {
-            let Ok(env) = SignedEnvelope::decode(raw.clone()) else {
-                continue;
+        {
+            let mut prove = |id: &MessageId| {
+                where_sealed.get(id).and_then(|&(ei, index)| {
+                    used.insert(ei);
+                    provers
+                        .entry(ei)
+                        .or_insert_with(|| epochs[ei].prover())
+                        .prove(index)
+                        .ok()
+                })
             };
-            if !ids.contains(env.id()) {
-                continue;
+            let mut cited: BTreeSet<MessageId> = BTreeSet::new();
+            for raw in &record.envelopes {
+                let Ok(env) = SignedEnvelope::decode(raw.clone()) else {
+                    continue;
+                };
+                if !ids.contains(env.id()) {
+                    continue;
+                }
+                out.envelopes.push(raw.clone());
+                let proof = prove(env.id());
+                out.proofs
+                    .push(proof.map(|p| p.encode()).unwrap_or_default());
+                cited.extend(env.envelope().citations.iter().cloned());
             }
-            out.envelopes.push(raw.clone());
-            let proof = where_sealed.get(env.id()).and_then(|&(ei, index)| {
-                used.insert(ei);
-                provers
-                    .entry(ei)
-                    .or_insert_with(|| epochs[ei].prover())
-                    .prove(index)
-                    .ok()
-            });
-            out.proofs
-                .push(proof.map(|p| p.encode()).unwrap_or_default());
+            for id in cited.iter().filter(|c| !ids.contains(*c)) {
+                if let Some(proof) = prove(id) {
+                    out.elsewhere.push(id.leaf_bytes());
+                    out.elsewhere_proofs.push(proof.encode());
+                }
+            }
         }
         for raw in &record.receipts {
             if let Ok(r) = crate::receipt::Receipt::decode(raw.clone()) {
@@ -317,6 +345,29 @@ pub fn verify_proven(slice: &ProvenSlice, keys: &KeyRegistry, policy: &Policy) -
             *e = (h.number, proof.index, intact);
         }
     }
+    // Ids proved sealed elsewhere: only an intact epoch attests them.
+    for (leaf, proof) in slice.elsewhere.iter().zip(&slice.elsewhere_proofs) {
+        let (Ok(id), Ok(proof)) = (
+            MessageId::from_leaf_bytes(leaf),
+            InclusionProof::decode(proof),
+        ) else {
+            continue;
+        };
+        let Some(h) = by_size
+            .get(&proof.size)
+            .map(|&ei| &out.epochs[ei])
+            .filter(|st| st.faults.is_empty())
+            .and_then(|st| st.header.as_ref())
+        else {
+            continue;
+        };
+        if proof.index >= h.start
+            && proof.index < h.size
+            && proof.verify(&leaf_hash(leaf), &h.log_root).is_ok()
+        {
+            out.elsewhere.insert(id);
+        }
+    }
     check_messages(
         &slice.envelopes,
         &slice.receipts,
@@ -326,5 +377,12 @@ pub fn verify_proven(slice: &ProvenSlice, keys: &KeyRegistry, policy: &Policy) -
         None,
         &mut out,
     );
+    let carried: BTreeSet<&MessageId> = out.certified.keys().collect();
+    let elsewhere = std::mem::take(&mut out.elsewhere);
+    out.elsewhere = elsewhere
+        .into_iter()
+        .filter(|id| !carried.contains(id))
+        .collect();
+    out.missing.retain(|m| !out.elsewhere.contains(&m.id));
     out
 }

@@ -431,6 +431,9 @@ pub struct Partition {
     pub payloads: Vec<PayloadFinding>,
     /// Held checkpoints the record does not reproduce ([`Policy::held_checkpoints`]).
     pub held: Vec<HeldFinding>,
+    /// Proven slices only: ids the slice leaves out but proves sealed in an intact
+    /// epoch (outside the slice, not missing; see `proven`). Empty for a whole record.
+    pub elsewhere: BTreeSet<MessageId>,
 }
 
 impl Partition {

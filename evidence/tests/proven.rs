@@ -56,15 +56,35 @@ proptest! {
         prop_assert!(p.missing.is_empty(), "{:?}", p.missing);
         prop_assert!(p.epochs.iter().all(|e| e.intact()), "{:?}", p.epochs);
 
-        let p = verify_proven(&ProvenSlice::from_record(&s.record, &subset), &s.keys, &Policy::default());
+        let sliced = ProvenSlice::from_record(&s.record, &subset);
+        let p = verify_proven(&sliced, &s.keys, &Policy::default());
         prop_assert_eq!(ids_of(&p), subset.clone());
-        let want_missing: BTreeSet<MessageId> = subset
+        let left_out: BTreeSet<MessageId> = subset
             .iter()
             .flat_map(|id| full.certified[id].envelope.envelope().citations.clone())
             .filter(|c| !subset.contains(c))
             .collect();
+        // Left-out certified ids are proved sealed elsewhere; the rest stay missing.
+        let want_elsewhere: BTreeSet<MessageId> = left_out
+            .iter()
+            .filter(|c| full.certified.contains_key(*c))
+            .cloned()
+            .collect();
+        prop_assert_eq!(&p.elsewhere, &want_elsewhere);
         let got_missing: BTreeSet<MessageId> = p.missing.iter().map(|m| m.id.clone()).collect();
+        let want_missing: BTreeSet<MessageId> = left_out.difference(&want_elsewhere).cloned().collect();
         prop_assert_eq!(got_missing, want_missing);
+
+        // A broken "sealed elsewhere" proof fails closed: that id is missing again.
+        if let Some(i) = (0..sliced.elsewhere_proofs.len()).find(|i| !sliced.elsewhere_proofs[*i].is_empty()) {
+            let mut bad = sliced.clone();
+            let last = bad.elsewhere_proofs[i].len() - 1;
+            bad.elsewhere_proofs[i][last] ^= 1;
+            let id = MessageId::from_leaf_bytes(&bad.elsewhere[i]).unwrap();
+            let p = verify_proven(&bad, &s.keys, &Policy::default());
+            prop_assert!(!p.elsewhere.contains(&id));
+            prop_assert!(p.missing.iter().any(|m| m.id == id));
+        }
     }
 
     /// Flipping any byte of any proof, header or note never certifies a message whose

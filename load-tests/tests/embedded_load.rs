@@ -1,14 +1,17 @@
 //! The load generator through the real stages over the embedded bus (small and fast,
 //! debug mode): every generated message passes ingest (none quarantined), every
 //! envelope is sealed exactly once, and each injected incident gets exactly one
-//! verdict (no abstention).
+//! verdict (no abstention). The slicer scopes its bundles with the duty registry;
+//! replaying the same epochs through a slicer that ships whole windows judges every
+//! incident to the same verdict, byte for byte, from larger bundles.
 
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::{topics, Bus, TopicSpec};
 use audita_evidence::{derive_signing_key, SignedEnvelope};
 use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_sealer::stage::{EpochMessage, SealerConfig, SealerStage};
-use audita_slicer::stage::SlicerStage;
+use audita_slicer::stage::{SliceBundle, SlicerStage};
+use audita_verdict::DutyRegistry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -145,9 +148,10 @@ fn check(placement: Placement) {
         }));
     }
     {
-        let (bus, stop) = (bus.clone(), stop.clone());
+        let (bus, stop, duties) = (bus.clone(), stop.clone(), duties.clone());
         stages.push(std::thread::spawn(move || {
-            let mut s = SlicerStage::new(1, prefix, Duration::from_millis(1_500));
+            let mut s =
+                SlicerStage::new(1, prefix, Duration::from_millis(1_500)).with_registry(duties);
             let mut c = bus
                 .consumer(
                     &format!("{prefix}slicer"),
@@ -162,7 +166,7 @@ fn check(placement: Placement) {
         }));
     }
     {
-        let (bus, stop, keys) = (bus.clone(), stop.clone(), keys.clone());
+        let (bus, stop, keys, duties) = (bus.clone(), stop.clone(), keys.clone(), duties.clone());
         stages.push(std::thread::spawn(move || {
             let mut c = bus
                 .consumer(
@@ -189,10 +193,13 @@ fn check(placement: Placement) {
                 &topic(topics::EPOCHS),
                 &topic(topics::VERDICTS),
                 &topic(topics::SUSPECT),
+                &topic(topics::ADVERSE),
             ],
         )
         .unwrap();
     let mut sealed: Vec<Vec<u8>> = Vec::new();
+    let mut epochs: Vec<Vec<u8>> = Vec::new();
+    let mut declarations: Vec<Vec<u8>> = Vec::new();
     let mut verdicts: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     let mut quarantined = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -204,6 +211,9 @@ fn check(placement: Placement) {
         };
         if d.topic.ends_with(topics::EPOCHS) {
             sealed.extend(EpochMessage::decode(&d.payload).unwrap().envelopes);
+            epochs.push(d.payload);
+        } else if d.topic.ends_with(topics::ADVERSE) {
+            declarations.push(d.payload);
         } else if d.topic.ends_with(topics::SUSPECT) {
             quarantined.push(String::from_utf8_lossy(&d.payload).into_owned());
         } else {
@@ -220,6 +230,10 @@ fn check(placement: Placement) {
                 let v: serde_json::Value = serde_json::from_slice(&d.payload).unwrap();
                 let incident = v["incident"].as_str().unwrap().to_string();
                 verdicts.entry(incident).or_default().push(v);
+            } else if d.topic.ends_with(topics::EPOCHS) {
+                epochs.push(d.payload);
+            } else if d.topic.ends_with(topics::ADVERSE) {
+                declarations.push(d.payload);
             } else if d.topic.ends_with(topics::SUSPECT) {
                 quarantined.push(String::from_utf8_lossy(&d.payload).into_owned());
             }
@@ -274,4 +288,94 @@ fn check(placement: Placement) {
             );
         }
     }
+
+    // Scoping changes no verdict: the same epochs and declarations through a slicer
+    // that ships whole windows, and through a scoping one, judge identically; the
+    // scoped bundles are what the pipeline judged, and smaller.
+    let whole = replay(&epochs, &declarations, None);
+    let scoped = replay(&epochs, &declarations, Some(&duties));
+    assert_eq!(
+        whole.keys().collect::<Vec<_>>(),
+        scoped.keys().collect::<Vec<_>>()
+    );
+    let size = |b: &BTreeMap<String, SliceBundle>| -> usize {
+        b.values().map(|x| x.evidence.envelopes.len()).sum()
+    };
+    for (incident, w) in &whole {
+        let judged = |b: &SliceBundle| {
+            audita_engine_workers::judge(b, &keys, &duties)
+                .unwrap_or_else(|e| panic!("{incident}: {e}"))
+        };
+        let (vw, vs) = (judged(w), judged(&scoped[incident]));
+        assert_eq!(
+            vw.to_json(),
+            vs.to_json(),
+            "{incident}: scoping changed the verdict"
+        );
+        // The record root names the latest epoch when the slice was cut: the replay
+        // cut it after the last.
+        let rootless = |mut r: serde_json::Value| {
+            r.as_object_mut().unwrap().remove("record_root");
+            r.to_string()
+        };
+        let piped: Vec<String> = verdicts[incident][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| rootless(r.clone()))
+            .collect();
+        let replayed: Vec<String> = audita_engine_workers::message(&vs)
+            .rows
+            .iter()
+            .map(|r| rootless(serde_json::to_value(r).unwrap()))
+            .collect();
+        assert_eq!(
+            piped, replayed,
+            "{incident}: the pipeline judged another slice"
+        );
+    }
+    if placement == Placement::Live {
+        // Live incidents share their window with the rest of the fleet.
+        assert!(
+            size(&scoped) * 2 < size(&whole),
+            "scoped bundles carry {} messages, whole windows {}",
+            size(&scoped),
+            size(&whole)
+        );
+    }
+}
+
+/// The slice bundles a fresh slicer emits for `epochs` and `declarations`, scoped
+/// with `duties` when given, by incident.
+fn replay(
+    epochs: &[Vec<u8>],
+    declarations: &[Vec<u8>],
+    duties: Option<&DutyRegistry>,
+) -> BTreeMap<String, SliceBundle> {
+    let bus = Bus::Embedded(EmbeddedBus::new(1));
+    let slices = format!("r.{}", topics::SLICES);
+    bus.ensure_topics(&[TopicSpec {
+        name: slices.clone(),
+        partitions: 1,
+    }])
+    .unwrap();
+    let mut stage = SlicerStage::new(1, "r.", Duration::ZERO);
+    if let Some(d) = duties {
+        stage = stage.with_registry(d.clone());
+    }
+    for e in epochs {
+        stage.add_epoch(EpochMessage::decode(e).unwrap());
+    }
+    for d in declarations {
+        stage.declare(d.clone()).unwrap();
+    }
+    let mut out = bus.producer().unwrap();
+    stage.emit_ready(out.as_mut()).unwrap();
+    let mut c = bus.consumer("r", &[&slices]).unwrap();
+    let mut bundles = BTreeMap::new();
+    while let Some(d) = c.poll(Duration::from_millis(50)).unwrap() {
+        let name = String::from_utf8(d.key.clone()).unwrap();
+        bundles.insert(name, SliceBundle::decode(&d.payload).unwrap());
+    }
+    bundles
 }

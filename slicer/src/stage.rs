@@ -16,6 +16,13 @@
 //!   epochs' headers and checkpoints, and the latest epoch's (the record root). An
 //!   engine worker verifies it from scratch with public keys, and its size does not
 //!   grow with the log.
+//! - With the duty registry ([`SlicerStage::with_registry`]) a bundle carries the
+//!   anchors' citation closure and what the verdict reads of the time window
+//!   ([`audita_verdict::Slice::reads`], computed here over the held messages exactly
+//!   as the engine will over the bundle), not the whole window: in a fleet, one
+//!   cell's traffic instead of the warehouse's. Cited ids left out but held travel
+//!   as proofs of sealing only (`ProvenSlice::elsewhere`), so the engine reads them
+//!   as outside the slice, not missing; scoping changes no verdict.
 //! - Epochs carry the log's compact range before them, so the stage can start at
 //!   any epoch: with `audita.epochs` retention set to a little over the horizon plus
 //!   the hold, a restart replays a bounded stretch, not the whole history.
@@ -36,6 +43,8 @@ use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
 use audita_sealer::disk::{decode_segment, encode_segment};
 use audita_sealer::stage::EpochMessage;
+use audita_verdict::slice::{Evidence, Node, Outside};
+use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Slice};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -139,6 +148,9 @@ pub struct SlicerStage {
     observer: Option<Observer>,
     /// Largest bundle published; a larger slice is an abstention.
     max_record: usize,
+    /// The duty registry: with it, a bundle carries the incident's scope, not the
+    /// whole time window.
+    registry: Option<DutyRegistry>,
 }
 
 /// A snapshot of the slicer stage for live metrics.
@@ -208,6 +220,7 @@ impl SlicerStage {
             emitted_latencies: Vec::new(),
             observer: None,
             max_record: audita_bus::MAX_RECORD_BYTES,
+            registry: None,
         }
     }
 
@@ -246,6 +259,15 @@ impl SlicerStage {
     /// a larger slice is published as an abstention on `audita.verdicts`.
     pub fn with_max_record(mut self, bytes: usize) -> SlicerStage {
         self.max_record = bytes;
+        self
+    }
+
+    /// Scopes bundles with the deployment's duty registry (the one the engine workers
+    /// judge with): a bundle then carries what the verdict reads of the window
+    /// ([`Slice::reads`]) instead of every message of it. Without a registry the
+    /// whole time window is shipped.
+    pub fn with_registry(mut self, duties: DutyRegistry) -> SlicerStage {
+        self.registry = Some(duties);
         self
     }
 
@@ -504,15 +526,84 @@ impl SlicerStage {
     }
 
     /// The messages a declaration's bundle carries: the citation closure of its
-    /// anchors plus every sealed message of its window, by message id.
+    /// anchors, and of its time window either what the verdict reads (with a
+    /// registry, [`Self::scoped`]) or every sealed message.
     fn members(&self, w: &Waiting) -> BTreeSet<NodeId> {
         let mut ids: BTreeSet<NodeId> = self.slicer.incident(w.incident).slice;
-        ids.extend(
-            self.by_time
-                .range((w.window.0, [0u8; 32])..=(w.window.1, [0xffu8; 32]))
-                .map(|(_, n)| *n),
-        );
+        match self.scoped(w, &ids) {
+            Some(scoped) => ids.extend(scoped),
+            None => ids.extend(
+                self.by_time
+                    .range((w.window.0, [0u8; 32])..=(w.window.1, [0xffu8; 32]))
+                    .map(|(_, n)| *n),
+            ),
+        }
         ids
+    }
+
+    /// A sealed message decoded: id, envelope, leaf index.
+    fn decoded(&self, n: &NodeId) -> Option<(MessageId, audita_evidence::Envelope, u64)> {
+        let m = self.envelopes.get(n)?;
+        let env = SignedEnvelope::decode(m.bytes.clone()).ok()?;
+        Some((env.id().clone(), env.envelope().clone(), m.leaf))
+    }
+
+    /// What the verdict of `w` reads of its time window ([`Slice::reads`]), computed
+    /// from the sealed messages the stage holds exactly as an engine worker will
+    /// build the slice from the bundle: every held message of the window (and the
+    /// anchors) is certified evidence, a citation of an id not held is missing (with
+    /// its citers among the window and `closure`), and held messages outside the
+    /// window are looked up. `None` without a registry or with an unreadable
+    /// declaration (the whole window is shipped; the engine reports the latter).
+    fn scoped(&self, w: &Waiting, closure: &BTreeSet<NodeId>) -> Option<BTreeSet<NodeId>> {
+        let duties = self.registry.as_ref()?;
+        let decl: AdverseDecl = serde_json::from_slice(&w.declaration).ok()?;
+        let adverse = Adverse::new(decl).ok()?;
+        let (lo, hi) = (adverse.decl.window_start_ms, adverse.decl.window_end());
+        let in_window = self
+            .by_time
+            .range((lo, [0u8; 32])..=(hi, [0xffu8; 32]))
+            .map(|(_, n)| n);
+        let anchors: BTreeSet<NodeId> = adverse.anchors.iter().map(|a| a.digest).collect();
+        let around: BTreeSet<&NodeId> = in_window.chain(&anchors).chain(closure).collect();
+        let mut window = BTreeMap::new();
+        let mut missing: BTreeMap<MessageId, BTreeSet<MessageId>> = BTreeMap::new();
+        for n in around {
+            let Some((id, env, leaf)) = self.decoded(n) else {
+                continue;
+            };
+            for c in &env.citations {
+                if !self.envelopes.contains_key(&c.digest) {
+                    missing.entry(c.clone()).or_default().insert(id.clone());
+                }
+            }
+            if anchors.contains(n) || (env.timestamp >= lo && env.timestamp <= hi) {
+                window.insert(id.clone(), Node::of(id, &env, leaf));
+            }
+        }
+        let evidence = Evidence {
+            window,
+            outside: Box::new(|id: &MessageId| {
+                self.decoded(&id.digest).map(|(_, env, leaf)| Outside {
+                    leaf,
+                    target: env.payload.target().map(str::to_string),
+                })
+            }),
+            suspect: Vec::new(),
+            missing: missing
+                .into_iter()
+                .map(|(id, citers)| (id, citers.into_iter().collect()))
+                .collect(),
+            leaves: BTreeMap::new(),
+        };
+        let slice = Slice::from_evidence(&evidence, duties, &adverse);
+        Some(
+            slice
+                .reads(&evidence)
+                .into_iter()
+                .map(|id| id.digest)
+                .collect(),
+        )
     }
 
     /// Emits the slice of every declaration that is complete: its anchors are sealed,
@@ -657,6 +748,32 @@ impl SlicerStage {
             evidence
                 .receipts
                 .extend(self.receipts.get(n).cloned().unwrap_or_default());
+        }
+        // Cited ids the bundle leaves out but the stage holds: proved sealed
+        // elsewhere, so the engine reads them as outside the slice, not missing.
+        let cited: BTreeSet<MessageId> = evidence
+            .envelopes
+            .iter()
+            .filter_map(|b| SignedEnvelope::decode(b.clone()).ok())
+            .flat_map(|env| env.envelope().citations.clone())
+            .filter(|c| !ids.contains(&c.digest))
+            .collect();
+        for c in cited {
+            let Some(m) = self.envelopes.get(&c.digest) else {
+                continue;
+            };
+            let Some((p, _)) = self.epochs.get(&m.epoch) else {
+                continue;
+            };
+            if let Ok(proof) = provers
+                .entry(m.epoch)
+                .or_insert_with(|| p.prover())
+                .prove(m.leaf)
+            {
+                used.insert(m.epoch);
+                evidence.elsewhere.push(c.leaf_bytes());
+                evidence.elsewhere_proofs.push(proof.encode());
+            }
         }
         for e in used {
             if let Some((p, _)) = self.epochs.get(&e) {

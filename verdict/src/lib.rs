@@ -41,7 +41,7 @@ pub use adverse::{id_string, parse_id, Adverse, AdverseDecl, Combine, Severity};
 pub use blame::{certificate, BlameCertificate, Framer};
 pub use breach::{Breach, Violation};
 pub use duty::{AggregationRule, Counterpart, Duty, DutyRegistry, PrincipalDuties, Rule, Standard};
-pub use slice::{Edge, EdgeKind, Slice};
+pub use slice::{Edge, EdgeKind, Evidence, Node, Outside, Slice};
 pub use verdict::{
     verdict, verdict_with, Claim, ClaimLevel, Finding, FindingStatus, Flag, Options, Status,
     Verdict, VerdictRow, SCHEMA,

@@ -161,6 +161,100 @@ pub struct Node {
     pub link: EdgeKind,
     /// Its leaf index in the sealed log (sealed order).
     pub leaf: u64,
+    /// The principal it was addressed to (who receipts it).
+    pub destination: String,
+}
+
+impl Node {
+    /// The node of message `id` (its envelope `env`) sealed at leaf `leaf` of the log.
+    pub fn of(id: MessageId, env: &audita_evidence::Envelope, leaf: u64) -> Node {
+        Node {
+            id,
+            timestamp: env.timestamp,
+            payload: env.payload.clone(),
+            policy: policy_of(env),
+            cites: env.citations.clone(),
+            link: link_of(env),
+            leaf,
+            destination: env.destination.as_str().to_string(),
+        }
+    }
+}
+
+/// What is known of a certified message outside the time window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outside {
+    /// Its leaf index in the sealed log.
+    pub leaf: u64,
+    /// The target its payload names.
+    pub target: Option<String>,
+}
+
+/// Looks up a certified message outside the time window.
+pub type Lookup<'a> = Box<dyn Fn(&MessageId) -> Option<Outside> + 'a>;
+
+/// What a slice is built from: the certified messages of the incident's time window
+/// (anchors included, whatever their time), a lookup of certified messages outside
+/// it, and the attested completion items. [`Evidence::of`] reads it off a verified
+/// record or proven slice; a slicer builds it from the messages it holds, to learn
+/// which of them the slice reads ([`Slice::reads`]).
+pub struct Evidence<'a> {
+    /// Certified messages of the time window and the certified anchors, by id.
+    pub window: BTreeMap<MessageId, Node>,
+    /// A certified message outside `window`, if the evidence holds it.
+    pub outside: Lookup<'a>,
+    /// Attested suspect items, by id.
+    pub suspect: Vec<AttestedSuspect>,
+    /// Missing ids with their certified citers, by id.
+    pub missing: Vec<(MessageId, Vec<MessageId>)>,
+    /// Leaf index of every id listed by an intact epoch (empty for proven slices).
+    pub leaves: BTreeMap<MessageId, u64>,
+}
+
+impl<'a> Evidence<'a> {
+    /// The evidence of `adverse` in a verified record (or proven slice) and its
+    /// partition.
+    pub fn of(record: &Record, partition: &'a Partition, adverse: &Adverse) -> Evidence<'a> {
+        let decl = &adverse.decl;
+        let (lo, hi) = (decl.window_start_ms, decl.window_end());
+        let mut window = BTreeMap::new();
+        for (id, c) in &partition.certified {
+            let env = c.envelope.envelope();
+            if adverse.anchors.contains(id) || (env.timestamp >= lo && env.timestamp <= hi) {
+                window.insert(id.clone(), Node::of(id.clone(), env, c.leaf_index));
+            }
+        }
+        // Attested suspects: sealed in an intact epoch, not a mere duplicate copy.
+        let mut suspect: Vec<AttestedSuspect> = Vec::new();
+        for s in &partition.suspect {
+            if let audita_evidence::SuspectItem::Message { id, .. } = &s.item {
+                let dup_only = s.reasons.iter().all(|r| *r == SuspectReason::Duplicate);
+                if sealed_intact(&s.reasons) && !dup_only && !suspect.iter().any(|x| &x.id == id) {
+                    suspect.push(AttestedSuspect {
+                        id: id.clone(),
+                        reasons: s.reasons.iter().map(|r| r.code().to_string()).collect(),
+                    });
+                }
+            }
+        }
+        suspect.sort_by(|a, b| a.id.cmp(&b.id));
+        Evidence {
+            window,
+            outside: Box::new(move |id| {
+                partition.certified.get(id).map(|c| Outside {
+                    leaf: c.leaf_index,
+                    target: c.envelope.envelope().payload.target().map(str::to_string),
+                })
+            }),
+            suspect,
+            missing: partition
+                .missing
+                .iter()
+                .map(|m| (m.id.clone(), m.certified_citers.clone()))
+                .collect(),
+            leaves: sealed_leaves(record, partition),
+        }
+    }
 }
 
 /// Why a non-certified item is in the completion set.
@@ -348,48 +442,19 @@ impl Slice {
         duties: &DutyRegistry,
         adverse: &Adverse,
     ) -> Slice {
-        let decl = &adverse.decl;
-        let (lo, hi) = (decl.window_start_ms, decl.window_end());
+        Slice::from_evidence(&Evidence::of(record, partition, adverse), duties, adverse)
+    }
+
+    /// Builds the slice of `adverse` from its evidence.
+    pub fn from_evidence(
+        evidence: &Evidence<'_>,
+        duties: &DutyRegistry,
+        adverse: &Adverse,
+    ) -> Slice {
         // Every certified message of the time window; the slice keeps only its scope.
-        let mut all = BTreeMap::new();
-        for (id, c) in &partition.certified {
-            let env = c.envelope.envelope();
-            let anchor = adverse.anchors.contains(id);
-            if !(anchor || (env.timestamp >= lo && env.timestamp <= hi)) {
-                continue;
-            }
-            all.insert(
-                id.clone(),
-                Node {
-                    id: id.clone(),
-                    timestamp: env.timestamp,
-                    payload: env.payload.clone(),
-                    policy: policy_of(env),
-                    cites: env.citations.clone(),
-                    link: link_of(env),
-                    leaf: c.leaf_index,
-                },
-            );
-        }
-        // Attested suspects: sealed in an intact epoch, not a mere duplicate copy.
-        let mut suspect: Vec<AttestedSuspect> = Vec::new();
-        for s in &partition.suspect {
-            if let audita_evidence::SuspectItem::Message { id, .. } = &s.item {
-                let dup_only = s.reasons.iter().all(|r| *r == SuspectReason::Duplicate);
-                if sealed_intact(&s.reasons) && !dup_only && !suspect.iter().any(|x| &x.id == id) {
-                    suspect.push(AttestedSuspect {
-                        id: id.clone(),
-                        reasons: s.reasons.iter().map(|r| r.code().to_string()).collect(),
-                    });
-                }
-            }
-        }
-        suspect.sort_by(|a, b| a.id.cmp(&b.id));
-        let missing: Vec<(MessageId, Vec<MessageId>)> = partition
-            .missing
-            .iter()
-            .map(|m| (m.id.clone(), m.certified_citers.clone()))
-            .collect();
+        let all = &evidence.window;
+        let suspect = evidence.suspect.clone();
+        let missing = evidence.missing.clone();
         let mut items: BTreeMap<MessageId, Item> = BTreeMap::new();
         let item_kind = |id: &MessageId| -> Option<ItemKind> {
             if missing.iter().any(|(m, _)| m == id) {
@@ -452,12 +517,12 @@ impl Slice {
         for a in &anchors {
             closure.insert(a.clone());
         }
-        walk_back(&all, &mut items, queue, &mut edges, |c| {
+        walk_back(all, &mut items, queue, &mut edges, |c| {
             closure.insert(c.clone())
         });
         edges.sort();
         edges.dedup();
-        let scope = Scope::of(partition, duties, &all, &closure, &items);
+        let scope = Scope::of(&*evidence.outside, duties, all, &closure, &items);
         let halts: Vec<&Duty> = duties
             .all()
             .filter(|(h, d)| matches!(d, Duty::HaltAuthority { .. }) && scope.duty_in_scope(h, d))
@@ -483,7 +548,7 @@ impl Slice {
         // Possible inputs of the touching items and the region they open, to a fixed
         // point (an item consumed in the region touches the slice too).
         let unrealised: BTreeSet<MessageId> = adverse.unrealised.iter().cloned().collect();
-        let leaves = sealed_leaves(record, partition);
+        let leaves = &evidence.leaves;
         let mut children: BTreeMap<&MessageId, Vec<&MessageId>> = BTreeMap::new();
         for n in all.values() {
             for c in &n.cites {
@@ -517,14 +582,16 @@ impl Slice {
                             .flatten(),
                     );
                 for c in certified_citers {
-                    if let Some(n) = all.get(c) {
-                        bound = Some(bound.map_or(n.leaf, |b| b.min(n.leaf)));
-                    } else if let Some(cert) = partition.certified.get(c) {
-                        bound = Some(bound.map_or(cert.leaf_index, |b| b.min(cert.leaf_index)));
+                    let leaf = all
+                        .get(c)
+                        .map(|n| n.leaf)
+                        .or_else(|| (evidence.outside)(c).map(|o| o.leaf));
+                    if let Some(leaf) = leaf {
+                        bound = Some(bound.map_or(leaf, |b| b.min(leaf)));
                     }
                 }
                 let descendants = descendants(&id, &children);
-                let known = scope.known_to(id.author.as_str(), partition, &all);
+                let known = known_to(id.author.as_str(), all);
                 let mut inputs: Vec<MessageId> = all
                     .values()
                     .filter(|n| window.contains_key(&n.id) || known.contains(&n.id))
@@ -562,7 +629,7 @@ impl Slice {
                 if let Some(it) = items.get_mut(&id) {
                     it.inputs = inputs;
                 }
-                walk_back(&all, &mut items, queue, &mut reach_edges, |c| {
+                walk_back(all, &mut items, queue, &mut reach_edges, |c| {
                     !closure.contains(c) && reach.insert(c.clone())
                 });
             }
@@ -584,7 +651,7 @@ impl Slice {
             .filter_map(|a| window.get(a))
             .filter_map(|n| n.payload.target().map(str::to_string))
             .collect();
-        let absences = absences(&all, duties, adverse, &anchor_targets, &scope);
+        let absences = absences(all, duties, adverse, &anchor_targets, &scope);
         Slice {
             scope,
             window,
@@ -601,6 +668,48 @@ impl Slice {
             anchor_targets,
             anchor_combine_all: adverse.decl.combine == crate::adverse::Combine::All,
         }
+    }
+
+    /// The messages of `evidence` (the evidence this slice was built from) that the
+    /// build reads: building the slice again from an evidence whose `window` holds
+    /// only these (same items, same outside lookups) gives the same slice. A slicer
+    /// ships them instead of the whole time window, which in a fleet is mostly other
+    /// cells' traffic. They are:
+    /// - the scoped window (kept messages, their certified parents, the
+    ///   possible-input region), the closure and the certified citers of every
+    ///   missing id (so each deletion the window attests is still listed);
+    /// - when a completion item touches the slice: what its author can have consumed
+    ///   (its inputs are drawn from there), its citers, and the window ancestors of
+    ///   everything above (the paths that make a candidate an item's descendant, and
+    ///   the region behind each candidate).
+    ///
+    /// Ids outside `evidence.window` may be among them (certified citers and closure
+    /// members from before the window).
+    pub fn reads(&self, evidence: &Evidence<'_>) -> BTreeSet<MessageId> {
+        let mut out: BTreeSet<MessageId> = self
+            .window
+            .keys()
+            .chain(&self.closure)
+            .chain(&self.reach)
+            .cloned()
+            .collect();
+        for (_, citers) in &self.missing {
+            out.extend(citers.iter().cloned());
+        }
+        let mut touching = self.touching_items().peekable();
+        if touching.peek().is_some() {
+            for it in touching {
+                out.extend(known_to(it.id.author.as_str(), &evidence.window));
+                out.extend(it.citers.iter().cloned());
+            }
+            let within: Vec<MessageId> = out
+                .iter()
+                .filter(|id| evidence.window.contains_key(*id))
+                .cloned()
+                .collect();
+            out.extend(ancestors(within, &evidence.window));
+        }
+        out
     }
 
     /// Completion items that are enumerated.
@@ -646,7 +755,7 @@ pub struct Scope {
 
 impl Scope {
     fn of(
-        partition: &Partition,
+        outside: &dyn Fn(&MessageId) -> Option<Outside>,
         duties: &DutyRegistry,
         all: &BTreeMap<MessageId, Node>,
         closure: &BTreeSet<MessageId>,
@@ -659,13 +768,11 @@ impl Scope {
             let Some(n) = all.get(id) else { continue };
             targets.extend(n.payload.target().map(str::to_string));
             for c in &n.cites {
-                let parent = all.get(c).map(|p| &p.payload).or_else(|| {
-                    partition
-                        .certified
-                        .get(c)
-                        .map(|x| &x.envelope.envelope().payload)
-                });
-                targets.extend(parent.and_then(|p| p.target()).map(str::to_string));
+                let target = match all.get(c) {
+                    Some(p) => p.payload.target().map(str::to_string),
+                    None => outside(c).and_then(|o| o.target),
+                };
+                targets.extend(target);
             }
         }
         let mut unknown_anchor = false;
@@ -725,39 +832,37 @@ impl Scope {
             || halts.iter().any(|d| triggers(d, n))
             || realises_outcome_when_reverted(n, duties)
     }
+}
 
-    /// The window messages `author` can have consumed: its own, those delivered to it
-    /// (addressed to it; the recipient signs the receipt), and their certified
-    /// ancestors in the window.
-    fn known_to(
-        &self,
-        author: &str,
-        partition: &Partition,
-        all: &BTreeMap<MessageId, Node>,
-    ) -> BTreeSet<MessageId> {
-        let mut out = BTreeSet::new();
-        let mut stack: Vec<&MessageId> = all
-            .keys()
-            .filter(|id| {
-                id.author.as_str() == author
-                    || partition
-                        .certified
-                        .get(*id)
-                        .is_some_and(|c| c.envelope.envelope().destination.as_str() == author)
-            })
-            .collect();
-        while let Some(id) = stack.pop() {
-            if !out.insert(id.clone()) {
-                continue;
-            }
-            for c in all.get(id).map(|n| n.cites.as_slice()).unwrap_or(&[]) {
-                if all.contains_key(c) && !out.contains(c) {
-                    stack.push(c);
-                }
+/// The window messages `author` can have consumed: its own, those delivered to it
+/// (addressed to it; the recipient signs the receipt), and their certified ancestors
+/// in the window.
+fn known_to(author: &str, all: &BTreeMap<MessageId, Node>) -> BTreeSet<MessageId> {
+    let seeds = all
+        .values()
+        .filter(|n| n.id.author.as_str() == author || n.destination == author)
+        .map(|n| n.id.clone());
+    ancestors(seeds, all)
+}
+
+/// `seeds` and their certified ancestors in `all`.
+fn ancestors(
+    seeds: impl IntoIterator<Item = MessageId>,
+    all: &BTreeMap<MessageId, Node>,
+) -> BTreeSet<MessageId> {
+    let mut out = BTreeSet::new();
+    let mut stack: Vec<MessageId> = seeds.into_iter().collect();
+    while let Some(id) = stack.pop() {
+        if !all.contains_key(&id) || !out.insert(id.clone()) {
+            continue;
+        }
+        for c in &all[&id].cites {
+            if all.contains_key(c) && !out.contains(c) {
+                stack.push(c.clone());
             }
         }
-        out
     }
+    out
 }
 
 /// Whether `n` is a deviation from its author's reference policy whose declared

@@ -11,18 +11,24 @@
 //! deleted command is named and its verdict still matches the one of A alone with the
 //! same deletion, unless the deleted command is an anchor (its target is then unknown,
 //! so every halt duty stays in scope: the documented limit of the scope rule).
+//!
+//! Every verdict here also checks what a scoping slicer relies on: a proven slice
+//! carrying only what the slice reads ([`Slice::reads`]) builds the same slice as a
+//! proven slice carrying every message of the record.
 
 use std::collections::BTreeMap;
 
 use audita_evidence::{
-    derive_signing_key, verify_record, Effect, Envelope, KeyRegistry, MessageId, Payload,
-    PrincipalId, Receipt, Record, Sealer, SignedEnvelope,
+    derive_signing_key, verify_proven, verify_record, Effect, Envelope, KeyRegistry, MessageId,
+    Payload, Policy, PrincipalId, ProvenSlice, Receipt, Record, Sealer, SignedEnvelope,
 };
 use audita_facility::record::{
     adverse_json, registry_json, sign_record, SignedRecord, EPOCH_SIZE, KEEPERS, ORIGIN,
 };
 use audita_facility::scenario::{generate, Family, Scenario};
-use audita_verdict::{id_string, verdict, Adverse, AdverseDecl, DutyRegistry, Status, Verdict};
+use audita_verdict::{
+    id_string, verdict, Adverse, AdverseDecl, DutyRegistry, Evidence, Slice, Status, Verdict,
+};
 use serde_json::Value;
 
 /// Prefix of the second scenario's names.
@@ -267,7 +273,41 @@ fn diff(a: &Value, b: &Value) -> String {
 
 fn judge(record: &Record, keys: &KeyRegistry, duties: &DutyRegistry, adv: &Adverse) -> Verdict {
     let part = verify_record(record, keys);
+    check_reads(record, &part, keys, duties, adv);
     verdict(record, &part, duties, adv).expect("verdict")
+}
+
+/// The slice of a proven slice carrying every certified message equals the slice of
+/// one carrying only what that slice reads (ids left out are proved sealed).
+fn check_reads(
+    record: &Record,
+    part: &audita_evidence::Partition,
+    keys: &KeyRegistry,
+    duties: &DutyRegistry,
+    adv: &Adverse,
+) {
+    let build = |ids: &std::collections::BTreeSet<MessageId>| {
+        let proven = ProvenSlice::from_record(record, ids);
+        let p = verify_proven(&proven, keys, &Policy::default());
+        let r = Record {
+            envelopes: proven.envelopes.clone(),
+            receipts: proven.receipts.clone(),
+            epochs: Vec::new(),
+            checkpoints: proven.checkpoints.clone(),
+        };
+        let ev = Evidence::of(&r, &p, adv);
+        let slice = Slice::from_evidence(&ev, duties, adv);
+        let reads = slice.reads(&ev);
+        (format!("{slice:?}"), reads)
+    };
+    let every: std::collections::BTreeSet<MessageId> = part.certified.keys().cloned().collect();
+    let (whole, reads) = build(&every);
+    let (scoped, _) = build(&reads);
+    assert_eq!(
+        whole, scoped,
+        "{}: the slice of what it reads differs",
+        adv.decl.incident
+    );
 }
 
 /// Checks one (A, B) pair; returns failure descriptions.
