@@ -93,6 +93,12 @@ pub struct LoadArgs {
     /// Messages per sealed epoch (the deployed sealer closes 256).
     #[arg(long, default_value_t = pipeline::EPOCH_MESSAGES)]
     pub epoch_messages: usize,
+    /// Sealer dedupe and slicer retention horizon, record-time ms (as `audita stage`).
+    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HORIZON_MS)]
+    pub horizon_ms: u64,
+    /// Slicer: minimum wall time (ms) a message is held before eviction.
+    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HOLD.as_millis() as u64)]
+    pub hold_ms: u64,
     /// Kafka bootstrap on this machine (host:port; loopback only).
     #[arg(long)]
     pub bootstrap: Option<String>,
@@ -209,7 +215,9 @@ fn render(args: &LoadArgs, path: &Path) -> anyhow::Result<()> {
 fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
     let config = args.config()?;
     let load = Load::registry(&config)?;
-    let d = Deployment::from_fleet(load.fleet, config.seed, &args.prefix)?;
+    let mut d = Deployment::from_fleet(load.fleet, config.seed, &args.prefix)?;
+    d.horizon_ms = args.horizon_ms;
+    d.hold = Duration::from_millis(args.hold_ms);
     let bus = Bus::Kafka(KafkaBus::new(&args.bootstrap()?)?);
     let m = Metrics::new();
     let stop = AtomicBool::new(false);
@@ -256,7 +264,7 @@ struct Seen {
     latencies: BTreeMap<String, Duration>,
     abstained: BTreeMap<String, String>,
     /// Incidents whose verdict's ρ differs from the cell's planted causal profile.
-    off_truth: Vec<String>,
+    off_truth: Vec<Value>,
     duplicates: u64,
     quarantined: u64,
     /// Bytes of every slice bundle published (one per incident, more on re-emission).
@@ -319,6 +327,8 @@ fn spawn_stage(
         ])
         .args(["--slicer-wait-ms", &args.slicer_wait_ms.to_string()])
         .args(["--epoch-messages", &args.epoch_messages.to_string()])
+        .args(["--horizon-ms", &args.horizon_ms.to_string()])
+        .args(["--hold-ms", &args.hold_ms.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
@@ -344,6 +354,9 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     }
     if args.workers == 0 || args.workers > 16 {
         anyhow::bail!("--workers must be in 1..=16");
+    }
+    if args.horizon_ms < 10_000 {
+        anyhow::bail!("--horizon-ms {} is below 10000", args.horizon_ms);
     }
     if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
         anyhow::bail!("--drain-timeout must be a non-negative number of seconds");
@@ -509,7 +522,23 @@ fn measure(
                         s.abstained.insert(incident, reason.to_string());
                     } else if let Some(at) = at {
                         if !matches_truth(&v, planted.get(&incident)) {
-                            s.off_truth.push(incident.clone());
+                            // Kept whole: what was planted and what was found.
+                            let rows: Vec<Value> = v["rows"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|r| {
+                                    json!({
+                                        "principal": r["principal"], "rho_lo": r["rho_lo"],
+                                        "rho_hi": r["rho_hi"], "flags": r["flags"],
+                                    })
+                                })
+                                .collect();
+                            s.off_truth.push(json!({
+                                "incident": incident, "planted": planted.get(&incident),
+                                "rows": rows, "notes": v["verdict"]["notes"],
+                                "completions": v["verdict"]["completions"],
+                            }));
                         }
                         s.latencies.insert(incident, now.duration_since(at));
                     }
@@ -705,6 +734,7 @@ fn measure(
             "duration_s": config.duration.as_secs_f64(), "seed": config.seed,
             "workers": args.workers, "incident_time": format!("{:?}", args.incident_time),
             "slicer_wait_ms": args.slicer_wait_ms, "epoch_messages": args.epoch_messages,
+            "horizon_ms": args.horizon_ms, "hold_ms": args.hold_ms,
         },
         "presign_s": presign_s,
         "envelopes": envelopes,

@@ -94,6 +94,9 @@ struct Waiting {
 /// Record time (ms) past a window's end after which the window counts as settled.
 pub const GRACE_MS: u64 = 1_000;
 
+/// Wall time without a new epoch after which the stream counts as quiet.
+pub const QUIET: Duration = Duration::from_secs(1);
+
 /// Default retention horizon: ten minutes of record time.
 pub const DEFAULT_HORIZON_MS: u64 = 600_000;
 
@@ -104,6 +107,7 @@ pub const DEFAULT_HOLD: Duration = Duration::from_secs(60);
 struct Sealed {
     epoch: u64,
     leaf: u64,
+    timestamp: u64,
     bytes: Vec<u8>,
 }
 
@@ -116,12 +120,19 @@ pub struct SlicerStage {
     by_time: BTreeSet<(u64, NodeId)>,
     /// Citations of each sealed message.
     parents: BTreeMap<NodeId, Vec<NodeId>>,
+    /// Held messages not yet complete (a cited parent or their receipt not yet
+    /// sealed), by (timestamp, id): what a declaration's window waits for.
+    pending: BTreeSet<(u64, NodeId)>,
+    /// Unsealed parent → held messages citing it, to complete them when it comes.
+    awaited: BTreeMap<NodeId, Vec<NodeId>>,
     /// Number of the last epoch taken.
     last_epoch: Option<u64>,
     /// Event-time low watermark from the sealer: every message earlier is sealed.
     watermark: u64,
     /// Wall time after which an incomplete declaration is emitted as it stands.
     max_wait: Duration,
+    /// When the last epoch was taken.
+    last_epoch_at: Option<Instant>,
     receipts: BTreeMap<NodeId, Vec<Vec<u8>>>,
     /// Retained epochs by number, with their live message counts.
     epochs: BTreeMap<u64, (EpochProofs, usize)>,
@@ -200,9 +211,12 @@ impl SlicerStage {
             envelopes: BTreeMap::new(),
             by_time: BTreeSet::new(),
             parents: BTreeMap::new(),
+            pending: BTreeSet::new(),
+            awaited: BTreeMap::new(),
             last_epoch: None,
             watermark: 0,
             max_wait,
+            last_epoch_at: None,
             receipts: BTreeMap::new(),
             epochs: BTreeMap::new(),
             log: CompactRange::new(),
@@ -349,6 +363,7 @@ impl SlicerStage {
             }
         }
         self.last_epoch = Some(header.number);
+        self.last_epoch_at = Some(Instant::now());
         let hashes: Vec<audita_evidence::Hash> = msg.leaves.iter().map(|l| leaf_hash(l)).collect();
         let proofs = EpochProofs::new(&self.log, msg.header, msg.checkpoint, hashes.clone());
         for h in hashes {
@@ -363,6 +378,7 @@ impl SlicerStage {
         let mut batch = EpochBatch::default();
         let mut live = 0;
         let mut earliest = u64::MAX;
+        let mut arrived: Vec<NodeId> = Vec::new();
         for bytes in msg.envelopes {
             let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
                 continue;
@@ -386,25 +402,70 @@ impl SlicerStage {
                 Sealed {
                     epoch: header.number,
                     leaf,
+                    timestamp,
                     bytes,
                 },
             );
+            self.pending.insert((timestamp, child));
+            arrived.push(child);
             live += 1;
         }
         for r in msg.receipts {
             if let Ok(receipt) = audita_evidence::Receipt::decode(r.clone()) {
                 // A republished epoch may carry receipts already taken.
-                let held = self.receipts.entry(receipt.message().digest).or_default();
+                let digest = receipt.message().digest;
+                let held = self.receipts.entry(digest).or_default();
                 if !held.contains(&r) {
                     held.push(r);
                 }
+                arrived.push(digest);
             }
+        }
+        // Messages this epoch may complete: its own, those awaiting one of them as a
+        // parent, those whose receipt it brought.
+        let mut check: Vec<NodeId> = Vec::new();
+        for n in arrived {
+            check.extend(self.awaited.remove(&n).unwrap_or_default());
+            check.push(n);
+        }
+        for n in check {
+            self.settle(n);
         }
         self.watermark = self.watermark.max(msg.watermark);
         self.epochs.insert(header.number, (proofs, live));
         self.recent.push_back((Instant::now(), earliest));
         self.slicer.apply(batch);
         self.evict();
+    }
+
+    /// Re-checks a held message: complete once every parent is held and its receipt
+    /// is; otherwise it stays pending and awaits its first missing parent.
+    fn settle(&mut self, n: NodeId) {
+        let Some(m) = self.envelopes.get(&n) else {
+            return;
+        };
+        let key = (m.timestamp, n);
+        if !self.pending.contains(&key) {
+            return;
+        }
+        let missing_parent = self
+            .parents
+            .get(&n)
+            .and_then(|ps| ps.iter().find(|p| !self.envelopes.contains_key(*p)))
+            .copied();
+        match missing_parent {
+            Some(p) => {
+                let list = self.awaited.entry(p).or_default();
+                if !list.contains(&n) {
+                    list.push(n);
+                }
+            }
+            None if self.receipts.contains_key(&n) => {
+                self.pending.remove(&key);
+            }
+            // Waits for its receipt (re-checked when a receipt for it arrives).
+            None => {}
+        }
     }
 
     /// Evicts messages older than the horizon before both the watermark and every
@@ -448,7 +509,15 @@ impl SlicerStage {
         let mut batch = EpochBatch::default();
         for key in old {
             self.by_time.remove(&key);
-            self.parents.remove(&key.1);
+            self.pending.remove(&key);
+            for p in self.parents.remove(&key.1).unwrap_or_default() {
+                if let Some(list) = self.awaited.get_mut(&p) {
+                    list.retain(|c| *c != key.1);
+                    if list.is_empty() {
+                        self.awaited.remove(&p);
+                    }
+                }
+            }
             self.receipts.remove(&key.1);
             let Some(sealed) = self.envelopes.remove(&key.1) else {
                 continue;
@@ -532,13 +601,16 @@ impl SlicerStage {
         let mut ids: BTreeSet<NodeId> = self.slicer.incident(w.incident).slice;
         match self.scoped(w, &ids) {
             Some(scoped) => ids.extend(scoped),
-            None => ids.extend(
-                self.by_time
-                    .range((w.window.0, [0u8; 32])..=(w.window.1, [0xffu8; 32]))
-                    .map(|(_, n)| *n),
-            ),
+            None => ids.extend(self.in_window(w)),
         }
         ids
+    }
+
+    /// The sealed messages of a declaration's time window.
+    fn in_window<'s>(&'s self, w: &Waiting) -> impl Iterator<Item = NodeId> + 's {
+        self.by_time
+            .range((w.window.0, [0u8; 32])..=(w.window.1, [0xffu8; 32]))
+            .map(|(_, n)| *n)
     }
 
     /// A sealed message decoded: id, envelope, leaf index.
@@ -557,6 +629,7 @@ impl SlicerStage {
     /// declaration (the whole window is shipped; the engine reports the latter).
     fn scoped(&self, w: &Waiting, closure: &BTreeSet<NodeId>) -> Option<BTreeSet<NodeId>> {
         let duties = self.registry.as_ref()?;
+        let started = Instant::now();
         let decl: AdverseDecl = serde_json::from_slice(&w.declaration).ok()?;
         let adverse = Adverse::new(decl).ok()?;
         let (lo, hi) = (adverse.decl.window_start_ms, adverse.decl.window_end());
@@ -597,22 +670,30 @@ impl SlicerStage {
             leaves: BTreeMap::new(),
         };
         let slice = Slice::from_evidence(&evidence, duties, &adverse);
-        Some(
-            slice
-                .reads(&evidence)
-                .into_iter()
-                .map(|id| id.digest)
-                .collect(),
-        )
+        let reads: BTreeSet<NodeId> = slice
+            .reads(&evidence)
+            .into_iter()
+            .map(|id| id.digest)
+            .collect();
+        tracing::debug!(
+            incident = %w.name,
+            window = evidence.window.len(),
+            shipped = reads.len(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "slice scoped"
+        );
+        Some(reads)
     }
 
     /// Emits the slice of every declaration that is complete: its anchors are sealed,
-    /// every citation of every member resolves to a sealed message, and the record has
+    /// every citation of every member resolves to a sealed message, every member's
+    /// receipt is sealed, and the record has
     /// moved past its window (the sealer's event-time watermark passed
     /// `window_end + GRACE_MS`, so every message of the window is sealed).
     /// Upstream partitions may seal a parent after its child, so completeness is
-    /// waited for. After `max_wait` of wall time, a complete slice is emitted even if
-    /// the stream went quiet, and an incomplete one once the record has moved past its
+    /// waited for. After `max_wait` of wall time, a complete slice is emitted if the
+    /// stream went quiet ([`QUIET`]; a stream still flowing is waited for up to
+    /// `4 × max_wait`), and an incomplete one once the record has moved past its
     /// window (what never arrived is then judged as missing); an incomplete slice of a
     /// window the record has not passed waits, however long a stage is down.
     pub fn emit_ready(&mut self, out: &mut dyn Producer) -> Result<usize, BusError> {
@@ -631,24 +712,39 @@ impl SlicerStage {
         let topic = format!("{}{}", self.topic_prefix, topics::SLICES);
         let mut emitted = 0;
         let before = self.emitted_latencies.len();
+        let quiet = self.last_epoch_at.is_none_or(|t| t.elapsed() >= QUIET);
         for i in (0..self.waiting.len()).rev() {
             let w = &self.waiting[i];
             let waited_out = w.arrived.elapsed() >= self.max_wait;
             let settled = self.watermark >= w.window.1.saturating_add(GRACE_MS);
-            let closed = w.anchored_at.is_some() && {
-                let ids = self.members(w);
-                ids.iter().all(|n| {
-                    self.parents
+            // Completeness is judged over the whole window and the closure from the
+            // pending index (a range query, kept up to date as epochs arrive; the
+            // scoped members are computed once, at emission): every citation resolves
+            // and every message has its receipt (receipts are sealed apart from their
+            // envelopes, often in a later epoch; one still on its way would make its
+            // message unreceipted, i.e. suspect).
+            let closed = w.anchored_at.is_some()
+                && self
+                    .pending
+                    .range((w.window.0, [0u8; 32])..=(w.window.1, [0xffu8; 32]))
+                    .next()
+                    .is_none()
+                && self.slicer.incident(w.incident).slice.iter().all(|n| {
+                    self.envelopes
                         .get(n)
-                        .is_none_or(|ps| ps.iter().all(|p| self.envelopes.contains_key(p)))
-                })
-            };
-            // Complete and settled: emit. Complete but the stream went quiet (no later
-            // message moves the watermark): emit after max_wait. Incomplete although
+                        .is_none_or(|m| !self.pending.contains(&(m.timestamp, *n)))
+                });
+            // Complete and settled: emit. Complete but the stream went quiet (no epoch
+            // for QUIET, so nothing will move the watermark): emit after max_wait; a
+            // stream that still flows is behind, not quiet, and its watermark will
+            // pass the window (uncited window messages may still be on their way),
+            // but never wait past 4 x max_wait for it. Incomplete although
             // the record moved past the window: the rest is missing evidence, emit
             // after max_wait. Incomplete and not settled (e.g. the sealer is down):
             // keep waiting — a delay must never turn into a different verdict.
-            let ready = (closed && settled) || (waited_out && (closed || settled));
+            let ready = (closed && settled)
+                || (waited_out && settled)
+                || (waited_out && closed && (quiet || w.arrived.elapsed() >= 4 * self.max_wait));
             if !ready {
                 continue;
             }
