@@ -35,35 +35,94 @@ fn feed_from(
     last: u64,
     from: usize,
 ) -> usize {
-    let by_id: BTreeMap<MessageId, &SignedEnvelope> =
-        s.envelopes.iter().map(|e| (e.id().clone(), e)).collect();
     let mut peak = 0;
-    for (i, e) in s.epochs.iter().enumerate().skip(from) {
-        let envelopes: Vec<&SignedEnvelope> = e.leaves.iter().map(|id| by_id[id]).collect();
-        let watermark = envelopes
-            .iter()
-            .map(|x| x.envelope().timestamp)
-            .min()
-            .unwrap_or(0);
+    for i in from..s.epochs.len() {
         let last_epoch = i + 1 == s.epochs.len();
-        stage.add_epoch(EpochMessage {
-            header: e.header.as_bytes().to_vec(),
-            prefix: prefix_nodes(s, i),
-            checkpoint: s.record.checkpoints[i].clone(),
-            leaves: e.leaves.iter().map(MessageId::leaf_bytes).collect(),
-            envelopes: envelopes.iter().map(|x| x.as_bytes().to_vec()).collect(),
-            receipts: s
-                .receipts
-                .iter()
-                .filter(|r| e.leaves.contains(r.message()))
-                .map(|r| r.as_bytes().to_vec())
-                .collect(),
-            // After the last epoch the record has moved on: the window is settled.
-            watermark: if last_epoch { last + 1_500 } else { watermark },
-        });
+        // After the last epoch the record has moved on: the window is settled.
+        let watermark = last_epoch.then_some(last + 1_500);
+        stage.add_epoch(epoch_message(s, i, &[i], watermark));
         peak = peak.max(stage.graph_messages());
     }
     peak
+}
+
+/// Epoch `i` of the sample as the sealer publishes it, carrying the receipts of the
+/// messages of epochs `receipts_of`, with `watermark` (default: the epoch's earliest
+/// timestamp).
+fn epoch_message(
+    s: &audita_evidence::sample::Sample,
+    i: usize,
+    receipts_of: &[usize],
+    watermark: Option<u64>,
+) -> EpochMessage {
+    let by_id: BTreeMap<MessageId, &SignedEnvelope> =
+        s.envelopes.iter().map(|e| (e.id().clone(), e)).collect();
+    let e = &s.epochs[i];
+    let envelopes: Vec<&SignedEnvelope> = e.leaves.iter().map(|id| by_id[id]).collect();
+    let earliest = envelopes
+        .iter()
+        .map(|x| x.envelope().timestamp)
+        .min()
+        .unwrap_or(0);
+    EpochMessage {
+        header: e.header.as_bytes().to_vec(),
+        prefix: prefix_nodes(s, i),
+        checkpoint: s.record.checkpoints[i].clone(),
+        leaves: e.leaves.iter().map(MessageId::leaf_bytes).collect(),
+        envelopes: envelopes.iter().map(|x| x.as_bytes().to_vec()).collect(),
+        receipts: s
+            .receipts
+            .iter()
+            .filter(|r| {
+                receipts_of
+                    .iter()
+                    .any(|k| s.epochs[*k].leaves.contains(r.message()))
+            })
+            .map(|r| r.as_bytes().to_vec())
+            .collect(),
+        watermark: watermark.unwrap_or(earliest),
+    }
+}
+
+#[test]
+fn a_slice_waits_for_the_receipts_of_its_window() {
+    // Receipts are sealed apart from their envelopes: here those of the second-last
+    // epoch come with the last. A declaration on the second-last epoch, settled by
+    // the watermark, waits for them instead of shipping unreceipted (suspect)
+    // messages.
+    let s = sample_record(16, 200);
+    let n = s.epochs.len();
+    assert!(n >= 3);
+    let by_id: BTreeMap<MessageId, &SignedEnvelope> =
+        s.envelopes.iter().map(|e| (e.id().clone(), e)).collect();
+    let anchor = by_id[s.epochs[n - 2].leaves.last().unwrap()];
+    let at = anchor.envelope().timestamp;
+    let mut stage = SlicerStage::new(1, "", Duration::from_secs(600));
+    for i in 0..n - 2 {
+        stage.add_epoch(epoch_message(&s, i, &[i], None));
+    }
+    stage.add_epoch(epoch_message(&s, n - 2, &[], Some(at + 1_500)));
+    let decl = serde_json::json!({
+        "incident": "receipts-late",
+        "anchors": [anchor.id().to_string()],
+        "t_star_ms": at,
+        "window_start_ms": at.saturating_sub(3_000),
+        "window_end_ms": at,
+    });
+    stage.declare(decl.to_string().into_bytes()).unwrap();
+    let bus = Bus::Embedded(EmbeddedBus::new(1));
+    let mut out = bus.producer().unwrap();
+    assert_eq!(
+        stage.emit_ready(out.as_mut()).unwrap(),
+        0,
+        "emitted without receipts"
+    );
+    stage.add_epoch(epoch_message(&s, n - 1, &[n - 2, n - 1], Some(at + 1_500)));
+    assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 1);
+    let bundle = SliceBundle::decode(&first(&bus, topics::SLICES).payload).unwrap();
+    let p = verify_proven(&bundle.evidence, &s.keys, &Policy::default());
+    assert!(p.suspect.is_empty(), "{:?}", p.suspect);
+    assert!(p.certified.contains_key(anchor.id()));
 }
 
 #[test]
