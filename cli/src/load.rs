@@ -93,9 +93,12 @@ pub struct LoadArgs {
     /// Messages per sealed epoch (the deployed sealer closes 256).
     #[arg(long, default_value_t = pipeline::EPOCH_MESSAGES)]
     pub epoch_messages: usize,
-    /// Sealer dedupe and slicer retention horizon, record-time ms (as `audita stage`).
+    /// Slicer retention horizon, record-time ms (as `audita stage`).
     #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HORIZON_MS)]
     pub horizon_ms: u64,
+    /// Sealer dedupe horizon, record-time ms (as `audita stage`).
+    #[arg(long, default_value_t = audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS)]
+    pub dedupe_horizon_ms: u64,
     /// Slicer: minimum wall time (ms) a message is held before eviction.
     #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HOLD.as_millis() as u64)]
     pub hold_ms: u64,
@@ -217,6 +220,7 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
     let load = Load::registry(&config)?;
     let mut d = Deployment::from_fleet(load.fleet, config.seed, &args.prefix)?;
     d.horizon_ms = args.horizon_ms;
+    d.dedupe_ms = args.dedupe_horizon_ms;
     d.hold = Duration::from_millis(args.hold_ms);
     let bus = Bus::Kafka(KafkaBus::new(&args.bootstrap()?)?);
     let m = Metrics::new();
@@ -328,6 +332,7 @@ fn spawn_stage(
         .args(["--slicer-wait-ms", &args.slicer_wait_ms.to_string()])
         .args(["--epoch-messages", &args.epoch_messages.to_string()])
         .args(["--horizon-ms", &args.horizon_ms.to_string()])
+        .args(["--dedupe-horizon-ms", &args.dedupe_horizon_ms.to_string()])
         .args(["--hold-ms", &args.hold_ms.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -355,8 +360,8 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     if args.workers == 0 || args.workers > 16 {
         anyhow::bail!("--workers must be in 1..=16");
     }
-    if args.horizon_ms < 10_000 {
-        anyhow::bail!("--horizon-ms {} is below 10000", args.horizon_ms);
+    if args.horizon_ms < 10_000 || args.dedupe_horizon_ms < 10_000 {
+        anyhow::bail!("--horizon-ms and --dedupe-horizon-ms must be at least 10000");
     }
     if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
         anyhow::bail!("--drain-timeout must be a non-negative number of seconds");
@@ -735,6 +740,7 @@ fn measure(
             "workers": args.workers, "incident_time": format!("{:?}", args.incident_time),
             "slicer_wait_ms": args.slicer_wait_ms, "epoch_messages": args.epoch_messages,
             "horizon_ms": args.horizon_ms, "hold_ms": args.hold_ms,
+            "dedupe_horizon_ms": args.dedupe_horizon_ms,
         },
         "presign_s": presign_s,
         "envelopes": envelopes,

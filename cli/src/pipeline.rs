@@ -48,8 +48,10 @@ pub struct Deployment {
     pub keepers: Vec<(String, SigningKey)>,
     /// Topic name prefix.
     pub prefix: String,
-    /// Sealer dedupe and slicer retention horizon (record-time ms).
+    /// Slicer retention horizon (record-time ms).
     pub horizon_ms: u64,
+    /// Sealer dedupe horizon (record-time ms).
+    pub dedupe_ms: u64,
     /// Slicer: minimum wall time a message is held.
     pub hold: Duration,
 }
@@ -86,6 +88,7 @@ impl Deployment {
             keepers,
             prefix: prefix.to_string(),
             horizon_ms: audita_slicer::stage::DEFAULT_HORIZON_MS,
+            dedupe_ms: audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS,
             hold: audita_slicer::stage::DEFAULT_HOLD,
         })
     }
@@ -290,7 +293,7 @@ pub fn run_sealer_with(
     let live = m.clone();
     let mut seen = audita_sealer::stage::SealerStats::default();
     let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages))?
-        .with_horizon(d.horizon_ms)
+        .with_horizon(d.dedupe_ms)
         .with_observer(Box::new(move |s, watermark| {
             live.sealer_messages.inc_by(s.sealed - seen.sealed);
             live.sealer_epochs.inc_by(s.epochs - seen.epochs);

@@ -97,8 +97,14 @@ pub const GRACE_MS: u64 = 1_000;
 /// Wall time without a new epoch after which the stream counts as quiet.
 pub const QUIET: Duration = Duration::from_secs(1);
 
-/// Default retention horizon: ten minutes of record time.
-pub const DEFAULT_HORIZON_MS: u64 = 600_000;
+/// Default retention horizon: two minutes of record time — eight times the longest
+/// incident window of the facility scenarios, far beyond the age of what fleet
+/// commands cite (the latest pose report, the command they refine). The slicer
+/// holds about 2.5 KB per message (envelope, receipts, indexes, the dataflow's
+/// arrangements; measured in BENCHMARKS.md), so its memory is about
+/// `2.5 KB × rate × (horizon + hold)`: about 3 GB at the 7k msg/s one 2-core
+/// machine seals.
+pub const DEFAULT_HORIZON_MS: u64 = 120_000;
 
 /// Default minimum wall time a message is held before it may be evicted.
 pub const DEFAULT_HOLD: Duration = Duration::from_secs(60);
