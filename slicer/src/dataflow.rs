@@ -14,6 +14,9 @@ use timely::dataflow::operators::{Inspect, Probe as _};
 
 type Change = ((IncidentId, NodeId), u64, isize);
 
+/// Records of merge work per operator step while an arrangement is not compact.
+const IDLE_MERGE_EFFORT: isize = 1_000;
+
 enum Command {
     Epoch(EpochBatch),
 }
@@ -47,6 +50,12 @@ fn closure<'s>(
 impl Slicer {
     /// Starts the dataflow on `workers` threads.
     pub fn new(workers: usize) -> Slicer {
+        Slicer::with_idle_merge_effort(workers, Some(IDLE_MERGE_EFFORT))
+    }
+
+    /// [`Slicer::new`] with another amount of idle merge work per operator step
+    /// (`None`: merge only when new data forces it), for measurements.
+    pub fn with_idle_merge_effort(workers: usize, effort: Option<isize>) -> Slicer {
         let (cmd_tx, cmd_rx) = mpsc::channel::<Command>();
         let (done_tx, done_rx) = mpsc::channel();
         let cmd_rx = Arc::new(Mutex::new(Some(cmd_rx)));
@@ -55,7 +64,15 @@ impl Slicer {
         let threads = std::thread::Builder::new()
             .name("slicer-dataflow".into())
             .spawn(move || {
-                let config = timely::Config::process(workers);
+                let mut config = timely::Config::process(workers);
+                // Merge arrangement batches while stepping, not only when new data
+                // forces it: a retraction cancels its insertion only once their batches
+                // merge, so without this a sliding window's traces hold several
+                // windows of cancelled updates.
+                differential_dataflow::configure(
+                    &mut config.worker,
+                    &differential_dataflow::Config::default().idle_merge_effort(effort),
+                );
                 // Shared by all workers: each worker's inspect appends what it saw.
                 let slice_out: Arc<Mutex<Vec<Change>>> = Arc::new(Mutex::new(Vec::new()));
                 let produced_out: Arc<Mutex<Vec<Change>>> = Arc::new(Mutex::new(Vec::new()));
