@@ -93,15 +93,9 @@ pub struct LoadArgs {
     /// Messages per sealed epoch (the deployed sealer closes 256).
     #[arg(long, default_value_t = pipeline::EPOCH_MESSAGES)]
     pub epoch_messages: usize,
-    /// Slicer retention horizon, record-time ms (as `audita stage`).
-    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HORIZON_MS)]
-    pub horizon_ms: u64,
-    /// Sealer dedupe horizon, record-time ms (as `audita stage`).
-    #[arg(long, default_value_t = audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS)]
-    pub dedupe_horizon_ms: u64,
-    /// Slicer: minimum wall time (ms) a message is held before eviction.
-    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HOLD.as_millis() as u64)]
-    pub hold_ms: u64,
+    /// Sealer and slicer memory bounds (as `audita stage`).
+    #[command(flatten)]
+    pub retention: pipeline::Retention,
     /// Kafka bootstrap on this machine (host:port; loopback only).
     #[arg(long)]
     pub bootstrap: Option<String>,
@@ -219,9 +213,7 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
     let config = args.config()?;
     let load = Load::registry(&config)?;
     let mut d = Deployment::from_fleet(load.fleet, config.seed, &args.prefix)?;
-    d.horizon_ms = args.horizon_ms;
-    d.dedupe_ms = args.dedupe_horizon_ms;
-    d.hold = Duration::from_millis(args.hold_ms);
+    args.retention.apply(&mut d)?;
     let bus = Bus::Kafka(KafkaBus::new(&args.bootstrap()?)?);
     let m = Metrics::new();
     let stop = AtomicBool::new(false);
@@ -331,9 +323,7 @@ fn spawn_stage(
         ])
         .args(["--slicer-wait-ms", &args.slicer_wait_ms.to_string()])
         .args(["--epoch-messages", &args.epoch_messages.to_string()])
-        .args(["--horizon-ms", &args.horizon_ms.to_string()])
-        .args(["--dedupe-horizon-ms", &args.dedupe_horizon_ms.to_string()])
-        .args(["--hold-ms", &args.hold_ms.to_string()])
+        .args(args.retention.flags())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
@@ -360,9 +350,7 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     if args.workers == 0 || args.workers > 16 {
         anyhow::bail!("--workers must be in 1..=16");
     }
-    if args.horizon_ms < 10_000 || args.dedupe_horizon_ms < 10_000 {
-        anyhow::bail!("--horizon-ms and --dedupe-horizon-ms must be at least 10000");
-    }
+    args.retention.validate()?;
     if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
         anyhow::bail!("--drain-timeout must be a non-negative number of seconds");
     }
@@ -739,8 +727,8 @@ fn measure(
             "duration_s": config.duration.as_secs_f64(), "seed": config.seed,
             "workers": args.workers, "incident_time": format!("{:?}", args.incident_time),
             "slicer_wait_ms": args.slicer_wait_ms, "epoch_messages": args.epoch_messages,
-            "horizon_ms": args.horizon_ms, "hold_ms": args.hold_ms,
-            "dedupe_horizon_ms": args.dedupe_horizon_ms,
+            "horizon_ms": args.retention.horizon_ms, "hold_ms": args.retention.hold_ms,
+            "dedupe_horizon_ms": args.retention.dedupe_horizon_ms,
         },
         "presign_s": presign_s,
         "envelopes": envelopes,

@@ -34,6 +34,62 @@ pub const SOURCE_PARTITIONS: u32 = 4;
 /// Partitions of `audita.accepted` (the sealer's event-time watermark waits for all).
 pub const ACCEPTED_PARTITIONS: u32 = 4;
 
+/// The sealer's and slicer's memory bounds, as flags (`audita stage`, `audita load`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct Retention {
+    /// Slicer: record time (ms) behind the watermark for which the slicer keeps
+    /// messages (the oldest citation and the latest declaration a fleet makes must
+    /// fit in it).
+    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HORIZON_MS)]
+    pub horizon_ms: u64,
+    /// Sealer: record time (ms) behind the watermark for which the sealer remembers
+    /// sealed ids (an envelope arriving later is quarantined as `late`).
+    #[arg(long, default_value_t = audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS)]
+    pub dedupe_horizon_ms: u64,
+    /// Slicer: minimum wall time (ms) a message is held before eviction.
+    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HOLD.as_millis() as u64)]
+    pub hold_ms: u64,
+}
+
+impl Retention {
+    /// One-line error for a horizon too short to cover re-deliveries.
+    pub fn validate(&self) -> Result<()> {
+        for (flag, ms) in [
+            ("--horizon-ms", self.horizon_ms),
+            ("--dedupe-horizon-ms", self.dedupe_horizon_ms),
+        ] {
+            if ms < 10_000 {
+                bail!(
+                    "{flag} {ms} is below 10000: re-deliveries and late declarations would \
+                     fall outside it"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Validates and sets the deployment's bounds.
+    pub fn apply(&self, d: &mut Deployment) -> Result<()> {
+        self.validate()?;
+        d.horizon_ms = self.horizon_ms;
+        d.dedupe_ms = self.dedupe_horizon_ms;
+        d.hold = Duration::from_millis(self.hold_ms);
+        Ok(())
+    }
+
+    /// The same bounds as flags for a child process.
+    pub fn flags(&self) -> Vec<String> {
+        vec![
+            "--horizon-ms".into(),
+            self.horizon_ms.to_string(),
+            "--dedupe-horizon-ms".into(),
+            self.dedupe_horizon_ms.to_string(),
+            "--hold-ms".into(),
+            self.hold_ms.to_string(),
+        ]
+    }
+}
+
 /// Everything the stages of one deployment share.
 pub struct Deployment {
     /// The simulated fleet.

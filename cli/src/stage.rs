@@ -49,18 +49,9 @@ pub struct StageArgs {
     /// Sink only: exit once every incident the simulated fleet declares has a verdict.
     #[arg(long)]
     pub exit_when_complete: bool,
-    /// Slicer only: record time (ms) behind the watermark for which the slicer keeps
-    /// messages (the oldest citation and the latest declaration a fleet makes must
-    /// fit in it).
-    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HORIZON_MS)]
-    pub horizon_ms: u64,
-    /// Sealer only: record time (ms) behind the watermark for which the sealer
-    /// remembers sealed ids (an envelope arriving later is quarantined as `late`).
-    #[arg(long, default_value_t = audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS)]
-    pub dedupe_horizon_ms: u64,
-    /// Slicer only: minimum wall time (ms) a message is held before eviction.
-    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HOLD.as_millis() as u64)]
-    pub hold_ms: u64,
+    /// Sealer and slicer memory bounds.
+    #[command(flatten)]
+    pub retention: pipeline::Retention,
 }
 
 /// Deployment flags.
@@ -99,21 +90,10 @@ fn setup(c: &Common) -> anyhow::Result<(Deployment, Bus)> {
 
 pub fn run_stage(args: &StageArgs) -> i32 {
     let result = (|| -> anyhow::Result<()> {
-        for (flag, ms) in [
-            ("--horizon-ms", args.horizon_ms),
-            ("--dedupe-horizon-ms", args.dedupe_horizon_ms),
-        ] {
-            if ms < 10_000 {
-                anyhow::bail!(
-                    "{flag} {ms} is below 10000: re-deliveries and late declarations would \
-                     fall outside it"
-                );
-            }
-        }
+        // Flags first: a bad value is a one-line error before any connection.
+        args.retention.validate()?;
         let (mut d, bus) = setup(&args.common)?;
-        d.horizon_ms = args.horizon_ms;
-        d.dedupe_ms = args.dedupe_horizon_ms;
-        d.hold = Duration::from_millis(args.hold_ms);
+        args.retention.apply(&mut d)?;
         let m = Metrics::new();
         if let Some(addr) = args.metrics {
             m.serve(addr)?;
