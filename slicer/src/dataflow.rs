@@ -1,5 +1,12 @@
 //! The differential dataflow behind [`Slicer`]: two recursive closures (slice and
 //! production set) over the citation graph, updated one epoch at a time.
+//!
+//! Inside the dataflow a message is a `u64` key, not its 32-byte id: the citation
+//! graph is arranged several times over, and a quarter of the bytes per update is a
+//! quarter of the memory. [`Slicer`] interns ids on the way in (with a count of the
+//! live updates naming each) and translates outputs back; a key is released once no
+//! live update names it and its outputs are translated, so the table holds exactly
+//! the ids of the live graph.
 
 use crate::{EpochBatch, IncidentId, IncidentSlice, NodeId, Slices};
 use differential_dataflow::input::Input;
@@ -12,13 +19,68 @@ use std::thread::JoinHandle;
 use timely::dataflow::operators::probe::Handle as Probe;
 use timely::dataflow::operators::{Inspect, Probe as _};
 
-type Change = ((IncidentId, NodeId), u64, isize);
+/// A message inside the dataflow.
+type Key = u64;
+
+type Change = ((IncidentId, Key), u64, isize);
+
+/// The updates of one epoch, on keys.
+#[derive(Default)]
+struct KeyBatch {
+    cites: Vec<((Key, Key), isize)>,
+    realised: Vec<(Key, isize)>,
+    anchors: Vec<((IncidentId, Key), isize)>,
+}
+
+/// Message ids ↔ dataflow keys, with the number of live updates naming each id.
+#[derive(Default)]
+struct Interner {
+    keys: BTreeMap<NodeId, (Key, isize)>,
+    ids: BTreeMap<Key, NodeId>,
+    next: Key,
+    /// Keys whose count reached zero in the current epoch.
+    released: Vec<NodeId>,
+}
+
+impl Interner {
+    /// The key of `id`, counting an update of multiplicity `d` that names it.
+    fn key(&mut self, id: NodeId, d: isize) -> Key {
+        let next = &mut self.next;
+        let ids = &mut self.ids;
+        let entry = self.keys.entry(id).or_insert_with(|| {
+            let k = *next;
+            *next += 1;
+            ids.insert(k, id);
+            (k, 0)
+        });
+        entry.1 += d;
+        if entry.1 == 0 {
+            self.released.push(id);
+        }
+        entry.0
+    }
+
+    /// The id of a key (outputs only name keys of live or just-retracted updates).
+    fn id(&self, k: Key) -> Option<NodeId> {
+        self.ids.get(&k).copied()
+    }
+
+    /// Forgets ids no live update names any more (after their outputs are read).
+    fn release(&mut self) {
+        for id in std::mem::take(&mut self.released) {
+            if let Some((k, 0)) = self.keys.get(&id).copied() {
+                self.keys.remove(&id);
+                self.ids.remove(&k);
+            }
+        }
+    }
+}
 
 /// Records of merge work per operator step while an arrangement is not compact.
 const IDLE_MERGE_EFFORT: isize = 1_000;
 
 enum Command {
-    Epoch(EpochBatch),
+    Epoch(KeyBatch),
 }
 
 /// Handle to the running dataflow. Dropping it shuts the workers down.
@@ -29,13 +91,14 @@ pub struct Slicer {
     epoch: u64,
     slice_counts: BTreeMap<(IncidentId, NodeId), isize>,
     produced_counts: BTreeMap<(IncidentId, NodeId), isize>,
+    interner: Interner,
 }
 
 /// One incident's closure: anchors, then every parent cited by a member.
 fn closure<'s>(
-    anchors: VecCollection<'s, u64, (IncidentId, NodeId)>,
-    cites: VecCollection<'s, u64, (NodeId, NodeId)>,
-) -> VecCollection<'s, u64, (IncidentId, NodeId)> {
+    anchors: VecCollection<'s, u64, (IncidentId, Key)>,
+    cites: VecCollection<'s, u64, (Key, Key)>,
+) -> VecCollection<'s, u64, (IncidentId, Key)> {
     anchors.clone().iterate(|scope, inner| {
         let cites = cites.enter(scope);
         let anchors = anchors.enter(scope);
@@ -81,11 +144,10 @@ impl Slicer {
                     let (s_out, p_out) = (slice_out.clone(), produced_out.clone());
                     let (mut cites_in, mut realised_in, mut anchors_in) = worker
                         .dataflow::<u64, _, _>(|scope| {
-                            let (cites_in, cites) =
-                                scope.new_collection::<(NodeId, NodeId), isize>();
-                            let (realised_in, realised) = scope.new_collection::<NodeId, isize>();
+                            let (cites_in, cites) = scope.new_collection::<(Key, Key), isize>();
+                            let (realised_in, realised) = scope.new_collection::<Key, isize>();
                             let (anchors_in, anchors) =
-                                scope.new_collection::<(IncidentId, NodeId), isize>();
+                                scope.new_collection::<(IncidentId, Key), isize>();
                             let cites = cites.distinct();
                             let realised = realised.distinct();
                             // Links into a realised parent only: the production paths.
@@ -167,14 +229,33 @@ impl Slicer {
             epoch: 0,
             slice_counts: BTreeMap::new(),
             produced_counts: BTreeMap::new(),
+            interner: Interner::default(),
         }
     }
 
     /// Applies one epoch's updates and returns the incidents whose slice or production
     /// set changed, with their new contents.
     pub fn apply(&mut self, batch: EpochBatch) -> Slices {
+        let i = &mut self.interner;
+        let keyed = KeyBatch {
+            cites: batch
+                .cites
+                .into_iter()
+                .map(|((c, p), d)| ((i.key(c, d), i.key(p, d)), d))
+                .collect(),
+            realised: batch
+                .realised
+                .into_iter()
+                .map(|(n, d)| (i.key(n, d), d))
+                .collect(),
+            anchors: batch
+                .anchors
+                .into_iter()
+                .map(|((inc, n), d)| ((inc, i.key(n, d)), d))
+                .collect(),
+        };
         let sender = self.commands.as_ref().expect("slicer running");
-        if sender.send(Command::Epoch(batch)).is_err() {
+        if sender.send(Command::Epoch(keyed)).is_err() {
             return Slices::new();
         }
         let Ok((s, p)) = self.done.recv() else {
@@ -182,14 +263,17 @@ impl Slicer {
         };
         self.epoch += 1;
         let mut touched = std::collections::BTreeSet::new();
-        for (key, _t, d) in s {
-            touched.insert(key.0);
-            *self.slice_counts.entry(key).or_insert(0) += d;
+        for (counts, changes) in [(&mut self.slice_counts, s), (&mut self.produced_counts, p)] {
+            for ((incident, key), _t, d) in changes {
+                touched.insert(incident);
+                match self.interner.id(key) {
+                    Some(id) => *counts.entry((incident, id)).or_insert(0) += d,
+                    None => tracing::error!(key, "slicer dataflow output names an unknown key"),
+                }
+            }
         }
-        for (key, _t, d) in p {
-            touched.insert(key.0);
-            *self.produced_counts.entry(key).or_insert(0) += d;
-        }
+        // Outputs are translated: ids no live update names can go.
+        self.interner.release();
         self.slice_counts.retain(|_, c| *c != 0);
         self.produced_counts.retain(|_, c| *c != 0);
         touched.into_iter().map(|i| (i, self.incident(i))).collect()
@@ -214,6 +298,11 @@ impl Slicer {
         let mut ids: Vec<IncidentId> = self.slice_counts.keys().map(|(i, _)| *i).collect();
         ids.dedup();
         ids.into_iter().map(|i| (i, self.incident(i))).collect()
+    }
+
+    /// Message ids the dataflow holds a key for (those named by live updates).
+    pub fn interned(&self) -> usize {
+        self.interner.keys.len()
     }
 
     /// Number of epochs applied.

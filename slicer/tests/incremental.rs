@@ -60,7 +60,24 @@ fn check_stream(seed: u64, nodes: u32, epochs: usize, per_epoch: usize, workers:
             have, want,
             "seed {seed}: incremental slices differ from the recompute at epoch {epoch}"
         );
+        // The dataflow holds a key for exactly the ids live updates name.
+        let named: BTreeSet<_> = cites
+            .iter()
+            .flat_map(|(c, p)| [*c, *p])
+            .chain(realised.iter().copied())
+            .chain(anchors.iter().map(|(_, a)| *a))
+            .collect();
+        assert_eq!(slicer.interned(), named.len(), "seed {seed}, epoch {epoch}");
     }
+    // Everything retracted: nothing is left, outputs or keys.
+    let batch = EpochBatch {
+        cites: cites.iter().map(|e| (*e, -1)).collect(),
+        realised: realised.iter().map(|n| (*n, -1)).collect(),
+        anchors: anchors.iter().map(|a| (*a, -1)).collect(),
+    };
+    slicer.apply(batch);
+    assert!(slicer.all().is_empty());
+    assert_eq!(slicer.interned(), 0);
 }
 
 #[test]
