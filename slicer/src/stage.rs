@@ -100,9 +100,9 @@ pub const QUIET: Duration = Duration::from_secs(1);
 /// Default retention horizon: two minutes of record time — eight times the longest
 /// incident window of the facility scenarios, far beyond the age of what fleet
 /// commands cite (the latest pose report, the command they refine). The slicer
-/// holds about 1.8 KB per message (envelope, receipts, indexes, the dataflow's
+/// holds about 1.4 KB per message (envelope, receipts, indexes, the dataflow's
 /// arrangements; measured in BENCHMARKS.md), so its memory is about
-/// `1.8 KB × rate × (horizon + hold)`: about 2.3 GB at the 7k msg/s one 2-core
+/// `1.4 KB × rate × (horizon + hold)`: about 1.8 GB at the 7k msg/s one 2-core
 /// machine seals.
 pub const DEFAULT_HORIZON_MS: u64 = 120_000;
 
