@@ -30,10 +30,10 @@ fn edges(m: u64, d: isize, b: &mut EpochBatch) {
     if m > 0 {
         b.cites.push(((node(m), node(m - 1)), d));
     }
-    if m >= 7 && m % 2 == 0 {
+    if m >= 7 && m.is_multiple_of(2) {
         b.cites.push(((node(m), node(m - 7)), d));
     }
-    if m % 3 == 0 {
+    if m.is_multiple_of(3) {
         b.realised.push((node(m), d));
     }
 }

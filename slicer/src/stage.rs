@@ -131,6 +131,9 @@ pub struct SlicerStage {
     pending: BTreeSet<(u64, NodeId)>,
     /// Unsealed parent → held messages citing it, to complete them when it comes.
     awaited: BTreeMap<NodeId, Vec<NodeId>>,
+    /// Receipts taken before (or without) their message, by (receipt time, message):
+    /// dropped with the horizon unless the message came.
+    orphans: BTreeSet<(u64, NodeId)>,
     /// Number of the last epoch taken.
     last_epoch: Option<u64>,
     /// Event-time low watermark from the sealer: every message earlier is sealed.
@@ -219,6 +222,7 @@ impl SlicerStage {
             parents: BTreeMap::new(),
             pending: BTreeSet::new(),
             awaited: BTreeMap::new(),
+            orphans: BTreeSet::new(),
             last_epoch: None,
             watermark: 0,
             max_wait,
@@ -302,6 +306,12 @@ impl SlicerStage {
             unresolved: self.unresolved,
             watermark: self.watermark,
         }
+    }
+
+    /// Messages whose receipts are held (those of held messages, and receipts taken
+    /// before their message, until the horizon passes them).
+    pub fn receipts_held(&self) -> usize {
+        self.receipts.len()
     }
 
     /// Messages in the citation graph.
@@ -420,6 +430,9 @@ impl SlicerStage {
             if let Ok(receipt) = audita_evidence::Receipt::decode(r.clone()) {
                 // A republished epoch may carry receipts already taken.
                 let digest = receipt.message().digest;
+                if !self.envelopes.contains_key(&digest) {
+                    self.orphans.insert((receipt.timestamp(), digest));
+                }
                 let held = self.receipts.entry(digest).or_default();
                 if !held.contains(&r) {
                     held.push(r);
@@ -504,6 +517,17 @@ impl SlicerStage {
             return;
         }
         self.evicted_before = keep_from;
+        // A receipt is signed after its message: one older than the horizon whose
+        // message never came names a message that would be evicted on arrival.
+        while let Some(&(t, n)) = self.orphans.first() {
+            if t >= keep_from {
+                break;
+            }
+            self.orphans.pop_first();
+            if !self.envelopes.contains_key(&n) {
+                self.receipts.remove(&n);
+            }
+        }
         let old: Vec<(u64, NodeId)> = self
             .by_time
             .range(..(keep_from, [0u8; 32]))
@@ -748,9 +772,9 @@ impl SlicerStage {
             // the record moved past the window: the rest is missing evidence, emit
             // after max_wait. Incomplete and not settled (e.g. the sealer is down):
             // keep waiting — a delay must never turn into a different verdict.
-            let ready = (closed && settled)
-                || (waited_out && settled)
-                || (waited_out && closed && (quiet || w.arrived.elapsed() >= 4 * self.max_wait));
+            let stale = w.arrived.elapsed() >= 4 * self.max_wait;
+            let ready =
+                (settled && (closed || waited_out)) || (waited_out && closed && (quiet || stale));
             if !ready {
                 continue;
             }

@@ -85,6 +85,43 @@ fn epoch_message(
 }
 
 #[test]
+fn receipts_of_messages_that_never_come_leave_with_the_horizon() {
+    let s = sample_record(12, 400);
+    let times: Vec<u64> = s.envelopes.iter().map(|e| e.envelope().timestamp).collect();
+    let (first, last) = (times[0], *times.last().unwrap());
+    assert!(last - first > 20_000, "the sample spans enough record time");
+    let mut stage = SlicerStage::new(1, "", Duration::ZERO).with_horizon(5_000, Duration::ZERO);
+    // Epoch 0 also seals receipts of messages nobody ever sends.
+    let key = audita_evidence::derive_signing_key(1, "stranger");
+    let mut e0 = epoch_message(&s, 0, &[0], None);
+    for i in 0..50u8 {
+        let ghost = MessageId {
+            author: audita_evidence::PrincipalId::new("ghost").unwrap(),
+            digest: [i; 32],
+        };
+        let r = audita_evidence::Receipt::sign(
+            ghost,
+            audita_evidence::PrincipalId::new("stranger").unwrap(),
+            first,
+            &key,
+        );
+        e0.receipts.push(r.as_bytes().to_vec());
+    }
+    stage.add_epoch(e0);
+    assert!(stage.receipts_held() >= 50);
+    for i in 1..s.epochs.len() {
+        stage.add_epoch(epoch_message(&s, i, &[i], None));
+    }
+    assert!(stage.evicted() > 0);
+    assert!(
+        stage.receipts_held() <= stage.graph_messages(),
+        "{} receipts held for {} messages",
+        stage.receipts_held(),
+        stage.graph_messages()
+    );
+}
+
+#[test]
 fn a_slice_waits_for_the_receipts_of_its_window() {
     // Receipts are sealed apart from their envelopes: here those of the second-last
     // epoch come with the last. A declaration on the second-last epoch, settled by
