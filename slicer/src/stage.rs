@@ -29,10 +29,12 @@
 //! - Memory is bounded by a retention horizon in record time
 //!   ([`SlicerStage::with_horizon`]): messages older than the horizon before both
 //!   the event-time watermark and every waiting declaration's window start are
-//!   evicted, once they have also been held for a minimum wall time (a replayed or
+//!   evicted once they have also been held for a minimum wall time (a replayed or
 //!   bursty stream moves record time far faster than declarations arrive, so record
-//!   time alone would evict a window before its declaration is read) (their citations retracted from the dataflow, epochs whose messages are
-//!   all gone dropped), and emitted incidents are retracted. A citation reaching past
+//!   time alone would evict a window before its declaration is read). Their
+//!   citations are retracted from the dataflow, epochs whose messages are all gone
+//!   are dropped, receipts whose message never came leave with them, and emitted
+//!   incidents are retracted. A citation reaching past
 //!   the horizon is counted ([`SlicerStage::unresolved_citations`]) and its parent
 //!   is judged missing, so the horizon must exceed the oldest citation a fleet makes
 //!   and the longest a declaration arrives after its window.
