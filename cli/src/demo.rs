@@ -97,16 +97,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     )?;
     std::fs::write(args.out.join("duties.json"), &d.fleet.duties_json)?;
     // The planted causal profile of every incident (for checking, never read by the pipeline).
-    let planted: std::collections::BTreeMap<String, &std::collections::BTreeMap<String, f64>> = d
-        .fleet
-        .cells
-        .iter()
-        .filter_map(|c| {
-            c.adverse
-                .as_ref()
-                .map(|a| (a.incident.clone(), &c.planted_causal))
-        })
-        .collect();
+    let planted = d.fleet.planted();
     std::fs::write(
         args.out.join("planted.json"),
         serde_json::to_vec_pretty(&planted)?,

@@ -460,16 +460,13 @@ fn measure(
     let incidents = load.incidents();
     let seen = Arc::new(Mutex::new(Seen::default()));
     let published: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
-    // The planted causal profile of every incident (never read by the pipeline).
+    // The planted causal profile of every incident (never read by the pipeline),
+    // owned by the monitor thread.
     let planted: BTreeMap<String, BTreeMap<String, f64>> = load
         .fleet
-        .cells
-        .iter()
-        .filter_map(|c| {
-            c.adverse
-                .as_ref()
-                .map(|a| (a.incident.clone(), c.planted_causal.clone()))
-        })
+        .planted()
+        .into_iter()
+        .map(|(incident, profile)| (incident, profile.clone()))
         .collect();
     let done = Arc::new(AtomicBool::new(false));
     // The monitor: its own consumer group on the pipeline's output topics.

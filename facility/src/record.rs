@@ -73,6 +73,45 @@ fn pid(name: &str) -> Result<EvPrincipal, RecordError> {
     EvPrincipal::new(name).map_err(|_| RecordError::Name(name.to_string()))
 }
 
+/// Seals signed messages with their receipts, in the given order, into a record under
+/// the log and keeper keys derived from `seed`: epochs of [`EPOCH_SIZE`] messages,
+/// each checkpoint co-signed by every keeper of [`KEEPERS`]; the record holds the
+/// envelopes, then the receipts, then the epochs.
+pub fn seal(seed: u64, msgs: &[(SignedEnvelope, Receipt)]) -> Result<Record, RecordError> {
+    let key = |n: &str| derive_signing_key(seed, n);
+    let mut sealer =
+        Sealer::new(ORIGIN, key(ORIGIN)).map_err(|_| RecordError::Name(ORIGIN.into()))?;
+    let mut epochs = Vec::new();
+    let mut last = 0;
+    for (env, _) in msgs {
+        sealer.append_envelope(env);
+        last = env.envelope().timestamp;
+        if sealer.pending() == EPOCH_SIZE {
+            epochs.push(sealer.close_epoch(last + 1));
+        }
+    }
+    if sealer.pending() > 0 {
+        epochs.push(sealer.close_epoch(last + 1));
+    }
+    for e in &mut epochs {
+        for k in KEEPERS {
+            e.checkpoint
+                .cosign(k, &key(k), 1_800_000_000 + e.header.number);
+        }
+    }
+    let mut record = Record::new();
+    for (env, _) in msgs {
+        record.push_envelope(env);
+    }
+    for (_, r) in msgs {
+        record.push_receipt(r);
+    }
+    for e in &epochs {
+        record.push_epoch(e);
+    }
+    Ok(record)
+}
+
 /// Signs and seals a scenario's record.
 pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
     let spec = &sc.spec;
@@ -343,30 +382,7 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
     let command_map = command_ids.clone();
     let command_ids: Vec<MessageId> = command_ids.into_iter().flatten().collect();
 
-    let mut sealer =
-        Sealer::new(ORIGIN, key(ORIGIN)).map_err(|_| RecordError::Name(ORIGIN.into()))?;
-    let mut record = Record::new();
-    let mut epochs = Vec::new();
-    let mut last = 0;
-    for (env, _) in &out {
-        sealer.append_envelope(env);
-        last = env.envelope().timestamp;
-        if sealer.pending() == EPOCH_SIZE {
-            epochs.push(sealer.close_epoch(last + 1));
-        }
-    }
-    if sealer.pending() > 0 {
-        epochs.push(sealer.close_epoch(last + 1));
-    }
-    for e in &mut epochs {
-        for k in KEEPERS {
-            e.checkpoint
-                .cosign(k, &key(k), 1_800_000_000 + e.header.number);
-        }
-    }
-    for (env, _) in &out {
-        record.push_envelope(env);
-    }
+    let mut signed = Vec::with_capacity(out.len());
     for (env, to) in &out {
         let r = Receipt::sign(
             env.id().clone(),
@@ -374,11 +390,9 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
             env.envelope().timestamp + 1,
             &key(to),
         );
-        record.push_receipt(&r);
+        signed.push((env.clone(), r));
     }
-    for e in &epochs {
-        record.push_epoch(e);
-    }
+    let record = seal(seed, &signed)?;
     Ok(SignedRecord {
         record,
         keys,

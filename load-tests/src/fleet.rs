@@ -75,6 +75,19 @@ impl Fleet {
         all
     }
 
+    /// The planted causal profile of every declared incident, by incident name (for
+    /// checking verdicts; never read by the pipeline).
+    pub fn planted(&self) -> BTreeMap<String, &BTreeMap<String, f64>> {
+        self.cells
+            .iter()
+            .filter_map(|c| {
+                c.adverse
+                    .as_ref()
+                    .map(|a| (a.incident.clone(), &c.planted_causal))
+            })
+            .collect()
+    }
+
     /// Number of envelopes.
     pub fn messages(&self) -> usize {
         self.cells.iter().map(|c| c.envelopes.len()).sum()

@@ -20,11 +20,9 @@ use std::collections::BTreeMap;
 
 use audita_evidence::{
     derive_signing_key, verify_proven, verify_record, Effect, Envelope, KeyRegistry, MessageId,
-    Payload, Policy, PrincipalId, ProvenSlice, Receipt, Record, Sealer, SignedEnvelope,
+    Payload, Policy, PrincipalId, ProvenSlice, Receipt, Record, SignedEnvelope,
 };
-use audita_facility::record::{
-    adverse_json, registry_json, sign_record, SignedRecord, EPOCH_SIZE, KEEPERS, ORIGIN,
-};
+use audita_facility::record::{adverse_json, registry_json, sign_record, SignedRecord};
 use audita_facility::scenario::{generate, Family, Scenario};
 use audita_verdict::{
     id_string, verdict, Adverse, AdverseDecl, DutyRegistry, Evidence, Slice, Status, Verdict,
@@ -131,39 +129,7 @@ fn resign(
 /// log and keeper keys.
 fn seal(seed: u64, mut msgs: Vec<(SignedEnvelope, Receipt)>) -> Record {
     msgs.sort_by_key(|(e, _)| e.envelope().timestamp);
-    let mut sealer = Sealer::new(ORIGIN, derive_signing_key(seed, ORIGIN)).expect("sealer");
-    let mut epochs = Vec::new();
-    let mut last = 0;
-    for (env, _) in &msgs {
-        sealer.append_envelope(env);
-        last = env.envelope().timestamp;
-        if sealer.pending() == EPOCH_SIZE {
-            epochs.push(sealer.close_epoch(last + 1));
-        }
-    }
-    if sealer.pending() > 0 {
-        epochs.push(sealer.close_epoch(last + 1));
-    }
-    for e in &mut epochs {
-        for k in KEEPERS {
-            e.checkpoint.cosign(
-                k,
-                &derive_signing_key(seed, k),
-                1_800_000_000 + e.header.number,
-            );
-        }
-    }
-    let mut record = Record::new();
-    for (env, _) in &msgs {
-        record.push_envelope(env);
-    }
-    for (_, r) in &msgs {
-        record.push_receipt(r);
-    }
-    for e in &epochs {
-        record.push_epoch(e);
-    }
-    record
+    audita_facility::record::seal(seed, &msgs).expect("seal")
 }
 
 /// A's own envelopes with the receipts of its record.
