@@ -262,6 +262,9 @@ pub struct Missing {
     pub certified_citers: Vec<MessageId>,
     /// Recipients whose valid receipts name it.
     pub receipted_by: Vec<PrincipalId>,
+    /// The delivery times those receipts state (record time, ms; each the
+    /// recipient's signed claim), in the order of `receipted_by`.
+    pub receipted_at: Vec<u64>,
     /// Intact epoch that seals it, if any.
     pub sealed_in: Option<u64>,
 }
@@ -713,6 +716,7 @@ pub(crate) fn check_messages(
 
     // Receipts.
     let mut receipted: BTreeMap<MessageId, Vec<PrincipalId>> = BTreeMap::new();
+    let mut receipt_times: BTreeMap<MessageId, Vec<u64>> = BTreeMap::new();
     let mut seen_receipts: BTreeSet<Hash> = BTreeSet::new();
     let decoded: Vec<Result<Receipt, DecodeError>> = receipts
         .iter()
@@ -780,6 +784,10 @@ pub(crate) fn check_messages(
             .entry(r.message().clone())
             .or_default()
             .push(r.recipient().clone());
+        receipt_times
+            .entry(r.message().clone())
+            .or_default()
+            .push(r.timestamp());
     }
 
     // Receipt and seal checks per message.
@@ -867,6 +875,7 @@ pub(crate) fn check_messages(
             id: id.clone(),
             certified_citers: Vec::new(),
             receipted_by: Vec::new(),
+            receipted_at: Vec::new(),
             sealed_in: None,
         }))
     }
@@ -880,6 +889,8 @@ pub(crate) fn check_messages(
     for (id, who) in &receipted {
         if let Some(m) = entry(&mut missing, &present, id) {
             m.receipted_by.extend(who.iter().cloned());
+            m.receipted_at
+                .extend(receipt_times.get(id).into_iter().flatten().copied());
         }
     }
     for (id, &(epoch, _, intact)) in sealed {

@@ -747,6 +747,22 @@ pub fn adverse_json(
             "any",
         )
     };
+    // The entity the predicate names: its target keeps the scope known even when an
+    // anchor is missing from the record.
+    let entity = match adv {
+        Adverse::Safety { robot, .. } => spec.robots.get(robot.0 as usize).map(|r| r.name.clone()),
+        Adverse::Quality { batch, .. } => {
+            spec.batches.get(batch.0 as usize).map(|b| b.name.clone())
+        }
+    };
+    let targets = entity
+        .map(|e| {
+            format!(
+                ", \"targets\": [\"{}\"]",
+                e.replace('\\', "\\\\").replace('"', "\\\"")
+            )
+        })
+        .unwrap_or_default();
     let (outcome, severity) = match adv {
         Adverse::Safety {
             robot, severity_mj, ..
@@ -767,7 +783,7 @@ pub fn adverse_json(
     };
     let anchors: Vec<String> = anchors.iter().map(|a| format!("\"{a}\"")).collect();
     Ok(Some(format!(
-        "{{\"incident\": \"{}-{}\", \"outcome\": \"{outcome}\", \"t_star_ms\": {}{severity}, \"anchors\": [{}], \"combine\": \"{combine}\", \"unrealised\": [], \"window_start_ms\": 0}}",
+        "{{\"incident\": \"{}-{}\", \"outcome\": \"{outcome}\", \"t_star_ms\": {}{severity}, \"anchors\": [{}], \"combine\": \"{combine}\"{targets}, \"unrealised\": [], \"window_start_ms\": 0}}",
         sc.family,
         sc.seed,
         u64::from(adv.tick()) * crate::world::TICK_MS + 99,

@@ -299,7 +299,7 @@ fn cell_registry_entry(i: usize, entry: &Value) -> Value {
 }
 
 /// The facility's declaration renamed into cell `i`: incident name, anchors mapped to
-/// the re-signed ids, times shifted by `base`.
+/// the re-signed ids, targets renamed, times shifted by `base`.
 fn cell_declaration(
     i: usize,
     sc: &Scenario,
@@ -320,6 +320,7 @@ fn cell_declaration(
     };
     decl.incident = format!("cell{i}-{}-{}", sc.family, sc.seed);
     decl.anchors = remap(&decl.anchors)?;
+    decl.targets = decl.targets.iter().map(|t| cell_name(i, t)).collect();
     decl.unrealised = remap(&decl.unrealised)?;
     decl.t_star_ms += base;
     decl.window_start_ms += base;

@@ -45,7 +45,7 @@ use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
 use audita_sealer::disk::{decode_segment, encode_segment};
 use audita_sealer::stage::EpochMessage;
-use audita_verdict::slice::{Evidence, Node, Outside};
+use audita_verdict::slice::{Evidence, MissingEvidence, Node, Outside};
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Slice};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -697,9 +697,15 @@ impl SlicerStage {
             suspect: Vec::new(),
             missing: missing
                 .into_iter()
-                .map(|(id, citers)| (id, citers.into_iter().collect()))
+                .map(|(id, citers)| MissingEvidence {
+                    id,
+                    citers: citers.into_iter().collect(),
+                    receipted_by: Vec::new(),
+                    delivered_at: Vec::new(),
+                    sealed: false,
+                })
                 .collect(),
-            leaves: BTreeMap::new(),
+            suspect_nodes: BTreeMap::new(),
         };
         let slice = Slice::from_evidence(&evidence, duties, &adverse);
         let reads: BTreeSet<NodeId> = slice

@@ -7,11 +7,16 @@
 //! {"incident": "inc-7", "outcome": "separation_below_0.5m", "t_star_ms": 12300,
 //!  "severity": {"mass_kg": 400.0, "speed_m_per_s": 1.5},
 //!  "anchors": ["controller-agv-1:3f…(64 hex)"], "combine": "any",
-//!  "unrealised": [], "window_start_ms": 0}
+//!  "targets": ["agv-1"], "unrealised": [], "window_start_ms": 0}
 //! ```
 //! - `anchors`: message ids (`author:hex64`) of the actuation messages whose realised
 //!   effects `Y` references. `combine` says whether any (default) or all of them are
 //!   needed for `Y`. No anchors = an exogenous outcome (nobody's message produced it).
+//! - `targets`: the actuators (or batches) whose recorded state `Y` reads — the
+//!   entities the predicate names. Optional: the certified anchors' targets are always
+//!   added. Declaring them keeps the incident's scope known when an anchor itself is
+//!   missing (its payload, and so its target, is gone); without them a missing anchor
+//!   makes the scope the whole time window.
 //! - `unrealised`: message ids whose committed effects the recorded state shows never
 //!   arrived (preempted); the production gate cuts them.
 //! - The slice window is `[window_start_ms, window_end_ms]` (end defaults to
@@ -75,6 +80,10 @@ pub struct AdverseDecl {
     /// How anchors combine.
     #[serde(default)]
     pub combine: Combine,
+    /// Actuators / batches whose recorded state `Y` reads (besides the certified
+    /// anchors' targets).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
     /// Messages whose committed effect never arrived (`author:hex64`).
     #[serde(default)]
     pub unrealised: Vec<String>,

@@ -17,6 +17,9 @@
 //!   knowable — or a review, halt or aggregation duty of `p` is violated.
 //! - Missing or suspect items authored by `p` are reported as degraded breach
 //!   evaluation, never as a clean non-breach.
+//! - A halt duty's absence is a breach only when the record establishes it
+//!   ([`crate::slice::Absence::certain`]): a completion item that may have been the
+//!   trigger or the holder's halt leaves it to the readings, and is named instead.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +27,7 @@ use audita_evidence::{MessageId, Payload};
 use serde::Serialize;
 
 use crate::duty::{AggregationRule, Duty, DutyRegistry, Standard};
-use crate::slice::{Node, Policy, Slice};
+use crate::slice::{ItemKind, Node, Policy, Slice};
 
 /// One violated duty.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -130,7 +133,9 @@ pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach
         b.violations.push(v);
     };
     for node in slice.window.values() {
-        if node.policy == Policy::Root {
+        // Breach reads certified messages only; an authentic suspect is named as
+        // degraded evaluation instead.
+        if node.policy == Policy::Root || slice.suspect_nodes.contains_key(&node.id) {
             continue;
         }
         let p = node.id.author.as_str();
@@ -139,10 +144,7 @@ pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach
         // A relay with a consumed input the record lost cannot be shown to originate
         // its content: it gets the benefit of the doubt (the item is named instead).
         let lost_input = matches!(node.policy, Policy::RelayAny | Policy::RelayAll)
-            && node
-                .cites
-                .iter()
-                .any(|c| slice.missing.iter().any(|(m, _)| m == c));
+            && node.cites.iter().any(|c| slice.graded_item(c).is_some());
         let relay = faithful(slice, node) || lost_input;
         // Safety envelopes held by p (specification).
         let mut spec_hit = false;
@@ -253,7 +255,10 @@ pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach
             }
         }
     }
-    for a in &slice.absences {
+    // Only an absence the record establishes is a breach: one left open by a
+    // completion item (a deleted trigger, a deleted halt of the holder) is not the
+    // holder's certified conduct; the item is named in the finding instead.
+    for a in slice.absences.iter().filter(|a| a.certain) {
         push(
             &mut out,
             &a.holder,
@@ -274,10 +279,11 @@ pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach
 /// Missing or attested-suspect items authored by `p` (degraded breach evaluation).
 pub fn degraded(slice: &Slice, p: &str) -> Vec<MessageId> {
     let mut v: Vec<MessageId> = slice
-        .missing
+        .items
         .iter()
-        .map(|(id, _)| id)
-        .chain(slice.suspect.iter().map(|s| &s.id))
+        .filter(|i| matches!(i.kind, ItemKind::Missing | ItemKind::Suspect))
+        .map(|i| &i.id)
+        .chain(slice.suspect_nodes.keys())
         .filter(|id| id.author.as_str() == p)
         .cloned()
         .collect();

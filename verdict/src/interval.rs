@@ -17,8 +17,10 @@
 //!   `2^(hypotheses + open absences)`; when its base-2 logarithm (rounded up) exceeds [`MAX_BITS`] the
 //!   verdict is a [`VerdictError::TooManyCompletions`] (abstention, never a guess).
 //! - Readings are visited in a fixed mixed-radix order (items in id order, choices in
-//!   the order above, then hypotheses); the canonical reading (every touching item
-//!   present as `origin`, hypotheses off) and the widest one (hypotheses on) are kept.
+//!   the order above, then hypotheses, open and uncertain absences); the canonical
+//!   reading (every touching item present as `origin`, hypotheses off, an uncertain
+//!   absence as the items' presence implies) and the widest one (hypotheses on) are
+//!   kept.
 //! - With no missing item and no hypothesis there is exactly one reading, so a clean
 //!   record gives point intervals.
 
@@ -26,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use audita_causal::{attribute, Attribution};
 use audita_evidence::MessageId;
+use sha2::{Digest, Sha256};
 
 use crate::reading::{Built, Production, Reading};
 use crate::slice::Slice;
@@ -97,16 +100,25 @@ pub fn intervals(
         .into_iter()
         .map(|e| (e.child.clone(), e.parent.clone()))
         .collect();
-    // A present anchor item's target is unknown: every absence not already in `Y` may
-    // have been conjoined to it (its target may be the item's).
-    let open: Vec<usize> = if items.iter().any(|i| i.anchor) {
+    // A present anchor item whose target nobody declared: every absence not already
+    // in `Y` may have been conjoined to it (its target may be the item's).
+    let open: Vec<usize> = if slice.scope.unknown_anchor && items.iter().any(|i| i.anchor) {
         (0..slice.absences.len())
             .filter(|i| !slice.absences[*i].in_outcome)
             .collect()
     } else {
         Vec::new()
     };
-    let flags = hyps.len() + open.len();
+    // An absence the record leaves open (a completion item may have been its trigger
+    // or its holder's halt) holds in some readings and not in others. Flag 0 is the
+    // reading with the items present: the absence holds when an item may be its
+    // trigger (no certified one), not when a certified trigger is only contested by
+    // the holder's items.
+    let uncertain: Vec<usize> = (0..slice.absences.len())
+        .filter(|i| !slice.absences[*i].certain)
+        .collect();
+    let holds_at_zero = |i: usize| !slice.window.contains_key(&slice.absences[i].trigger);
+    let flags = hyps.len() + open.len() + uncertain.len();
     // log2 of the number of readings, rounded up (a small tolerance absorbs the
     // rounding of exact powers of two).
     let log2: f64 = items
@@ -133,6 +145,7 @@ pub fn intervals(
     };
     let all_hyps = (1u64 << hyps.len()) - 1;
     let all_flags = (1u64 << flags) - 1;
+    let mut graded: BTreeMap<[u8; 32], Attribution> = BTreeMap::new();
     let mut digits = vec![0usize; items.len()];
     // `origin` is choice 2 of every item.
     let canonical_digits = vec![2usize; items.len()];
@@ -151,6 +164,15 @@ pub fn intervals(
                     .filter(|(i, _)| hmask >> (hyps.len() + i) & 1 == 1)
                     .map(|(_, a)| *a)
                     .collect(),
+                absences_off: uncertain
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, a)| {
+                        let flipped = hmask >> (hyps.len() + open.len() + i) & 1 == 1;
+                        flipped == holds_at_zero(**a)
+                    })
+                    .map(|(_, a)| *a)
+                    .collect(),
                 ..Reading::default()
             };
             for (it, (d, opts)) in items.iter().zip(digits.iter().zip(&options)) {
@@ -166,7 +188,18 @@ pub fn intervals(
                 continue;
             };
             out.admissible += 1;
-            let att = attribute(&built.model).map_err(|e| VerdictError::Engine(e.to_string()))?;
+            // Many readings gate to the same model (a subset choice that adds only
+            // inputs the gate never reaches, say): grade each distinct model once.
+            let key: [u8; 32] = Sha256::digest(format!("{:?}", built.model).as_bytes()).into();
+            let att = match graded.get(&key) {
+                Some(a) => a.clone(),
+                None => {
+                    let a =
+                        attribute(&built.model).map_err(|e| VerdictError::Engine(e.to_string()))?;
+                    graded.insert(key, a.clone());
+                    a
+                }
+            };
             for p in principals {
                 let r = att.responsibility_of(p);
                 let lo = out.lo.entry(p.clone()).or_insert(r);

@@ -80,6 +80,9 @@ pub struct Reading {
     /// Absences (indices into [`Slice::absences`]) conjoined to `Y` although no
     /// certified anchor targets them (an anchor item's unknown target may).
     pub outcome_absences: BTreeSet<usize>,
+    /// Absences (indices into [`Slice::absences`]) the reading takes as not holding
+    /// (only uncertain ones: a completion item may have been the trigger or the halt).
+    pub absences_off: BTreeSet<usize>,
     /// Certified messages forced absent (blame-shift reversions).
     pub reverted: BTreeSet<MessageId>,
     /// Reverted deviations whose declared reference counterpart realises the outcome:
@@ -371,6 +374,9 @@ impl Slice {
         }
         let mut conj = Vec::new();
         for (i, a) in self.absences.iter().enumerate() {
+            if reading.absences_off.contains(&i) {
+                continue;
+            }
             vars.insert(a.variable.clone(), VarRef::Absence(i));
             b = b.exogenous(a.variable.clone(), Some(a.holder.as_str()), true, true);
             if a.in_outcome || reading.outcome_absences.contains(&i) {

@@ -12,8 +12,8 @@
 //! - **Scope** ([`Scope`]; dilution invariance, SPEC §3–4). In a fleet the time window
 //!   is mostly traffic of other robots and cells; the slice's `window` keeps only what
 //!   can bear on this incident:
-//!   * targets `T`: every target named by a closure message (anchors included) or by
-//!     a certified message a closure message cites;
+//!   * targets `T`: the declaration's `targets`, and every target named by a closure
+//!     message (anchors included) or by a certified message a closure message cites;
 //!   * principals `P`: authors of closure messages and of anchor items, holders of a
 //!     duty whose target is in `T`, and the actuators in `T` themselves;
 //!   * a time-window message is kept iff it is in the closure, names a target in `T`,
@@ -24,10 +24,11 @@
 //!     principal's certified inputs);
 //!   * duties in scope: those on a target in `T`, and target-less (review) duties of a
 //!     principal in `P`. Only they give absences, and only their holders (with the
-//!     authors of kept derived messages and of attested items) are principals of the
-//!     verdict;
-//!   * a deleted or unresolved **anchor** has an unknown target, so `T` cannot be
-//!     known: the scope is then the whole time window (as before scoping).
+//!     authors of kept derived messages and of the completion items the incident
+//!     enumerates) are principals of the verdict;
+//!   * a deleted or unresolved **anchor** keeps the scope known through the
+//!     declaration's `targets` (the entities `Y` names, added to `T`); only when the
+//!     declaration names none is `T` unknown and the scope the whole time window.
 //!
 //!   Why it is sound. Nothing outside the scope is on a production path to `Y` in
 //!   the certified graph (the closure is inside it), names the harmed targets, is
@@ -41,9 +42,21 @@
 //!   receipt, SPEC §2), and their certified ancestors. A message outside both is
 //!   unrelated to the incident and never reached the item's author over the
 //!   accountable bus; reading it as consumed would need an off-record channel, which
-//!   the record cannot attest either way. Attested items are never excluded (their
-//!   content is unknown), so a deletion is always listed and its author is always a
-//!   principal of the verdict.
+//!   the record cannot attest either way.
+//! - **Completion items and who attests them.** A missing id is attested by the
+//!   log's seal (an intact epoch lists it: the sealer accepted a message signed by
+//!   its author), by certified citers (each citer's authored claim that it consumed
+//!   it) and by receipts (each signer's claim that it was delivered to it); an
+//!   attested suspect is sealed. Items attested by a seal or a certified citer are
+//!   *graded*; an id named only by receipts is a **claim** ([`ItemKind::Claimed`]):
+//!   a message that was never sealed is not certified evidence in any completion of
+//!   the record, so a receipt can name it but never move a grade. Every item reports
+//!   its attesters.
+//! - **Item scope.** An item belongs to this incident iff it touches the slice
+//!   (below), its author or a receipt signer of it is a principal in scope or the
+//!   author of a derived message the slice keeps, or a message the slice keeps cites
+//!   it (with an unknown scope, every item). Items of other incidents change no byte
+//!   of this verdict.
 //! - Record conventions (what the envelope format lets us derive, documented in
 //!   `SCHEMA.md`):
 //!   * **Production policy** from the replay pin `policy@origin|relay-any|relay-all`.
@@ -59,34 +72,44 @@
 //!     message is an ordinary node with hash-match edges in and out. A citation of a
 //!     certified message outside the window, or of an id nobody attests, is a
 //!     **window exit**; its id is the boundary artifact hash.
-//! - A completion item touches the slice when it is an anchor or a consumed input of a
-//!   closure message (or of a message of the possible-input region below); only those
-//!   are enumerated (others cannot change any grade).
+//! - A completion item touches the slice when it is an anchor, a consumed input of a
+//!   closure message (or of a message of the possible-input region below), a
+//!   possible input of another touching item, or an item a halt duty in scope reads
+//!   (see absences); only those are enumerated (others cannot change any grade).
 //! - **Possible inputs of an item.** A touching item's own production is unknown (its
 //!   bytes are gone or untrustworthy), so completions must also choose what it
 //!   consumed: any certified, realised, derived message of the scoped window, or of
-//!   the time window and known to its author (see Scope), that was available to its
-//!   author when it was issued. Citations point backwards in sealed order (the
-//!   recorder seals a message only after everything it cites), so a candidate must be
-//!   sealed before the item's own leaf (when an intact epoch lists it) and before the
-//!   leaf of every certified message citing it; a message that cites the item,
-//!   directly or through certified messages, is never a candidate. Roots and
-//!   unrealised messages are not candidates: a root input supplies the item from
-//!   outside the model and an unrealised one supplies nothing, which the `external`,
-//!   `origin` and subset choices of [`crate::reading::Production`] already cover.
-//!   Another attested item whose leaf precedes that bound is a candidate too (a chain
-//!   of deletions) and then touches the slice; items without a known leaf are never
-//!   candidates, so two items never consume each other.
+//!   the time window and known to its author (see Scope), that is not its
+//!   descendant (a message citing it, directly or through certified messages, was
+//!   signed after it: content addressing forbids the cycle). Sealed order is no
+//!   bound: the streaming sealer seals in arrival order across partitions, so a
+//!   parent may be sealed after its child. Roots and unrealised messages are not
+//!   candidates: a root input supplies the item from outside the model and an
+//!   unrealised one supplies nothing, which the `external`, `origin` and subset
+//!   choices of [`crate::reading::Production`] already cover. Another graded item is
+//!   a candidate too (a chain of deletions) when the author can have consumed it:
+//!   its own, receipted by it, delivered to nobody the record names (no receipt
+//!   survives), delivered to anybody during the time window (a receipt's signed
+//!   time; a citer need not be the destination), or cited by a message the author
+//!   knows; it then touches the slice.
+//!   Two items consuming each other close a citation cycle, which no reading admits.
 //!   The certified messages reachable backwards from the candidates that are not in
 //!   the closure form the **possible-input region** (`reach`, with `reach_edges`);
 //!   items consumed there touch the slice too (iterated to a fixed point). The region
 //!   enters models only through an item's production; it is not part of the closure.
 //!   It joins `window` (its authors are principals of the verdict).
 //! - A halt-authority duty in scope is active when a certified triggering sensor report
-//!   in the time window has its deadline expire by `t*` without a certified halt of the target by
-//!   the holder in `[report, report + deadline]`; it adds the absence variable
+//!   (signed by the duty's `trigger_sensor`, when it names one) in the time window
+//!   has its deadline expire by `t*` without a certified halt of the target by the
+//!   holder in `[report, report + deadline]`; it adds the absence variable
 //!   `absent.<duty id>` owned by the holder. It enters `Y` (as a necessary condition)
-//!   when its target is the target of an anchor.
+//!   when its target is an anchor target (certified anchors' and declared targets).
+//!   The absence is **certain** only when no graded item of the holder may have been
+//!   the halt. A graded item that may have been a trigger (by the trigger sensor; by
+//!   anyone when none is named) opens an absence that no certified trigger
+//!   establishes. An uncertain absence holds in some readings and not in others
+//!   (deleting a trigger never exonerates the holder, deleting the holder's halt
+//!   never frames it), and only a certain one is a breach.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -159,7 +182,7 @@ pub struct Node {
     pub cites: Vec<MessageId>,
     /// Declared grade of its citation edges.
     pub link: EdgeKind,
-    /// Its leaf index in the sealed log (sealed order).
+    /// Its leaf index in the sealed log (sealed order; `u64::MAX` when unknown).
     pub leaf: u64,
     /// The principal it was addressed to (who receipts it).
     pub destination: String,
@@ -193,6 +216,23 @@ pub struct Outside {
 /// Looks up a certified message outside the time window.
 pub type Lookup<'a> = Box<dyn Fn(&MessageId) -> Option<Outside> + 'a>;
 
+/// A missing id and who attests it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingEvidence {
+    /// The absent message's id (its author included).
+    pub id: MessageId,
+    /// Certified messages citing it (each one's authored claim that it existed).
+    pub citers: Vec<MessageId>,
+    /// Principals whose valid receipts name it (each one's claim that it was
+    /// delivered to them).
+    pub receipted_by: Vec<String>,
+    /// The delivery times those receipts state (record time, ms).
+    pub delivered_at: Vec<u64>,
+    /// Whether an intact epoch seals it (the log attests it was accepted, signed by
+    /// its author, at sealing time).
+    pub sealed: bool,
+}
+
 /// What a slice is built from: the certified messages of the incident's time window
 /// (anchors included, whatever their time), a lookup of certified messages outside
 /// it, and the attested completion items. [`Evidence::of`] reads it off a verified
@@ -205,10 +245,14 @@ pub struct Evidence<'a> {
     pub outside: Lookup<'a>,
     /// Attested suspect items, by id.
     pub suspect: Vec<AttestedSuspect>,
-    /// Missing ids with their certified citers, by id.
-    pub missing: Vec<(MessageId, Vec<MessageId>)>,
-    /// Leaf index of every id listed by an intact epoch (empty for proven slices).
-    pub leaves: BTreeMap<MessageId, u64>,
+    /// Missing ids with who attests them, by id.
+    pub missing: Vec<MissingEvidence>,
+    /// Window messages (in `window`) that are **authentic suspects**: sealed in an
+    /// intact epoch, signed by their registered author, failing only a receipt or a
+    /// suspect ancestor. Their content is their author's own signed claim, so the
+    /// slice reads their citations like a certified message's; breach never reads
+    /// them, and every finding they bear on names them. By id, with reason codes.
+    pub suspect_nodes: BTreeMap<MessageId, Vec<String>>,
 }
 
 impl<'a> Evidence<'a> {
@@ -225,9 +269,39 @@ impl<'a> Evidence<'a> {
             }
         }
         // Attested suspects: sealed in an intact epoch, not a mere duplicate copy.
+        // An authentic one (its own signature and seal hold; only a receipt or an
+        // ancestor fails) is read for its content.
         let mut suspect: Vec<AttestedSuspect> = Vec::new();
+        let mut suspect_nodes = BTreeMap::new();
         for s in &partition.suspect {
-            if let audita_evidence::SuspectItem::Message { id, .. } = &s.item {
+            if let audita_evidence::SuspectItem::Message { id, record_index } = &s.item {
+                let authentic = s.reasons.iter().all(|r| {
+                    matches!(
+                        r,
+                        SuspectReason::Unreceipted | SuspectReason::CitesSuspect(_)
+                    )
+                });
+                let env = record
+                    .envelopes
+                    .get(*record_index)
+                    .and_then(|b| audita_evidence::SignedEnvelope::decode(b.clone()).ok())
+                    .filter(|e| e.id() == id);
+                if let (true, Some(env)) = (authentic, env) {
+                    let e = env.envelope();
+                    if !suspect_nodes.contains_key(id)
+                        && (adverse.anchors.contains(id)
+                            || (e.timestamp >= lo && e.timestamp <= hi))
+                    {
+                        window
+                            .entry(id.clone())
+                            .or_insert_with(|| Node::of(id.clone(), e, u64::MAX));
+                        suspect_nodes.insert(
+                            id.clone(),
+                            s.reasons.iter().map(|r| r.code().to_string()).collect(),
+                        );
+                    }
+                    continue;
+                }
                 let dup_only = s.reasons.iter().all(|r| *r == SuspectReason::Duplicate);
                 if sealed_intact(&s.reasons) && !dup_only && !suspect.iter().any(|x| &x.id == id) {
                     suspect.push(AttestedSuspect {
@@ -250,9 +324,15 @@ impl<'a> Evidence<'a> {
             missing: partition
                 .missing
                 .iter()
-                .map(|m| (m.id.clone(), m.certified_citers.clone()))
+                .map(|m| MissingEvidence {
+                    id: m.id.clone(),
+                    citers: m.certified_citers.clone(),
+                    receipted_by: m.receipted_by.iter().map(|p| p.to_string()).collect(),
+                    delivered_at: m.receipted_at.clone(),
+                    sealed: m.sealed_in.is_some(),
+                })
                 .collect(),
-            leaves: sealed_leaves(record, partition),
+            suspect_nodes,
         }
     }
 }
@@ -267,6 +347,12 @@ pub enum ItemKind {
     Suspect,
     /// Declared anchor that nothing in the record attests.
     Unresolved,
+    /// Named only by receipts: each is its signer's claim that a message with this
+    /// id was delivered to it, not evidence of the named author's conduct. Never
+    /// graded (a message that was never sealed is not certified evidence either way);
+    /// listed, with who claims it, where the claimant or the named author is in the
+    /// incident's scope.
+    Claimed,
 }
 
 /// A non-certified item whose presence a completion decides.
@@ -282,9 +368,41 @@ pub struct Item {
     pub anchor: bool,
     /// Whether it is enumerated (touches the slice).
     pub touches: bool,
-    /// Certified messages and earlier attested items it may have consumed (sorted;
+    /// Certified messages and other attested items it may have consumed (sorted;
     /// see the module docs).
     pub inputs: Vec<MessageId>,
+    /// Who attests it.
+    pub attestation: Attestation,
+}
+
+/// Who attests a completion item: the log's seal, certified citers, receipt signers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attestation {
+    /// Sealed in an intact epoch (attested suspects always are).
+    pub sealed: bool,
+    /// Certified messages citing it, anywhere in the evidence.
+    pub citers: Vec<MessageId>,
+    /// Principals whose valid receipts name it.
+    pub receipted_by: Vec<String>,
+    /// Delivery times its receipts state (ms, sorted).
+    pub delivered_at: Vec<u64>,
+}
+
+impl Attestation {
+    /// The attesters in words: `seal`, `cited by <id>`, `receipt by <principal>`.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.sealed {
+            out.push("seal".to_string());
+        }
+        out.extend(
+            self.citers
+                .iter()
+                .map(|c| format!("cited by {}", crate::adverse::id_string(c))),
+        );
+        out.extend(self.receipted_by.iter().map(|r| format!("receipt by {r}")));
+        out
+    }
 }
 
 /// A duty-indexed absence variable.
@@ -298,10 +416,18 @@ pub struct Absence {
     pub holder: String,
     /// Actuator that was not halted.
     pub target: String,
-    /// The triggering certified sensor report.
+    /// The triggering certified sensor report (or, for an uncertain absence with no
+    /// certified trigger, the first completion item that may have been it).
     pub trigger: MessageId,
     /// Whether it enters `Y` (its target is an anchor's target).
     pub in_outcome: bool,
+    /// Whether the record establishes it: a certified trigger, no certified halt in
+    /// time, and no completion item of the holder that may have been that halt.
+    /// Otherwise a reading chooses whether it holds.
+    pub certain: bool,
+    /// The completion items that make it uncertain (a possibly deleted trigger, a
+    /// possibly deleted halt of the holder), sorted.
+    pub uncertain_by: Vec<MessageId>,
 }
 
 /// An attested suspect item (sealed in an intact epoch).
@@ -330,17 +456,17 @@ pub struct Slice {
     pub reach_edges: Vec<Edge>,
     /// Certified anchors.
     pub anchors: Vec<MessageId>,
-    /// Completion items (missing, attested suspect, unresolved anchors).
+    /// Completion items in the incident's scope (missing, attested suspect,
+    /// unresolved anchors, receipt-only claims), by id; see the module docs.
     pub items: Vec<Item>,
     /// Duty absences active in the window.
     pub absences: Vec<Absence>,
     /// Declared unrealised messages.
     pub unrealised: BTreeSet<MessageId>,
-    /// Attested suspect items.
-    pub suspect: Vec<AttestedSuspect>,
-    /// All missing ids with their certified citers.
-    pub missing: Vec<(MessageId, Vec<MessageId>)>,
-    /// Targets of the anchors.
+    /// Authentic suspects read for their content (see [`Evidence::suspect_nodes`]),
+    /// those of `window`, with reason codes.
+    pub suspect_nodes: BTreeMap<MessageId, Vec<String>>,
+    /// Targets of the anchors (certified anchors' and declared).
     pub anchor_targets: BTreeSet<String>,
     /// Whether all anchors are needed for `Y` (`combine: all`).
     pub anchor_combine_all: bool,
@@ -453,59 +579,26 @@ impl Slice {
     ) -> Slice {
         // Every certified message of the time window; the slice keeps only its scope.
         let all = &evidence.window;
-        let suspect = evidence.suspect.clone();
-        let missing = evidence.missing.clone();
-        let mut items: BTreeMap<MessageId, Item> = BTreeMap::new();
-        let item_kind = |id: &MessageId| -> Option<ItemKind> {
-            if missing.iter().any(|(m, _)| m == id) {
-                Some(ItemKind::Missing)
-            } else if suspect.iter().any(|s| &s.id == id) {
-                Some(ItemKind::Suspect)
-            } else {
-                None
-            }
-        };
-        for (id, _) in &missing {
-            items.insert(
-                id.clone(),
-                Item {
-                    id: id.clone(),
-                    kind: ItemKind::Missing,
-                    citers: Vec::new(),
-                    anchor: false,
-                    touches: false,
-                    inputs: Vec::new(),
-                },
-            );
-        }
-        for s in &suspect {
-            items.insert(
-                s.id.clone(),
-                Item {
-                    id: s.id.clone(),
-                    kind: ItemKind::Suspect,
-                    citers: Vec::new(),
-                    anchor: false,
-                    touches: false,
-                    inputs: Vec::new(),
-                },
-            );
-        }
+        let mut items = candidate_items(evidence);
         // Anchors.
         let mut anchors = Vec::new();
         for a in &adverse.anchors {
             if all.contains_key(a) {
                 anchors.push(a.clone());
             } else {
-                let kind = item_kind(a).unwrap_or(ItemKind::Unresolved);
                 let it = items.entry(a.clone()).or_insert(Item {
                     id: a.clone(),
-                    kind,
+                    kind: ItemKind::Unresolved,
                     citers: Vec::new(),
                     anchor: true,
                     touches: true,
                     inputs: Vec::new(),
+                    attestation: Attestation::default(),
                 });
+                if it.kind == ItemKind::Claimed {
+                    // A declared anchor named by a receipt only: nothing sealed it.
+                    it.kind = ItemKind::Unresolved;
+                }
                 it.anchor = true;
                 it.touches = true;
             }
@@ -522,7 +615,14 @@ impl Slice {
         });
         edges.sort();
         edges.dedup();
-        let scope = Scope::of(&*evidence.outside, duties, all, &closure, &items);
+        let scope = Scope::of(
+            &*evidence.outside,
+            duties,
+            all,
+            &closure,
+            &items,
+            &adverse.decl.targets,
+        );
         let halts: Vec<&Duty> = duties
             .all()
             .filter(|(h, d)| matches!(d, Duty::HaltAuthority { .. }) && scope.duty_in_scope(h, d))
@@ -545,10 +645,22 @@ impl Slice {
                 window.insert(c, n.clone());
             }
         }
+        // Items a halt duty in scope reads: a possibly deleted trigger, a possibly
+        // deleted halt of its holder. They touch the slice through the absence's
+        // on/off choice.
+        let duty_items = halt_duty_items(duties, &scope, &items);
+        for ids in duty_items.values() {
+            for id in ids.triggers.iter().chain(&ids.halts) {
+                if let Some(it) = items.get_mut(id) {
+                    it.touches = true;
+                }
+            }
+        }
         // Possible inputs of the touching items and the region they open, to a fixed
-        // point (an item consumed in the region touches the slice too).
+        // point (an item consumed in the region, or chosen as another item's possible
+        // input, touches the slice too).
         let unrealised: BTreeSet<MessageId> = adverse.unrealised.iter().cloned().collect();
-        let leaves = &evidence.leaves;
+        let (window_lo, window_hi) = (adverse.decl.window_start_ms, adverse.decl.window_end());
         let mut children: BTreeMap<&MessageId, Vec<&MessageId>> = BTreeMap::new();
         for n in all.values() {
             for c in &n.cites {
@@ -561,7 +673,7 @@ impl Slice {
         loop {
             let pending: Vec<MessageId> = items
                 .values()
-                .filter(|i| i.touches && !done.contains(&i.id))
+                .filter(|i| i.touches && i.kind != ItemKind::Claimed && !done.contains(&i.id))
                 .map(|i| i.id.clone())
                 .collect();
             if pending.is_empty() {
@@ -569,57 +681,54 @@ impl Slice {
             }
             for id in pending {
                 done.insert(id.clone());
-                let mut bound = leaves.get(&id).copied();
-                let certified_citers = missing
-                    .iter()
-                    .filter(|(m, _)| m == &id)
-                    .flat_map(|(_, c)| c.iter())
-                    .chain(
-                        items
-                            .get(&id)
-                            .map(|i| i.citers.iter())
-                            .into_iter()
-                            .flatten(),
-                    );
-                for c in certified_citers {
-                    let leaf = all
-                        .get(c)
-                        .map(|n| n.leaf)
-                        .or_else(|| (evidence.outside)(c).map(|o| o.leaf));
-                    if let Some(leaf) = leaf {
-                        bound = Some(bound.map_or(leaf, |b| b.min(leaf)));
-                    }
-                }
                 let descendants = descendants(&id, &children);
-                let known = known_to(id.author.as_str(), all);
+                let author = id.author.as_str();
+                let known = known_to(author, all);
                 let mut inputs: Vec<MessageId> = all
                     .values()
                     .filter(|n| window.contains_key(&n.id) || known.contains(&n.id))
                     .filter(|n| n.policy != Policy::Root)
                     .filter(|n| !unrealised.contains(&n.id))
-                    .filter(|n| bound.is_none_or(|b| n.leaf < b))
                     .filter(|n| !descendants.contains(&n.id))
                     .map(|n| n.id.clone())
                     .collect();
-                // Another attested item sealed before it (leaves known for both, so
-                // no two items can consume each other): it may have consumed that
-                // one too, which then touches the slice (a chain of deletions).
-                let earlier: Vec<MessageId> = items
+                // Another attested item its author can have consumed (a chain of
+                // deletions): its own, one receipted by it, one whose delivery nobody
+                // attests (no receipt survives), one delivered to anybody during the
+                // time window (window traffic: a citer need not be the destination),
+                // or one cited by a message it knows. It then touches the slice. Two
+                // items consuming each other close a citation cycle, which no reading
+                // admits.
+                let cited_by_known = |j: &MessageId| {
+                    known
+                        .iter()
+                        .filter_map(|k| all.get(k))
+                        .any(|n| n.cites.contains(j))
+                };
+                let more: Vec<MessageId> = items
                     .values()
-                    .filter(|i| i.id != id && i.kind != ItemKind::Unresolved)
-                    .filter(|i| {
-                        let leaf = leaves.get(&i.id);
-                        leaf.is_some_and(|l| bound.is_some_and(|b| *l < b))
+                    .filter(|j| j.id != id)
+                    .filter(|j| !matches!(j.kind, ItemKind::Unresolved | ItemKind::Claimed))
+                    .filter(|j| {
+                        j.id.author.as_str() == author
+                            || j.attestation.receipted_by.is_empty()
+                            || j.attestation.receipted_by.iter().any(|r| r == author)
+                            || j.attestation
+                                .delivered_at
+                                .iter()
+                                .any(|t| *t >= window_lo && *t <= window_hi)
+                            || cited_by_known(&j.id)
                     })
-                    .map(|i| i.id.clone())
+                    .map(|j| j.id.clone())
                     .collect();
-                for e in &earlier {
+                for e in &more {
                     if let Some(it) = items.get_mut(e) {
                         it.touches = true;
                     }
                 }
-                inputs.extend(earlier);
+                inputs.extend(more);
                 inputs.sort();
+                inputs.dedup();
                 let mut queue: VecDeque<MessageId> = VecDeque::new();
                 for c in inputs.iter().filter(|c| all.contains_key(*c)) {
                     if !closure.contains(c) && reach.insert(c.clone()) {
@@ -642,16 +751,53 @@ impl Slice {
                 window.entry(id.clone()).or_insert_with(|| n.clone());
             }
         }
-        let mut items: Vec<Item> = items.into_values().collect();
+        // The items of this incident: those that touch it, and those its scope names
+        // (authored by or delivered to a principal in scope, or cited by a message it
+        // keeps). Anything else is another incident's business.
+        let authors: BTreeSet<&str> = window
+            .values()
+            .filter(|n| n.policy != Policy::Root)
+            .map(|n| n.id.author.as_str())
+            .chain(scope.principals.iter().map(String::as_str))
+            .collect();
+        let in_scope = |it: &Item| {
+            it.touches
+                || authors.contains(it.id.author.as_str())
+                || it
+                    .attestation
+                    .receipted_by
+                    .iter()
+                    .any(|r| authors.contains(r.as_str()))
+                || it.attestation.citers.iter().any(|c| window.contains_key(c))
+                || scope.unknown_anchor
+        };
+        let mut items: Vec<Item> = items.into_values().filter(|i| in_scope(i)).collect();
         for it in &mut items {
             it.citers.sort();
+            // Only the citers the slice holds are reported (a proof-carrying slice
+            // holds no others).
+            it.attestation.citers.retain(|c| window.contains_key(c));
         }
-        let anchor_targets: BTreeSet<String> = anchors
+        let mut anchor_targets: BTreeSet<String> = anchors
             .iter()
             .filter_map(|a| window.get(a))
             .filter_map(|n| n.payload.target().map(str::to_string))
             .collect();
-        let absences = absences(all, duties, adverse, &anchor_targets, &scope);
+        anchor_targets.extend(adverse.decl.targets.iter().cloned());
+        let suspect_nodes: BTreeMap<MessageId, Vec<String>> = evidence
+            .suspect_nodes
+            .iter()
+            .filter(|(id, _)| window.contains_key(*id))
+            .map(|(id, r)| (id.clone(), r.clone()))
+            .collect();
+        let absences = absences(
+            &window,
+            duties,
+            adverse,
+            &anchor_targets,
+            &scope,
+            &duty_items,
+        );
         Slice {
             scope,
             window,
@@ -663,8 +809,7 @@ impl Slice {
             items,
             absences,
             unrealised: adverse.unrealised.iter().cloned().collect(),
-            suspect,
-            missing,
+            suspect_nodes,
             anchor_targets,
             anchor_combine_all: adverse.decl.combine == crate::adverse::Combine::All,
         }
@@ -693,8 +838,9 @@ impl Slice {
             .chain(&self.reach)
             .cloned()
             .collect();
-        for (_, citers) in &self.missing {
-            out.extend(citers.iter().cloned());
+        for it in &self.items {
+            out.extend(it.attestation.citers.iter().cloned());
+            out.extend(it.citers.iter().cloned());
         }
         let mut touching = self.touching_items().peekable();
         if touching.peek().is_some() {
@@ -714,7 +860,17 @@ impl Slice {
 
     /// Completion items that are enumerated.
     pub fn touching_items(&self) -> impl Iterator<Item = &Item> {
-        self.items.iter().filter(|i| i.touches)
+        self.items
+            .iter()
+            .filter(|i| i.touches && i.kind != ItemKind::Claimed)
+    }
+
+    /// The graded completion item `id` (missing or attested suspect), if the slice
+    /// holds it.
+    pub fn graded_item(&self, id: &MessageId) -> Option<&Item> {
+        self.items
+            .iter()
+            .find(|i| &i.id == id && matches!(i.kind, ItemKind::Missing | ItemKind::Suspect))
     }
 
     /// Consumed non-witness edges of the closure and of the possible-input region
@@ -760,8 +916,9 @@ impl Scope {
         all: &BTreeMap<MessageId, Node>,
         closure: &BTreeSet<MessageId>,
         items: &BTreeMap<MessageId, Item>,
+        declared: &[String],
     ) -> Scope {
-        let mut targets = BTreeSet::new();
+        let mut targets: BTreeSet<String> = declared.iter().cloned().collect();
         let mut principals = BTreeSet::new();
         for id in closure {
             principals.insert(id.author.to_string());
@@ -775,9 +932,11 @@ impl Scope {
                 targets.extend(target);
             }
         }
+        // A missing anchor's target is gone with its payload: the declared targets
+        // name it; without them the scope cannot be known.
         let mut unknown_anchor = false;
         for it in items.values().filter(|i| i.anchor) {
-            unknown_anchor = true;
+            unknown_anchor = declared.is_empty();
             principals.insert(it.id.author.to_string());
         }
         principals.extend(targets.iter().cloned());
@@ -881,7 +1040,9 @@ fn realises_outcome_when_reverted(n: &Node, duties: &DutyRegistry) -> bool {
             })
 }
 
-/// Whether `n` is a triggering sensor report of a halt duty.
+/// Whether `n` is a triggering sensor report of a halt duty. `trigger_sensor` names
+/// the principal that signs the report (the payload's `sensor` field is the signer's
+/// own label: it cannot make another principal's report a trigger).
 fn triggers(duty: &Duty, n: &Node) -> bool {
     let Duty::HaltAuthority {
         trigger_contains,
@@ -892,35 +1053,124 @@ fn triggers(duty: &Duty, n: &Node) -> bool {
         return false;
     };
     match &n.payload {
-        Payload::SensorReport { sensor, reading } => {
+        Payload::SensorReport { reading, .. } => {
             reading.contains(trigger_contains.as_str())
                 && trigger_sensor
                     .as_ref()
-                    .is_none_or(|s| s == sensor || s == n.id.author.as_str())
+                    .is_none_or(|s| s == n.id.author.as_str())
         }
         _ => false,
     }
 }
 
-/// Leaf index (sealed order) of every id listed by an intact epoch of the record.
-/// Proof-carrying slices carry no leaf lists; the map is then empty and only the
-/// certified citers' leaves bound an item's possible inputs.
-fn sealed_leaves(record: &Record, partition: &Partition) -> BTreeMap<MessageId, u64> {
+/// The completion items of the evidence, keyed by id, each with who attests it. A
+/// missing id attested neither by a seal nor by a certified citer is named only by
+/// receipts ([`ItemKind::Claimed`]).
+fn candidate_items(evidence: &Evidence<'_>) -> BTreeMap<MessageId, Item> {
+    let mut items = BTreeMap::new();
+    for m in &evidence.missing {
+        let mut receipted_by = m.receipted_by.clone();
+        receipted_by.sort();
+        receipted_by.dedup();
+        let mut citers = m.citers.clone();
+        citers.sort();
+        citers.dedup();
+        let mut delivered_at = m.delivered_at.clone();
+        delivered_at.sort();
+        delivered_at.dedup();
+        let kind = if !m.sealed && citers.is_empty() {
+            ItemKind::Claimed
+        } else {
+            ItemKind::Missing
+        };
+        items.insert(
+            m.id.clone(),
+            Item {
+                id: m.id.clone(),
+                kind,
+                citers: Vec::new(),
+                anchor: false,
+                touches: false,
+                inputs: Vec::new(),
+                attestation: Attestation {
+                    sealed: m.sealed,
+                    citers,
+                    receipted_by,
+                    delivered_at,
+                },
+            },
+        );
+    }
+    for s in &evidence.suspect {
+        items.insert(
+            s.id.clone(),
+            Item {
+                id: s.id.clone(),
+                kind: ItemKind::Suspect,
+                citers: Vec::new(),
+                anchor: false,
+                touches: false,
+                inputs: Vec::new(),
+                attestation: Attestation {
+                    sealed: true,
+                    ..Attestation::default()
+                },
+            },
+        );
+    }
+    items
+}
+
+/// The completion items a halt duty reads.
+#[derive(Debug, Clone, Default)]
+struct DutyItems {
+    /// Items that may have been a triggering report (by the trigger sensor; by
+    /// anyone when the duty names none).
+    triggers: Vec<MessageId>,
+    /// Items of the holder that may have been the required halt.
+    halts: Vec<MessageId>,
+}
+
+/// For every halt duty in scope (by duty id), the graded completion items that may
+/// have been its trigger or its holder's halt: their content is gone, so the record
+/// no longer decides whether the duty's absence holds.
+fn halt_duty_items(
+    duties: &DutyRegistry,
+    scope: &Scope,
+    items: &BTreeMap<MessageId, Item>,
+) -> BTreeMap<String, DutyItems> {
     let mut out = BTreeMap::new();
-    let mut pos = 0u64;
-    for (ei, raw) in record.epochs.iter().enumerate() {
-        let intact = partition
-            .epochs
-            .iter()
-            .find(|e| e.record_index == ei)
-            .is_some_and(|e| e.intact());
-        for leaf in &raw.leaves {
-            if intact {
-                if let Ok(id) = MessageId::from_leaf_bytes(leaf) {
-                    out.entry(id).or_insert(pos);
-                }
-            }
-            pos += 1;
+    for (holder, duty) in duties.all() {
+        let Duty::HaltAuthority {
+            id, trigger_sensor, ..
+        } = duty
+        else {
+            continue;
+        };
+        if !scope.duty_in_scope(holder, duty) {
+            continue;
+        }
+        let graded = || {
+            items
+                .values()
+                .filter(|i| matches!(i.kind, ItemKind::Missing | ItemKind::Suspect))
+        };
+        let d = DutyItems {
+            triggers: graded()
+                .filter(|i| {
+                    trigger_sensor
+                        .as_ref()
+                        .is_none_or(|s| s == i.id.author.as_str())
+                })
+                .map(|i| i.id.clone())
+                .collect(),
+            halts: graded()
+                .filter(|i| i.id.author.as_str() == holder)
+                .map(|i| i.id.clone())
+                .collect(),
+        };
+        if !d.triggers.is_empty() || !d.halts.is_empty() {
+            out.insert(id.clone(), d);
         }
     }
     out
@@ -949,6 +1199,7 @@ fn absences(
     adverse: &Adverse,
     anchor_targets: &BTreeSet<String>,
     scope: &Scope,
+    duty_items: &BTreeMap<String, DutyItems>,
 ) -> Vec<Absence> {
     let t_star = adverse.decl.t_star_ms;
     let mut out = Vec::new();
@@ -971,26 +1222,42 @@ fn absences(
             .filter(|n| n.timestamp.saturating_add(*deadline_ms) <= t_star)
             .collect();
         triggers.sort_by_key(|n| (n.timestamp, n.id.clone()));
-        for trig in triggers {
+        let unfulfilled = triggers.into_iter().find(|trig| {
             let end = trig.timestamp.saturating_add(*deadline_ms);
-            let fulfilled = window.values().any(|n| {
+            !window.values().any(|n| {
                 n.id.author.as_str() == holder
                     && matches!(&n.payload, Payload::Halt { target: t } if t == target)
                     && n.timestamp >= trig.timestamp
                     && n.timestamp <= end
-            });
-            if !fulfilled {
-                out.push(Absence {
-                    variable: format!("absent.{id}"),
-                    duty: id.clone(),
-                    holder: holder.to_string(),
-                    target: target.clone(),
-                    trigger: trig.id.clone(),
-                    in_outcome: anchor_targets.contains(target),
-                });
-                break;
-            }
-        }
+            })
+        });
+        let items = duty_items.get(id).cloned().unwrap_or_default();
+        // A certified unfulfilled trigger establishes the absence unless a completion
+        // item of the holder may have been the halt; without one, a completion item
+        // that may have been a trigger leaves it open.
+        let (trigger, certain, mut uncertain_by) = match unfulfilled {
+            Some(t) => (t.id.clone(), items.halts.is_empty(), items.halts.clone()),
+            None => match items.triggers.first() {
+                Some(first) => {
+                    let mut by = items.triggers.clone();
+                    by.extend(items.halts.iter().cloned());
+                    (first.clone(), false, by)
+                }
+                None => continue,
+            },
+        };
+        uncertain_by.sort();
+        uncertain_by.dedup();
+        out.push(Absence {
+            variable: format!("absent.{id}"),
+            duty: id.clone(),
+            holder: holder.to_string(),
+            target: target.clone(),
+            trigger,
+            in_outcome: anchor_targets.contains(target),
+            certain,
+            uncertain_by,
+        });
     }
     out
 }

@@ -152,7 +152,7 @@ pub struct NamedItem {
     pub id: String,
     /// Its author.
     pub author: String,
-    /// `missing`, `suspect` or `unresolved`.
+    /// `missing`, `suspect`, `unresolved` or `claimed`.
     pub kind: ItemKind,
 }
 
@@ -242,6 +242,10 @@ pub struct AbsenceView {
     pub trigger: String,
     /// Whether it enters `Y`.
     pub in_outcome: bool,
+    /// Whether the record establishes it (else the readings decide).
+    pub certain: bool,
+    /// Completion items that leave it open.
+    pub uncertain_by: Vec<String>,
 }
 
 /// A completion item as written in the verdict.
@@ -259,6 +263,10 @@ pub struct ItemView {
     pub anchor: bool,
     /// Whether it is enumerated.
     pub enumerated: bool,
+    /// Who attests it: `seal`, `cited by <id>` (citers the slice holds), `receipt by
+    /// <principal>`. A receipt or citation is its signer's claim, not the named
+    /// author's conduct.
+    pub attested_by: Vec<String>,
 }
 
 /// Completion statistics.
@@ -460,8 +468,22 @@ pub fn verdict_with(
             .filter(|(h, d)| slice.scope.duty_in_scope(h, d))
             .map(|(h, _)| h.to_string()),
     );
-    principals.extend(slice.items.iter().map(|i| i.id.author.to_string()));
-    principals.extend(slice.missing.iter().map(|(m, _)| m.author.to_string()));
+    // Authors of the completion items this incident enumerates (others are named
+    // where their scope is, never moved into this verdict).
+    principals.extend(slice.touching_items().map(|i| i.id.author.to_string()));
+    // A graded item of a principal in scope is named in its finding (a deletion is
+    // always reported), even when it touches nothing.
+    let in_scope: Vec<String> = slice
+        .items
+        .iter()
+        .filter(|i| matches!(i.kind, ItemKind::Missing | ItemKind::Suspect))
+        .filter(|i| {
+            slice.scope.principals.contains(i.id.author.as_str())
+                || principals.contains(i.id.author.as_str())
+        })
+        .map(|i| i.id.author.to_string())
+        .collect();
+    principals.extend(in_scope);
     let iv = intervals(&slice, &names, &principals)?;
     let brs = breaches(&slice, duties);
     let mut notes = Vec::new();
@@ -644,16 +666,35 @@ pub fn verdict_with(
         // Items bearing on p.
         let mut items: BTreeSet<NamedItem> = BTreeSet::new();
         for id in degraded(&slice, p) {
-            let kind = if slice.suspect.iter().any(|s| s.id == id) {
+            let kind = if slice.suspect_nodes.contains_key(&id) {
                 ItemKind::Suspect
             } else {
-                ItemKind::Missing
+                slice
+                    .graded_item(&id)
+                    .map(|i| i.kind)
+                    .unwrap_or(ItemKind::Missing)
             };
             items.insert(NamedItem {
                 id: id_string(&id),
                 author: id.author.to_string(),
                 kind,
             });
+        }
+        // An absence of p's that the record leaves open names the items that do.
+        for a in slice
+            .absences
+            .iter()
+            .filter(|a| a.holder == *p && !a.certain)
+        {
+            for id in &a.uncertain_by {
+                if let Some(it) = slice.graded_item(id) {
+                    items.insert(NamedItem {
+                        id: id_string(id),
+                        author: id.author.to_string(),
+                        kind: it.kind,
+                    });
+                }
+            }
         }
         let widened = rho_lo < rho_hi;
         let orphan = slice.window.values().any(|n| {
@@ -673,6 +714,20 @@ pub fn verdict_with(
                     author: it.id.author.to_string(),
                     kind: it.kind,
                 });
+            }
+        }
+        // An authentic suspect on p's evidence path (read for its signed content,
+        // not certified) is named too.
+        if let Some((_, built, _)) = evidence_reading {
+            for id in slice.suspect_nodes.keys() {
+                let on_path = built.gated.contains(id) && evidence.contains(&id_string(id));
+                if on_path {
+                    items.insert(NamedItem {
+                        id: id_string(id),
+                        author: id.author.to_string(),
+                        kind: ItemKind::Suspect,
+                    });
+                }
             }
         }
         if items.iter().any(|i| i.kind != ItemKind::Suspect) {
@@ -834,22 +889,39 @@ pub fn verdict_with(
                     holder: a.holder.clone(),
                     trigger: id_string(&a.trigger),
                     in_outcome: a.in_outcome,
+                    certain: a.certain,
+                    uncertain_by: a.uncertain_by.iter().map(id_string).collect(),
                 })
                 .collect(),
         },
         variables,
         completions: Completions {
             items: slice
-                .items
+                .suspect_nodes
                 .iter()
-                .map(|i| ItemView {
+                .map(|(id, reasons)| ItemView {
+                    id: id_string(id),
+                    author: id.author.to_string(),
+                    kind: ItemKind::Suspect,
+                    citers: Vec::new(),
+                    anchor: adverse.anchors.contains(id),
+                    enumerated: false,
+                    attested_by: std::iter::once("seal".to_string())
+                        .chain(std::iter::once(format!(
+                            "signed by its author; read for its content ({})",
+                            reasons.join(", ")
+                        )))
+                        .collect(),
+                })
+                .chain(slice.items.iter().map(|i| ItemView {
                     id: id_string(&i.id),
                     author: i.id.author.to_string(),
                     kind: i.kind,
                     citers: i.citers.iter().map(id_string).collect(),
                     anchor: i.anchor,
-                    enumerated: i.touches,
-                })
+                    enumerated: i.touches && i.kind != ItemKind::Claimed,
+                    attested_by: i.attestation.describe(),
+                }))
                 .collect(),
             hypotheses: slice.hypotheses().into_iter().map(EdgeView::from).collect(),
             readings: iv.total,

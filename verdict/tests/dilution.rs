@@ -9,8 +9,8 @@
 //! (up to the record root, which seals different logs), must not abstain, and B's
 //! incident must likewise be unchanged by A's traffic. With a deletion in A, the
 //! deleted command is named and its verdict still matches the one of A alone with the
-//! same deletion, unless the deleted command is an anchor (its target is then unknown,
-//! so every halt duty stays in scope: the documented limit of the scope rule).
+//! same deletion — an anchor included: the declaration names the entity `Y` reads,
+//! so a deleted anchor's target stays known.
 //!
 //! Every verdict here also checks what a scoping slicer relies on: a proven slice
 //! carrying only what the slice reads ([`Slice::reads`]) builds the same slice as a
@@ -194,6 +194,7 @@ fn declaration(json: &str, rename: Option<&BTreeMap<MessageId, MessageId>>) -> A
         };
         decl.anchors = remap(&decl.anchors);
         decl.unrealised = remap(&decl.unrealised);
+        decl.targets = decl.targets.iter().map(|t| cell(t)).collect();
         decl.incident = cell(&decl.incident);
     }
     Adverse::new(decl).expect("declaration")
@@ -332,24 +333,30 @@ fn check_pair(a: &Scenario, b: &Scenario) -> Vec<String> {
             };
             let alone_d = judge(&drop(&sa.record), &sa.keys, &duties_a, &adv);
             let diluted_d = judge(&drop(&merged), &keys, &duties, &adv);
-            let named = diluted_d
-                .completions
-                .items
-                .iter()
-                .any(|i| i.id == id_string(victim));
-            if !named {
-                failures.push(format!("{tag}: dropped command {k} not named when diluted"));
+            // Named exactly where A alone names it (in A's scope; a command of a
+            // principal outside it, cited by nothing in it, is another incident's).
+            let named = |v: &Verdict| {
+                v.completions
+                    .items
+                    .iter()
+                    .any(|i| i.id == id_string(victim))
+            };
+            if named(&diluted_d) != named(&alone_d) {
+                failures.push(format!(
+                    "{tag}: dropped command {k} named {} alone, {} diluted",
+                    named(&alone_d),
+                    named(&diluted_d)
+                ));
+            }
+            let in_closure = alone.slice.messages.contains(&id_string(victim));
+            if in_closure && !named(&diluted_d) {
+                failures.push(format!("{tag}: dropped closure command {k} not named"));
             }
             if diluted_d.status != alone_d.status {
                 failures.push(format!(
                     "{tag}: drop of command {k}: status {:?} alone, {:?} diluted",
                     alone_d.status, diluted_d.status
                 ));
-            }
-            // A deleted anchor's target is unknown: every halt duty's absence may be
-            // conjoined to `Y`, unrelated ones included (sound, so not invariant).
-            if adv.anchors.contains(victim) {
-                continue;
             }
             if comparable(&alone_d) != comparable(&diluted_d) {
                 failures.push(format!(
@@ -359,9 +366,8 @@ fn check_pair(a: &Scenario, b: &Scenario) -> Vec<String> {
             }
         }
     }
-    // A deletion in B: it is listed (content unknown, so never out of scope) and its
-    // author becomes a principal, but no finding of A's principals moves and the
-    // author gains no responsibility.
+    // A deletion in B: no finding of A's principals moves, and B's author, if listed
+    // at all, gains no responsibility (it is outside A's scope).
     if let (Some(json), Some(victim)) = (
         adverse_json(a, &sa).expect("declaration A"),
         b_map.get(&sb.command_ids[0]),

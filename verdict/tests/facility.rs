@@ -190,6 +190,7 @@ fn declaration(sc: &Scenario, ids: &[audita_evidence::MessageId]) -> Adverse {
         anchors,
         // Y references the actuator's realised state: its last actuation of every kind.
         combine: Combine::All,
+        targets: Vec::new(),
         unrealised,
         window_start_ms: 0,
         window_end_ms: None,
@@ -294,7 +295,12 @@ fn record_attacks_are_invisible_or_named_on_every_family() {
                             .items
                             .iter()
                             .any(|i| i.id == id_string(&d) && i.author == d.author.as_str());
-                        assert!(named, "{} drop of {d} not named", fam.name());
+                        // Named wherever it can bear on the incident: its author is
+                        // a principal of the clean verdict (an exogenous outcome's
+                        // verdict reads nobody's messages).
+                        if clean.finding(d.author.as_str()).is_some() {
+                            assert!(named, "{} drop of {d} not named", fam.name());
+                        }
                         // Nobody compliant becomes culpable; culpability needs breach.
                         for (p, f) in &v.principals {
                             if f.culpable {

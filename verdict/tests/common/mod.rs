@@ -190,6 +190,7 @@ pub fn adverse(anchors: &[&MessageId], t_star: u64, unrealised: &[&MessageId]) -
         }),
         anchors: anchors.iter().map(|a| id_string(a)).collect(),
         combine: Combine::Any,
+        targets: Vec::new(),
         unrealised: unrealised.iter().map(|a| id_string(a)).collect(),
         window_start_ms: 0,
         window_end_ms: None,
