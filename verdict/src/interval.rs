@@ -37,6 +37,10 @@ use crate::VerdictError;
 /// Largest base-2 logarithm of the number of readings enumerated.
 pub const MAX_BITS: usize = 16;
 
+/// Most touching items a slice can have within [`MAX_BITS`]: each has at least three
+/// choices (absent, external, origin), `log2 3 ≈ 1.58` bits, so eleven exceed it.
+pub const MAX_TOUCHING: usize = 10;
+
 /// The choices of one touching item, `None` = absent, in enumeration order.
 fn choices(inputs: &[MessageId]) -> Vec<Option<Production>> {
     let mut out = vec![None, Some(Production::External), Some(Production::Origin)];

@@ -120,19 +120,22 @@ pub struct Built {
 /// Stable variable names for every message of the slice and its items.
 pub fn var_names(slice: &Slice) -> BTreeMap<MessageId, String> {
     let mut out = BTreeMap::new();
-    let mut used = BTreeSet::new();
+    // Ids sharing a digest prefix (crafted ones, say) get `_1`, `_2`, … in id order;
+    // a counter per prefix keeps that linear.
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
     let ids = slice.window.keys().chain(slice.items.iter().map(|i| &i.id));
     for id in ids {
         if out.contains_key(id) {
             continue;
         }
         let base = format!("m_{}", hex::encode(&id.digest[..8]));
-        let mut name = base.clone();
-        let mut k = 1;
-        while !used.insert(name.clone()) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
+        let k = taken.entry(base.clone()).or_insert(0);
+        let name = if *k == 0 {
+            base.clone()
+        } else {
+            format!("{base}_{k}")
+        };
+        *k += 1;
         out.insert(id.clone(), name);
     }
     out

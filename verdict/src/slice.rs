@@ -679,6 +679,16 @@ impl Slice {
             if pending.is_empty() {
                 break;
             }
+            // Past this many touching items the readings exceed the cap whatever
+            // their inputs (each has at least three choices): the verdict abstains,
+            // so the (quadratic) input search is not worth running.
+            let touching = items
+                .values()
+                .filter(|i| i.touches && i.kind != ItemKind::Claimed)
+                .count();
+            if touching > crate::interval::MAX_TOUCHING {
+                break;
+            }
             for id in pending {
                 done.insert(id.clone());
                 let descendants = descendants(&id, &children);
