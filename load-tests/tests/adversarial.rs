@@ -26,11 +26,9 @@ use audita_evidence::{
     derive_signing_key, verify_record, Envelope, KeyRegistry, MessageId, PrincipalId, Receipt,
     Record, SignedEnvelope,
 };
+use audita_load_tests::adversary::{check_edit, cut, ids_in};
 use audita_load_tests::fleet::{build, Fleet, DEMO_MIX};
-use audita_verdict::{
-    id_string, parse_id, verdict, Adverse, DutyRegistry, FindingStatus, Standard, Verdict,
-    VerdictError,
-};
+use audita_verdict::{id_string, verdict, Adverse, DutyRegistry, Verdict, VerdictError};
 use std::collections::BTreeSet;
 
 /// A sealed record with the declarations judged over it.
@@ -148,85 +146,6 @@ fn judge(case: &Case, record: &Record, adverse: &Adverse) -> Option<Verdict> {
         Err(VerdictError::TooManyCompletions { .. }) => None,
         Err(e) => panic!("{}: {}: {e}", case.name, adverse.decl.incident),
     }
-}
-
-fn ids_in(v: &Verdict) -> BTreeSet<MessageId> {
-    fn walk(v: &serde_json::Value, out: &mut BTreeSet<MessageId>) {
-        match v {
-            serde_json::Value::String(s) => {
-                if let Ok(id) = parse_id(s) {
-                    out.insert(id);
-                }
-            }
-            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
-            serde_json::Value::Object(o) => o.values().for_each(|x| walk(x, out)),
-            _ => {}
-        }
-    }
-    let mut out = BTreeSet::new();
-    walk(&serde_json::from_str(&v.to_json()).expect("json"), &mut out);
-    out
-}
-
-fn breach_under(v: &Verdict, p: &str) -> bool {
-    v.finding(p).is_some_and(|f| match v.standard {
-        Standard::Specification => f.breach.specification,
-        Standard::ReasonableAgent => f.breach.reasonable_agent,
-    })
-}
-
-/// What one edit did to one incident's verdict, or the broken invariants. A
-/// principal new to the verdict must be an edited item's author, or name one of
-/// the edit's items in its finding (its message is one the item may have consumed).
-fn check_edit(clean: &Verdict, edited: &Verdict, edit_authors: &BTreeSet<String>) -> Vec<String> {
-    let mut bad = Vec::new();
-    for (p, c) in &clean.principals {
-        let Some(f) = edited.finding(p) else {
-            bad.push(format!("{p} lost its finding"));
-            continue;
-        };
-        if !(f.rho_lo <= c.rho_lo && c.rho_hi <= f.rho_hi) {
-            bad.push(format!(
-                "{p}: [{}, {}] {:?} does not contain the clean [{}, {}] {:?}",
-                f.rho_lo, f.rho_hi, f.status, c.rho_lo, c.rho_hi, c.status
-            ));
-        }
-        if f.rho_lo < c.rho_lo && f.items.is_empty() {
-            bad.push(format!("{p}: rho_lo lowered without naming items"));
-        }
-        if !breach_under(clean, p) && f.culpable {
-            bad.push(format!("{p}: compliant but culpable"));
-        }
-        if c.rho_hi > 0.0 && f.status == FindingStatus::Exonerated {
-            bad.push(format!("{p}: silently exonerated"));
-        }
-    }
-    for (p, f) in &edited.principals {
-        if clean.principals.contains_key(p) || edit_authors.contains(p) {
-            continue;
-        }
-        if !f.items.iter().any(|i| edit_authors.contains(&i.author)) {
-            bad.push(format!(
-                "{p} moved into the verdict without naming the edit: {:?} [{}, {}]",
-                f.status, f.rho_lo, f.rho_hi
-            ));
-        }
-    }
-    bad
-}
-
-/// Deletes from `record` the envelopes and/or receipts of `ids`.
-fn cut(record: &Record, ids: &[MessageId], envelope: bool, receipt: bool) -> Record {
-    let mut r = record.clone();
-    if envelope {
-        r.envelopes
-            .retain(|e| SignedEnvelope::decode(e.clone()).map_or(true, |s| !ids.contains(s.id())));
-    }
-    if receipt {
-        r.receipts
-            .retain(|e| Receipt::decode(e.clone()).map_or(true, |x| !ids.contains(x.message())));
-    }
-    r
 }
 
 struct Tally {
