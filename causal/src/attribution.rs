@@ -12,8 +12,8 @@
 //!   model is listed.
 //! - **Paths, all exact, all giving the same ρ.** Monotone models take the cut-set fast
 //!   path ([`crate::monotone`]). Other models take the general search
-//!   ([`crate::general`]) within [`AttributeOptions::probe_evaluations`] model
-//!   evaluations — the measured crossover below which it answers in milliseconds — and
+//!   ([`crate::general`]) within [`AttributeOptions::probe_work`] (model evaluations ×
+//!   variables: about what the optimisation path costs, measured in BENCHMARKS.md), and
 //!   the optimisation path ([`crate::optimise`], CaDiCaL) beyond it; a monotone model
 //!   whose cut-set families exceed the memory bound also goes there. [`Path`] forces
 //!   one path.
@@ -89,9 +89,10 @@ pub struct AttributeOptions {
     pub max_solver_causes: usize,
     /// Model evaluations of the general path when it is forced (default 5·10^7).
     pub max_evaluations: u64,
-    /// Model evaluations the automatic choice grants the general search before the
-    /// optimisation path takes over (default 20,000).
-    pub probe_evaluations: u64,
+    /// Work the automatic choice grants the general search before the optimisation path
+    /// takes over, in model evaluations × variables (default 300,000: about a
+    /// millisecond, the optimisation path's cost on models of 40–200 variables).
+    pub probe_work: u64,
     /// Solver steps (termination polls, about ten propagation rounds each) of the
     /// optimisation path (default 5·10^6).
     pub max_solver_steps: u64,
@@ -108,7 +109,7 @@ impl Default for AttributeOptions {
             max_causes: 10_000,
             max_solver_causes: 64,
             max_evaluations: 50_000_000,
-            probe_evaluations: 20_000,
+            probe_work: 300_000,
             max_solver_steps: 5_000_000,
             max_memory_bytes: 1 << 30,
         }
@@ -252,7 +253,10 @@ impl Attribution {
             .map(|(p, _)| p.as_str())
     }
 
-    /// Keeps only the causes accepted by `keep` and recomputes ρ.
+    /// Keeps only the causes accepted by `keep` and recomputes ρ from the causes kept.
+    /// With a shortened list (`causes_complete` false) a principal whose listed best
+    /// cause is dropped falls to its best remaining listed cause: a lower bound of the
+    /// exact value over the kept causes, never a higher one.
     pub fn retain_causes(&mut self, mut keep: impl FnMut(&Cause) -> bool) {
         self.causes.retain(|c| keep(c));
         let causes = std::mem::take(&mut self.causes);
@@ -358,12 +362,15 @@ pub fn attribute_until(
             let budget = if forced {
                 opts.max_evaluations
             } else {
-                opts.max_evaluations.min(opts.probe_evaluations)
+                let per_eval = work.vars.len().max(1) as u64;
+                opts.max_evaluations.min(opts.probe_work / per_eval)
             };
             let cap = if forced { usize::MAX } else { opts.max_causes };
             match Search::new(work, &work_exo, actual.clone(), budget, cap, deadline).run() {
                 Ok(found) => raw = found,
-                Err(Stop::Deadline) => return Err(AttributeError::DeadlineExceeded("exact search")),
+                Err(Stop::Deadline) => {
+                    return Err(AttributeError::DeadlineExceeded("exact search"))
+                }
                 Err(Stop::Budget) if forced => {
                     return Err(AttributeError::BudgetExhausted(opts.max_evaluations))
                 }

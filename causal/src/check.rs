@@ -67,9 +67,7 @@ pub fn check_cause(
     let mut xs: Vec<u32> = cause.iter().map(|(id, _)| id.0).collect();
     xs.sort_unstable();
     xs.dedup();
-    let ac1 = outcome
-        && !xs.is_empty()
-        && cause.iter().all(|&(id, v)| actual[id.index()] == v);
+    let ac1 = outcome && !xs.is_empty() && cause.iter().all(|&(id, v)| actual[id.index()] == v);
     let names = |ids: &[u32]| -> Vec<String> {
         ids.iter()
             .map(|&i| model.vars[i as usize].name.clone())

@@ -187,7 +187,8 @@ impl Groups {
                     }
                 }
             };
-            let mut next = Vec::with_capacity(alternatives.len().saturating_mul(options.len()).min(cap));
+            let mut next =
+                Vec::with_capacity(alternatives.len().saturating_mul(options.len()).min(cap));
             'fill: for a in &alternatives {
                 for o in &options {
                     if next.len() == cap {

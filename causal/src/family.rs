@@ -171,7 +171,9 @@ impl Family {
             .len()
             .saturating_mul(other.len())
             .saturating_add(other.idx.len().saturating_mul(self.len()));
-        let estimate = words.saturating_mul(12).saturating_add(pairs.saturating_mul(4));
+        let estimate = words
+            .saturating_mul(12)
+            .saturating_add(pairs.saturating_mul(4));
         if estimate > limit.saturating_mul(if disjoint { 1 } else { 4 }) {
             return Err(TooLarge);
         }
@@ -217,13 +219,7 @@ fn merge_pairs(a: &[(u32, u64)], b: &[(u32, u64)], mut f: impl FnMut(u32, u64)) 
     }
 }
 
-fn merge_pairs_slices(
-    ai: &[u32],
-    ab: &[u64],
-    bi: &[u32],
-    bb: &[u64],
-    mut f: impl FnMut(u32, u64),
-) {
+fn merge_pairs_slices(ai: &[u32], ab: &[u64], bi: &[u32], bb: &[u64], mut f: impl FnMut(u32, u64)) {
     let (mut i, mut j) = (0, 0);
     while i < ai.len() || j < bi.len() {
         if j == bi.len() || (i < ai.len() && ai[i] < bi[j]) {

@@ -39,6 +39,7 @@
 
 mod attribution;
 pub mod certify;
+mod check;
 pub mod contract;
 pub mod expr;
 mod family;
@@ -47,13 +48,12 @@ mod json;
 pub mod model;
 pub mod monotone;
 pub mod optimise;
-mod check;
 
 pub use attribution::{
     attribute, attribute_until, attribute_with, AttributeError, AttributeOptions, Attribution,
     Cause, Deadline, NoDeadline, Path,
 };
-pub use check::{check_cause, CauseCheck};
 pub use certify::{CertifyConfig, Replayer};
+pub use check::{check_cause, CauseCheck};
 pub use expr::{Expr, ParseError, ParseErrorKind};
 pub use model::{Location, Mechanism, Model, ModelBuilder, ModelError, VarId, Variable};

@@ -156,7 +156,10 @@ pub(crate) fn minimal_causes(
                 None => Family::none(),
             };
             if bit_of[v] != usize::MAX {
-                base.union_min(&Family::singleton(bit_of[v]), max_bytes.saturating_sub(held))?
+                base.union_min(
+                    &Family::singleton(bit_of[v]),
+                    max_bytes.saturating_sub(held),
+                )?
             } else {
                 base
             }

@@ -213,7 +213,9 @@ impl<'d> Sat<'d> {
 }
 
 fn has_complement(sorted: &[i32]) -> bool {
-    sorted.iter().any(|&v| v < 0 && sorted.binary_search(&-v).is_ok())
+    sorted
+        .iter()
+        .any(|&v| v < 0 && sorted.binary_search(&-v).is_ok())
 }
 
 /// Totalizer outputs (`out[j]` means "at least j+1 selectors are on"), built up to a cap.
@@ -555,11 +557,7 @@ pub(crate) struct Listing {
 /// Lists minimal causes of `model` (outcome actually true) in order of cost, at most
 /// `limits.max_causes` of them plus, for each principal not yet holding a listed cause,
 /// its cheapest one.
-pub(crate) fn list(
-    model: &Model,
-    actual: &[bool],
-    limits: &Limits<'_>,
-) -> Result<Listing, Halt> {
+pub(crate) fn list(model: &Model, actual: &[bool], limits: &Limits<'_>) -> Result<Listing, Halt> {
     let mut enc = Encoding::new(model, actual, &[], limits)?;
     if enc.hopeless || enc.cands.is_empty() {
         return Ok(Listing {

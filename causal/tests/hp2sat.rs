@@ -74,7 +74,10 @@ fn every_hp2sat_query_gets_hp2sat_s_answer() {
                 let om = OracleModel::from_json(&json).unwrap();
                 let mut xs: Vec<String> = q["cause"].as_object().unwrap().keys().cloned().collect();
                 xs.sort();
-                assert!(brute::check_witness(&om, &xs, ours).unwrap(), "{test}: {ours:?}");
+                assert!(
+                    brute::check_witness(&om, &xs, ours).unwrap(),
+                    "{test}: {ours:?}"
+                );
             }
         }
     }

@@ -5,8 +5,8 @@
 mod common;
 
 use audita_causal::{
-    attribute_until, attribute_with, check_cause, AttributeError, AttributeOptions,
-    Attribution, Model, ModelBuilder, NoDeadline, Path,
+    attribute_until, attribute_with, check_cause, AttributeError, AttributeOptions, Attribution,
+    Model, ModelBuilder, NoDeadline, Path,
 };
 use audita_oracle::{brute, OracleModel};
 use common::{random_model, Shape};
@@ -134,7 +134,11 @@ fn a_chain_with_100k_minimal_causes_answers_with_a_shortened_list() {
     let a = audita_causal::attribute(&m).unwrap();
     assert!(!a.causes_complete);
     assert_eq!(a.causes.len(), AttributeOptions::default().max_causes);
-    assert!(a.responsibility.values().all(|&r| r == 1.0), "{:?}", a.responsibility);
+    assert!(
+        a.responsibility.values().all(|&r| r == 1.0),
+        "{:?}",
+        a.responsibility
+    );
     assert!(a.to_json().contains("\"causes_complete\":false"));
     assert!(t.elapsed().as_secs_f64() < 20.0, "{:?}", t.elapsed());
 }
@@ -170,7 +174,12 @@ fn nonmono(k: usize, seed: u64) -> Model {
     let n_exo = k.div_ceil(2);
     for i in 0..n_exo {
         let name = format!("m{i}");
-        b = b.exogenous(name.clone(), Some(&format!("p{}", i % 5)), rng.gen_bool(0.7), true);
+        b = b.exogenous(
+            name.clone(),
+            Some(&format!("p{}", i % 5)),
+            rng.gen_bool(0.7),
+            true,
+        );
         names.push(name);
     }
     let lit = |rng: &mut rand_chacha::ChaCha8Rng, v: &str| {
@@ -190,7 +199,12 @@ fn nonmono(k: usize, seed: u64) -> Model {
             .collect();
         let op = if rng.gen_bool(0.5) { " & " } else { " | " };
         let name = format!("r{i}");
-        b = b.endogenous(name.clone(), Some(&format!("p{}", i % 5)), ops.join(op), true);
+        b = b.endogenous(
+            name.clone(),
+            Some(&format!("p{}", i % 5)),
+            ops.join(op),
+            true,
+        );
         names.push(name);
     }
     let picks: Vec<String> = (0..6)
@@ -214,7 +228,11 @@ fn a_40_variable_non_monotone_model_answers_within_seconds() {
         let m = nonmono(40, 7000 * 40 + seed);
         let t = std::time::Instant::now();
         let a = audita_causal::attribute(&m).unwrap();
-        assert!(t.elapsed().as_secs_f64() < 10.0, "seed {seed}: {:?}", t.elapsed());
+        assert!(
+            t.elapsed().as_secs_f64() < 10.0,
+            "seed {seed}: {:?}",
+            t.elapsed()
+        );
         let g = attribute_with(
             &m,
             &[],

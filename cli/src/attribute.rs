@@ -126,8 +126,8 @@ fn attribute_file(args: &AttributeArgs) -> Result<String, String> {
             Some(w) => Some(parse_names(&model, w).map_err(|e| format!("--witness: {e}"))?),
             None => None,
         };
-        let chk = check_cause(&model, &cause, witness.as_deref(), &opts, &deadline)
-            .map_err(bound)?;
+        let chk =
+            check_cause(&model, &cause, witness.as_deref(), &opts, &deadline).map_err(bound)?;
         if args.pretty {
             serde_json::to_string_pretty(&chk)
         } else {
