@@ -78,7 +78,7 @@ pub fn check_cause(
             cause
                 .iter()
                 .find(|(id, _)| id.0 == x)
-                .map_or(true, |&(_, v)| v)
+                .is_none_or(|&(_, v)| v)
         };
         let mut flip = Vec::new();
         let mut hold = Vec::new();
