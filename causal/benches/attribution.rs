@@ -12,13 +12,23 @@
 //! - `nonmono`: random DAG models with negation over candidate-dependent variables;
 //!   the general exact path.
 //!
+//! - `opt`: random non-monotone models of 10–200 variables (`nonmono-dense` shape)
+//!   through the automatic choice, the optimisation path and the general path (cut off
+//!   at 10 s), next to brute force where it finishes; all ρ profiles must agree.
+//! - `hp2sat`: the HP2SAT benchmark models and queries (`benchmarks/hp2sat/`, translated
+//!   by `translate.py`): ρ for every principal of every model, and every cause check of
+//!   HP2SAT's suite, each timed.
+//!
 //! Every query of the same run is also answered by the independent brute-force oracle
-//! where that is feasible (≤ 13 variables), and the two ρ profiles must agree.
+//! where that is feasible (≤ 14 variables), and the two ρ profiles must agree.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use audita_causal::{attribute_with, AttributeOptions, Model, ModelBuilder, Path};
+use audita_causal::{
+    attribute_until, attribute_with, check_cause, AttributeOptions, Attribution, Model,
+    ModelBuilder, NoDeadline, Path,
+};
 use audita_oracle::{brute, OracleModel};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -517,6 +527,271 @@ fn svg(rows: &[Row]) -> String {
     out
 }
 
+/// Median and worst wall-clock of `f` over `reps` runs.
+fn median_of<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut samples = Vec::new();
+    let mut last = None;
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        last = Some(f());
+        samples.push(t.elapsed().as_secs_f64());
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    (samples[samples.len() / 2], last.expect("one run"))
+}
+
+fn stats(xs: &[f64]) -> (f64, f64) {
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    (v[v.len() / 2], v[v.len() - 1])
+}
+
+/// The optimisation path on random non-monotone models, side by side with the general
+/// path (cut off at `cutoff`) and brute force.
+fn optimisation_table(quick: bool) -> String {
+    let cutoff = Duration::from_secs(if quick { 5 } else { 10 });
+    let models_per_k = if quick { 5 } else { 10 };
+    let mut t = String::new();
+    let _ = writeln!(t, "| k (variables) | models | principals | auto: median | auto: worst | optimisation path: median | optimisation path: worst | general path: median | general path: worst | brute force: median | causes listed (mean) | complete lists |");
+    let _ = writeln!(
+        t,
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for k in [10, 14, 20, 30, 40, 64, 100, 200] {
+        let models: Vec<Model> = (0..models_per_k)
+            .map(|s| nonmono_dense(k, 90_000 + 1000 * k as u64 + s))
+            .collect();
+        let (mut auto, mut opt, mut gen, mut brute_t) = (vec![], vec![], vec![], vec![]);
+        let (mut gen_failed, mut listed, mut complete) = (0, 0, 0);
+        for m in &models {
+            let reps = if k <= 40 { 5 } else { 3 };
+            let (ta, a) = median_of(reps, || {
+                attribute_with(m, &[], &AttributeOptions::default())
+            });
+            let a = a.unwrap_or_else(|e| panic!("auto k={k}: {e}"));
+            let o_opts = AttributeOptions {
+                path: Path::Optimisation,
+                ..Default::default()
+            };
+            let (to, o) = median_of(reps, || attribute_with(m, &[], &o_opts));
+            let o = o.unwrap_or_else(|e| panic!("optimisation k={k}: {e}"));
+            assert_eq!(
+                a.responsibility, o.responsibility,
+                "auto vs optimisation k={k}"
+            );
+            auto.push(ta);
+            opt.push(to);
+            listed += o.causes.len();
+            complete += usize::from(o.causes_complete);
+            let g_opts = AttributeOptions {
+                path: Path::General,
+                max_evaluations: u64::MAX,
+                ..Default::default()
+            };
+            let start = Instant::now();
+            let dl = move || start.elapsed() >= cutoff;
+            let g = attribute_until(m, &[], &g_opts, &dl);
+            let tg = start.elapsed().as_secs_f64();
+            match g {
+                Ok(g) => {
+                    assert_eq!(
+                        g.responsibility, o.responsibility,
+                        "general vs optimisation k={k}"
+                    );
+                    gen.push(tg);
+                }
+                Err(_) => {
+                    gen_failed += 1;
+                    gen.push(f64::INFINITY);
+                }
+            }
+            if m.len() <= BRUTE_MAX_VARS {
+                let om = OracleModel::from_json(&to_json(m)).expect("oracle reads the model");
+                let (tb, rep) = median_of(1, || brute::attribute(&om).expect("brute"));
+                let plain = attribute_with(
+                    m,
+                    &[],
+                    &AttributeOptions {
+                        contract: false,
+                        path: Path::Optimisation,
+                        ..Default::default()
+                    },
+                )
+                .expect("plain");
+                assert_eq!(
+                    plain.responsibility, rep.responsibility,
+                    "brute vs optimisation k={k}"
+                );
+                brute_t.push(tb);
+            }
+        }
+        let (am, aw) = stats(&auto);
+        let (om, ow) = stats(&opt);
+        let (gm, gw) = stats(&gen);
+        let gfmt = |s: f64| {
+            if s.is_finite() {
+                fmt_s(s)
+            } else {
+                format!("> {} s", cutoff.as_secs())
+            }
+        };
+        let _ = writeln!(
+            t,
+            "| {k} | {} | 5 | {} | {} | {} | {} | {} | {}{} | {} | {:.1} | {}/{} |",
+            models.len(),
+            fmt_s(am),
+            fmt_s(aw),
+            fmt_s(om),
+            fmt_s(ow),
+            gfmt(gm),
+            gfmt(gw),
+            if gen_failed > 0 {
+                format!(" ({gen_failed} cut off)")
+            } else {
+                String::new()
+            },
+            if brute_t.is_empty() {
+                "—".to_string()
+            } else {
+                fmt_s(stats(&brute_t).0)
+            },
+            listed as f64 / models.len() as f64,
+            complete,
+            models.len()
+        );
+    }
+    t
+}
+
+/// HP2SAT's benchmark models and queries.
+fn hp2sat_tables(quick: bool) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/hp2sat");
+    let queries: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("queries.json")).expect("queries.json"),
+    )
+    .expect("queries parse");
+    let mut names: Vec<String> = std::fs::read_dir(root.join("models"))
+        .expect("models dir")
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .trim_end_matches(".json")
+                .to_string()
+        })
+        .collect();
+    names.sort_by_key(|n| {
+        let text =
+            std::fs::read_to_string(root.join(format!("models/{n}.json"))).unwrap_or_default();
+        (text.len(), n.clone())
+    });
+    let mut t = String::new();
+    let _ = writeln!(t, "ρ for every principal (one principal per endogenous variable; context: every exogenous variable true):\n");
+    let _ = writeln!(t, "| model | variables | principals | path | minimal causes listed | complete | ρ for all principals | per principal |");
+    let _ = writeln!(t, "|---|---:|---:|---|---:|---|---:|---:|");
+    for n in &names {
+        let text = std::fs::read_to_string(root.join(format!("models/{n}.json"))).expect("model");
+        let m = Model::from_json(&text).expect("model parses");
+        let reps = if quick { 1 } else { 3 };
+        let cutoff = Duration::from_secs(10);
+        let (tt, a): (f64, Result<Attribution, _>) = median_of(reps, || {
+            let start = Instant::now();
+            let dl = move || start.elapsed() >= cutoff;
+            attribute_until(&m, &[], &AttributeOptions::default(), &dl)
+        });
+        let np = m.principals().len();
+        match a {
+            Ok(a) => {
+                let _ = writeln!(
+                    t,
+                    "| {n} | {} | {np} | {:?} | {} | {} | {} | {} |",
+                    m.len(),
+                    a.path,
+                    a.causes.len(),
+                    a.causes_complete,
+                    fmt_s(tt),
+                    fmt_s(tt / np.max(1) as f64)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    t,
+                    "| {n} | {} | {np} | — | — | — | not answered within the default bounds and 10 s: {e} | — |",
+                    m.len()
+                );
+            }
+        }
+    }
+    let _ = writeln!(t, "\nHP2SAT's own queries (`--check X`: AC1–AC3 and a smallest witness), every single-cause test of its suite:\n");
+    let _ = writeln!(
+        t,
+        "| model | variables | queries | agree with HP2SAT | check: median | check: worst |"
+    );
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|");
+    let mut by_model: std::collections::BTreeMap<String, Vec<&serde_json::Value>> =
+        Default::default();
+    for q in queries["queries"].as_array().expect("queries") {
+        by_model
+            .entry(q["model"].as_str().unwrap_or("").to_string())
+            .or_default()
+            .push(q);
+    }
+    let opts = AttributeOptions {
+        contract: false,
+        ..Default::default()
+    };
+    for (name, qs) in &by_model {
+        let text =
+            std::fs::read_to_string(root.join(format!("models/{name}.json"))).expect("model");
+        let mut times = Vec::new();
+        let mut agree = 0;
+        let mut vars = 0;
+        for q in qs {
+            let mut doc: serde_json::Value = serde_json::from_str(&text).expect("json");
+            for (k, v) in q["context"].as_object().expect("context") {
+                doc["variables"][k]["value"] = v.clone();
+            }
+            doc["outcome"] = q["phi"].clone();
+            let m = Model::from_json(&doc.to_string()).expect("query model");
+            vars = m.len();
+            let cause: Vec<_> = q["cause"]
+                .as_object()
+                .expect("cause")
+                .iter()
+                .map(|(k, v)| (m.var(k).expect("cause var"), v.as_bool().unwrap_or(true)))
+                .collect();
+            let (tc, chk) = median_of(if quick { 1 } else { 3 }, || {
+                check_cause(&m, &cause, None, &opts, &NoDeadline)
+            });
+            let Ok(chk) = chk else {
+                times.push(tc);
+                continue;
+            };
+            let e = &q["expected"];
+            if (chk.ac1, chk.ac2, chk.ac3)
+                == (
+                    e["ac1"].as_bool().unwrap_or(false),
+                    e["ac2"].as_bool().unwrap_or(false),
+                    e["ac3"].as_bool().unwrap_or(false),
+                )
+            {
+                agree += 1;
+            }
+            times.push(tc);
+        }
+        let (med, worst) = stats(&times);
+        let _ = writeln!(
+            t,
+            "| {name} | {vars} | {} | {agree}/{} | {} | {} |",
+            qs.len(),
+            qs.len(),
+            fmt_s(med),
+            fmt_s(worst)
+        );
+    }
+    t
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let quick = std::env::var_os("AUDITA_BENCH_QUICK").is_some();
@@ -601,6 +876,10 @@ fn main() {
         );
     }
     print!("{t}");
+    println!("\n### The optimisation path on random non-monotone models\n");
+    print!("{}", optimisation_table(quick));
+    println!("\n### HP2SAT benchmark models\n");
+    print!("{}", hp2sat_tables(quick));
     if let Some(path) = std::env::var_os("AUDITA_BENCH_SVG") {
         std::fs::write(path, svg(&rows)).expect("write svg");
     }

@@ -1,4 +1,4 @@
-//! Attribution: every minimal cause with its smallest witness, grades and ρ.
+//! Attribution: minimal causes with their smallest witnesses, grades and ρ.
 //!
 //! Design constraints:
 //! - `X` is a cause when the outcome holds, some witness `W` frozen at actual values
@@ -10,9 +10,21 @@
 //!   responsibility of a principal is the maximum grade over the minimal causes holding
 //!   one of its variables, 0.0 when there is none. Every non-null principal of the
 //!   model is listed.
-//! - The monotone fast path is chosen automatically when the model is monotone; the
-//!   general path otherwise (or when forced through [`AttributeOptions`]). Both give the
-//!   same answer on monotone models.
+//! - **Paths, all exact, all giving the same ρ.** Monotone models take the cut-set fast
+//!   path ([`crate::monotone`]). Other models take the general search
+//!   ([`crate::general`]) within [`AttributeOptions::probe_work`] (model evaluations ×
+//!   variables: about what the optimisation path costs, measured in BENCHMARKS.md), and
+//!   the optimisation path ([`crate::optimise`], CaDiCaL) beyond it; a monotone model
+//!   whose cut-set families exceed the memory bound also goes there. [`Path`] forces
+//!   one path.
+//! - **Causes on demand.** At most [`AttributeOptions::max_causes`] causes are listed
+//!   (the cheapest first); each principal's best cause is always listed, so ρ computed
+//!   from the list is exact. A shortened list has `causes_complete: false`.
+//! - **Bounded.** Every query has a deadline ([`Deadline`], supplied by the caller: the
+//!   engine has no clock), an evaluation budget, a solver step budget and a memory
+//!   bound; hitting one is an [`AttributeError`] naming the bound, never an approximate
+//!   answer. Budgets are counted in deterministic units, so an answer that finishes is
+//!   the same on every run.
 //! - Output is deterministic: variables inside a cause and witness are sorted by name,
 //!   causes by (size, names); floating-point grades are exact reciprocals.
 
@@ -20,19 +32,46 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::general::{Exhausted, Search};
+use crate::general::{Search, Stop};
 use crate::model::{Model, VarId};
 
 /// Which search produced an attribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Path {
-    /// Monotone path if the model is monotone, general path otherwise.
+    /// Monotone path if the model is monotone; otherwise the general search within its
+    /// probe budget, then the optimisation path.
     #[default]
     Auto,
     /// Minimal cut sets (witnesses are empty).
     Monotone,
     /// Exact search over cause and witness sets.
     General,
+    /// Minimal causes in order of grade on a SAT solver.
+    Optimisation,
+}
+
+/// A caller-supplied stop condition, polled while a query runs. The engine has no
+/// clock: a binary passes a wall-clock deadline (see `audita attribute --timeout-ms`),
+/// a library caller may pass anything (a cancellation flag, a step counter).
+pub trait Deadline {
+    /// Whether the query must stop now.
+    fn expired(&self) -> bool;
+}
+
+/// The deadline that never expires.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoDeadline;
+
+impl Deadline for NoDeadline {
+    fn expired(&self) -> bool {
+        false
+    }
+}
+
+impl<F: Fn() -> bool> Deadline for F {
+    fn expired(&self) -> bool {
+        self()
+    }
 }
 
 /// Knobs of an attribution query.
@@ -42,10 +81,24 @@ pub struct AttributeOptions {
     pub contract: bool,
     /// Which search to run (default [`Path::Auto`]).
     pub path: Path,
-    /// Upper bound on the number of minimal causes (and intermediate cut-set families).
+    /// Most minimal causes listed (default 10,000); beyond it the list is shortened to
+    /// the cheapest causes plus each principal's best, and ρ stays exact.
     pub max_causes: usize,
-    /// Upper bound on model evaluations of the general path.
+    /// Causes the optimisation path lists in order of grade before it only looks for
+    /// the best cause of each principal not yet resolved (default 64).
+    pub max_solver_causes: usize,
+    /// Model evaluations of the general path when it is forced (default 5·10^7).
     pub max_evaluations: u64,
+    /// Work the automatic choice grants the general search before the optimisation path
+    /// takes over, in model evaluations × variables (default 300,000: about a
+    /// millisecond, the optimisation path's cost on models of 40–200 variables).
+    pub probe_work: u64,
+    /// Solver steps (termination polls, about ten propagation rounds each) of the
+    /// optimisation path (default 5·10^6).
+    pub max_solver_steps: u64,
+    /// Memory bound in bytes for cut-set families and the solver encoding
+    /// (default 1 GiB).
+    pub max_memory_bytes: u64,
 }
 
 impl Default for AttributeOptions {
@@ -53,8 +106,12 @@ impl Default for AttributeOptions {
         AttributeOptions {
             contract: true,
             path: Path::Auto,
-            max_causes: 1 << 20,
+            max_causes: 10_000,
+            max_solver_causes: 64,
             max_evaluations: 50_000_000,
+            probe_work: 300_000,
+            max_solver_steps: 5_000_000,
+            max_memory_bytes: 1 << 30,
         }
     }
 }
@@ -68,15 +125,41 @@ pub enum AttributeError {
     /// An override names a variable of another model.
     #[error("variable index {0} is out of range")]
     UnknownVar(usize),
-    /// More minimal causes than [`AttributeOptions::max_causes`].
-    #[error("more than {0} minimal causes, or cut-set families beyond the memory bound (raise max_causes or split the slice)")]
-    TooManyCauses(usize),
+    /// The query needed more memory than [`AttributeOptions::max_memory_bytes`].
+    #[error("memory bound of {0} bytes reached (raise max_memory_bytes, `--max-memory-mb` on the command line, or split the slice)")]
+    MemoryBound(u64),
     /// The general search exceeded [`AttributeOptions::max_evaluations`].
-    #[error("exact search exceeded {0} model evaluations (raise max_evaluations)")]
+    #[error("exact search exceeded {0} model evaluations (raise max_evaluations, `--max-evaluations` on the command line, or let the engine choose the path)")]
     BudgetExhausted(u64),
+    /// The optimisation path exceeded [`AttributeOptions::max_solver_steps`].
+    #[error("optimisation path exceeded {0} solver steps (raise max_solver_steps, `--max-solver-steps` on the command line)")]
+    SolverBudgetExhausted(u64),
+    /// The caller's [`Deadline`] expired.
+    #[error("deadline passed during the {0} (give the query more time, `--timeout-ms` on the command line)")]
+    DeadlineExceeded(&'static str),
     /// [`Path::Monotone`] was forced on a non-monotone model.
     #[error("the model is not monotone in its candidates")]
     NotMonotone,
+    /// A cause check holds members at values they do not have and has too many members
+    /// to try every subset.
+    #[error("--check with {0} members, some stated at values they do not have: at most 16 such members are supported")]
+    CheckTooLarge(usize),
+    /// An internal consistency check failed (a bug; nothing is reported).
+    #[error("internal check failed: {0}")]
+    Internal(&'static str),
+}
+
+impl AttributeError {
+    /// Whether giving the query more resources (time, budget, memory) can help.
+    pub fn is_bound(&self) -> bool {
+        matches!(
+            self,
+            AttributeError::MemoryBound(_)
+                | AttributeError::BudgetExhausted(_)
+                | AttributeError::SolverBudgetExhausted(_)
+                | AttributeError::DeadlineExceeded(_)
+        )
+    }
 }
 
 /// One minimal cause.
@@ -95,15 +178,23 @@ pub struct Cause {
 pub struct Attribution {
     /// Whether the outcome holds actually.
     pub outcome: bool,
-    /// Every minimal cause with its smallest witness.
+    /// Minimal causes with their smallest witnesses: every one of them, or (when
+    /// `causes_complete` is false) the cheapest ones and each principal's best.
     pub causes: Vec<Cause>,
-    /// ρ per non-null principal.
+    /// Whether `causes` lists every minimal cause (serialised only when false).
+    #[serde(skip_serializing_if = "is_true")]
+    pub causes_complete: bool,
+    /// ρ per non-null principal (exact whether or not the list is complete).
     pub responsibility: BTreeMap<String, f64>,
     /// The path that produced it.
     #[serde(skip)]
     pub path: Path,
     #[serde(skip)]
     principal_of: BTreeMap<String, Option<String>>,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl Attribution {
@@ -162,7 +253,10 @@ impl Attribution {
             .map(|(p, _)| p.as_str())
     }
 
-    /// Keeps only the causes accepted by `keep` and recomputes ρ.
+    /// Keeps only the causes accepted by `keep` and recomputes ρ from the causes kept.
+    /// With a shortened list (`causes_complete` false) a principal whose listed best
+    /// cause is dropped falls to its best remaining listed cause: a lower bound of the
+    /// exact value over the kept causes, never a higher one.
     pub fn retain_causes(&mut self, mut keep: impl FnMut(&Cause) -> bool) {
         self.causes.retain(|c| keep(c));
         let causes = std::mem::take(&mut self.causes);
@@ -195,6 +289,17 @@ pub fn attribute_with(
     overrides: &[(VarId, bool)],
     opts: &AttributeOptions,
 ) -> Result<Attribution, AttributeError> {
+    attribute_until(model, overrides, opts, &NoDeadline)
+}
+
+/// Attributes with overrides, stopping with [`AttributeError::DeadlineExceeded`] when
+/// `deadline` expires (polled every few thousand model evaluations or solver steps).
+pub fn attribute_until(
+    model: &Model,
+    overrides: &[(VarId, bool)],
+    opts: &AttributeOptions,
+    deadline: &dyn Deadline,
+) -> Result<Attribution, AttributeError> {
     for &(id, _) in overrides {
         let Some(v) = model.vars.get(id.index()) else {
             return Err(AttributeError::UnknownVar(id.index()));
@@ -213,7 +318,7 @@ pub fn attribute_with(
     let mut stack = Vec::new();
     let outcome = crate::model::run(&work.outcome_prog, &lanes, &mut stack) & 1 == 1;
 
-    let use_monotone = match opts.path {
+    let monotone = match opts.path {
         Path::Auto => work.signs.is_some(),
         Path::Monotone => {
             if work.signs.is_none() {
@@ -221,24 +326,79 @@ pub fn attribute_with(
             }
             true
         }
-        Path::General => false,
-    };
-    let path = if use_monotone {
-        Path::Monotone
-    } else {
-        Path::General
+        Path::General | Path::Optimisation => false,
     };
 
     let mut raw: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    let mut complete = true;
+    let mut path = if monotone {
+        Path::Monotone
+    } else if opts.path == Path::Optimisation {
+        Path::Optimisation
+    } else {
+        Path::General
+    };
     if outcome {
-        if let (true, Some(signs)) = (use_monotone, &work.signs) {
-            let cuts = crate::monotone::minimal_causes(work, signs, &actual, opts.max_causes)
-                .map_err(|_| AttributeError::TooManyCauses(opts.max_causes))?;
-            raw = cuts.into_iter().map(|x| (x, Vec::new())).collect();
-        } else {
-            raw = Search::new(work, &work_exo, actual, opts.max_evaluations)
-                .run()
-                .map_err(|Exhausted| AttributeError::BudgetExhausted(opts.max_evaluations))?;
+        let mut optimise = path == Path::Optimisation;
+        if let (true, Some(signs)) = (monotone, &work.signs) {
+            match crate::monotone::minimal_causes(
+                work,
+                signs,
+                &actual,
+                opts.max_memory_bytes,
+                deadline,
+            ) {
+                Ok(cuts) => raw = cuts.into_iter().map(|x| (x, Vec::new())).collect(),
+                Err(crate::monotone::Stop::Deadline) => {
+                    return Err(AttributeError::DeadlineExceeded("cut-set computation"))
+                }
+                Err(crate::monotone::Stop::Memory) if opts.path == Path::Monotone => {
+                    return Err(AttributeError::MemoryBound(opts.max_memory_bytes))
+                }
+                Err(crate::monotone::Stop::Memory) => optimise = true,
+            }
+        } else if path == Path::General {
+            let forced = opts.path == Path::General;
+            let budget = if forced {
+                opts.max_evaluations
+            } else {
+                let per_eval = work.vars.len().max(1) as u64;
+                opts.max_evaluations.min(opts.probe_work / per_eval)
+            };
+            let cap = if forced { usize::MAX } else { opts.max_causes };
+            match Search::new(work, &work_exo, actual.clone(), budget, cap, deadline).run() {
+                Ok(found) => raw = found,
+                Err(Stop::Deadline) => {
+                    return Err(AttributeError::DeadlineExceeded("exact search"))
+                }
+                Err(Stop::Budget) if forced => {
+                    return Err(AttributeError::BudgetExhausted(opts.max_evaluations))
+                }
+                Err(Stop::Budget | Stop::TooMany) => optimise = true,
+            }
+        }
+        if optimise {
+            path = Path::Optimisation;
+            let limits = crate::optimise::Limits {
+                max_causes: opts.max_solver_causes.min(opts.max_causes),
+                max_steps: opts.max_solver_steps,
+                max_literals: opts.max_memory_bytes / LITERAL_BYTES,
+                deadline,
+            };
+            let listing = crate::optimise::list(work, &actual, &limits).map_err(|h| match h {
+                crate::optimise::Halt::Deadline => {
+                    AttributeError::DeadlineExceeded("optimisation path")
+                }
+                crate::optimise::Halt::Steps => {
+                    AttributeError::SolverBudgetExhausted(opts.max_solver_steps)
+                }
+                crate::optimise::Halt::Memory => AttributeError::MemoryBound(opts.max_memory_bytes),
+                crate::optimise::Halt::Inconsistent => {
+                    AttributeError::Internal("a solver model failed to replay on the model")
+                }
+            })?;
+            raw = listing.causes;
+            complete = listing.complete;
         }
     }
 
@@ -250,7 +410,12 @@ pub fn attribute_with(
         let size = xs.len() + ws.len();
         ws.sort_unstable();
         if lifted {
-            for set in model.groups.lift(&xs, &exo) {
+            // Past the listing bound one lifted alternative suffices: all of them hold
+            // the same principals at the same grade.
+            let room = opts.max_causes.saturating_sub(sets.len()).max(1);
+            let (alts, more) = model.groups.lift(&xs, &exo, room);
+            complete &= !more;
+            for set in alts {
                 sets.push((set, ws.clone(), size));
             }
         } else {
@@ -258,17 +423,7 @@ pub fn attribute_with(
             xs.sort_unstable();
             sets.push((xs, ws, size));
         }
-        if sets.len() > opts.max_causes {
-            return Err(AttributeError::TooManyCauses(opts.max_causes));
-        }
     }
-    sets.sort_unstable_by(|a, b| {
-        a.0.len()
-            .cmp(&b.0.len())
-            .then_with(|| a.0.cmp(&b.0))
-            .then_with(|| a.1.cmp(&b.1))
-    });
-    sets.dedup_by(|a, b| a.0 == b.0);
 
     let principal_ix: Vec<Option<usize>> = model
         .vars
@@ -279,6 +434,19 @@ pub fn attribute_with(
                 .and_then(|p| model.principals.binary_search(p).ok())
         })
         .collect();
+    if sets.len() > opts.max_causes {
+        let before = sets.len();
+        sets = shorten(sets, opts.max_causes, &principal_ix, model.principals.len());
+        complete &= sets.len() == before;
+    }
+    sets.sort_unstable_by(|a, b| {
+        a.0.len()
+            .cmp(&b.0.len())
+            .then_with(|| a.0.cmp(&b.0))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    sets.dedup_by(|a, b| a.0 == b.0);
+
     let mut rho = vec![0.0f64; model.principals.len()];
     let names = |ids: &[u32]| -> Vec<String> {
         ids.iter()
@@ -308,12 +476,49 @@ pub fn attribute_with(
         .map(|v| (v.name.clone(), v.principal.clone()))
         .collect();
     let responsibility = model.principals.iter().cloned().zip(rho).collect();
-    let att = Attribution {
+    Ok(Attribution {
         outcome,
         causes,
+        causes_complete: complete,
         responsibility,
         path,
         principal_of,
-    };
-    Ok(att)
+    })
+}
+
+/// Bytes of solver memory counted per encoded literal (clause storage, watches and
+/// occurrence lists, measured on CaDiCaL with a margin).
+const LITERAL_BYTES: u64 = 64;
+
+/// The `keep` cheapest causes (by cost, then size and names) plus the cheapest cause of
+/// every principal that none of those holds.
+fn shorten(
+    mut sets: Vec<(Vec<u32>, Vec<u32>, usize)>,
+    keep: usize,
+    principal_ix: &[Option<usize>],
+    principals: usize,
+) -> Vec<(Vec<u32>, Vec<u32>, usize)> {
+    sets.sort_unstable_by(|a, b| {
+        a.2.cmp(&b.2)
+            .then_with(|| a.0.len().cmp(&b.0.len()))
+            .then_with(|| a.0.cmp(&b.0))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    let mut held = vec![false; principals];
+    let mut out = Vec::with_capacity(keep + principals);
+    for (i, set) in sets.into_iter().enumerate() {
+        let new_principal = set
+            .0
+            .iter()
+            .any(|&x| principal_ix[x as usize].is_some_and(|p| !held[p]));
+        if i < keep || new_principal {
+            for &x in &set.0 {
+                if let Some(p) = principal_ix[x as usize] {
+                    held[p] = true;
+                }
+            }
+            out.push(set);
+        }
+    }
+    out
 }

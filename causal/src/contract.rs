@@ -164,9 +164,12 @@ impl Groups {
         out
     }
 
-    /// Lifts a cause of the contracted model to the causes of the original model.
-    pub(crate) fn lift(&self, xs: &[u32], exo: &[bool]) -> Vec<Vec<u32>> {
+    /// Lifts a cause of the contracted model to the causes of the original model: at
+    /// most `cap` of them (at least one), and whether more exist.
+    pub(crate) fn lift(&self, xs: &[u32], exo: &[bool], cap: usize) -> (Vec<Vec<u32>>, bool) {
+        let cap = cap.max(1);
         let mut alternatives: Vec<Vec<u32>> = vec![Vec::new()];
+        let mut more = false;
         for &x in xs {
             let group = self.groups.iter().find(|g| g.members[0] == x);
             let options: Vec<Vec<u32>> = match group {
@@ -184,9 +187,14 @@ impl Groups {
                     }
                 }
             };
-            let mut next = Vec::with_capacity(alternatives.len() * options.len());
-            for a in &alternatives {
+            let mut next =
+                Vec::with_capacity(alternatives.len().saturating_mul(options.len()).min(cap));
+            'fill: for a in &alternatives {
                 for o in &options {
+                    if next.len() == cap {
+                        more = true;
+                        break 'fill;
+                    }
                     let mut s = a.clone();
                     s.extend_from_slice(o);
                     next.push(s);
@@ -197,6 +205,6 @@ impl Groups {
         for a in alternatives.iter_mut() {
             a.sort_unstable();
         }
-        alternatives
+        (alternatives, more)
     }
 }

@@ -1,92 +1,131 @@
-//! Antichains of small sets ("families") as flat bitset arrays.
+//! Antichains of sets ("families") as flat arrays of sparse bitsets.
 //!
 //! Design constraints:
-//! - A [`Family`] over `bits` elements stores each set as `words = ceil(bits/64)` u64s.
+//! - A set is a sorted run of `(word index, nonzero 64-bit word)` pairs, so its size is
+//!   proportional to the words it touches, not to the universe: a singleton over a
+//!   million candidates is one pair (a dense universe-wide bitset per family made a
+//!   disjunction of 100k variables take 2.6 GB).
+//! - A [`Family`] stores its sets back to back (`idx`/`bits`, with `starts` marking
+//!   where each set begins) and a sparse superset of their union (`support`).
 //! - Operations that build families ([`Family::union_min`], [`Family::cross_min`])
 //!   return antichains: no member is a superset of another, no duplicates.
-//! - Sizes are bounded by a caller-supplied limit; exceeding it is reported, never
-//!   silently truncated.
+//! - Sizes are bounded by a caller-supplied limit on the bytes a result may hold;
+//!   exceeding it is reported as [`TooLarge`], never silently truncated.
 
-/// An antichain of sets over `0..bits`.
+/// An antichain of sets of candidate bits.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Family {
-    words: usize,
-    data: Vec<u64>,
-    /// Superset of the union of the member sets.
-    support: Vec<u64>,
+    idx: Vec<u32>,
+    bits: Vec<u64>,
+    /// `starts[i]..starts[i+1]` is set `i` (one more entry than sets).
+    starts: Vec<u32>,
+    /// Sorted sparse superset of the union of the member sets.
+    support: Vec<(u32, u64)>,
 }
-
-/// Upper bound on the u64 words held by one family (128 MiB).
-pub(crate) const WORD_BUDGET: usize = 1 << 24;
 
 /// A family grew beyond the configured limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TooLarge;
 
+/// One set: word indices and words.
+type Set<'a> = (&'a [u32], &'a [u64]);
+
 impl Family {
-    pub(crate) fn words_for(bits: usize) -> usize {
-        bits.div_ceil(64).max(1)
-    }
-
-    /// The largest number of sets a family over `words` words may hold under a set
-    /// limit and the memory bound [`WORD_BUDGET`].
-    pub(crate) fn set_limit(words: usize, limit: usize) -> usize {
-        limit.min(WORD_BUDGET / words.max(1)).max(1)
-    }
-
     /// The empty family (no set: the event cannot happen).
-    pub(crate) fn none(words: usize) -> Self {
+    pub(crate) fn none() -> Self {
         Family {
-            words,
-            data: Vec::new(),
-            support: vec![0; words],
+            idx: Vec::new(),
+            bits: Vec::new(),
+            starts: vec![0],
+            support: Vec::new(),
         }
     }
 
     /// The family holding only the empty set (the event already holds).
-    pub(crate) fn unit(words: usize) -> Self {
+    pub(crate) fn unit() -> Self {
         Family {
-            words,
-            data: vec![0; words],
-            support: vec![0; words],
+            idx: Vec::new(),
+            bits: Vec::new(),
+            starts: vec![0, 0],
+            support: Vec::new(),
         }
     }
 
-    pub(crate) fn singleton(words: usize, bit: usize) -> Self {
-        let mut data = vec![0; words];
-        data[bit / 64] |= 1 << (bit % 64);
+    pub(crate) fn singleton(bit: usize) -> Self {
+        let w = (bit / 64) as u32;
+        let b = 1u64 << (bit % 64);
         Family {
-            words,
-            support: data.clone(),
-            data,
+            idx: vec![w],
+            bits: vec![b],
+            starts: vec![0, 1],
+            support: vec![(w, b)],
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.data.len() / self.words
+        self.starts.len() - 1
+    }
+
+    /// Bytes held (for the caller's memory bound).
+    pub(crate) fn bytes(&self) -> usize {
+        self.idx.len() * 4 + self.bits.len() * 8 + self.starts.len() * 4 + self.support.len() * 16
     }
 
     pub(crate) fn is_unit(&self) -> bool {
-        self.len() == 1 && self.data.iter().all(|w| *w == 0)
+        self.len() == 1 && self.idx.is_empty()
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &[u64]> {
-        self.data.chunks_exact(self.words)
+    fn set(&self, i: usize) -> Set<'_> {
+        let (a, b) = (self.starts[i] as usize, self.starts[i + 1] as usize);
+        (&self.idx[a..b], &self.bits[a..b])
+    }
+
+    /// The members of every set, as bit positions in increasing order.
+    pub(crate) fn sets(&self) -> impl Iterator<Item = Vec<usize>> + '_ {
+        (0..self.len()).map(|i| {
+            let (idx, bits) = self.set(i);
+            let mut out = Vec::new();
+            for (&w, &word) in idx.iter().zip(bits) {
+                let mut word = word;
+                while word != 0 {
+                    let b = word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    out.push(w as usize * 64 + b);
+                }
+            }
+            out
+        })
+    }
+
+    fn push_set(&mut self, idx: &[u32], bits: &[u64]) {
+        self.idx.extend_from_slice(idx);
+        self.bits.extend_from_slice(bits);
+        self.starts.push(self.idx.len() as u32);
     }
 
     fn disjoint(&self, other: &Family) -> bool {
-        self.support
-            .iter()
-            .zip(&other.support)
-            .all(|(a, b)| a & b == 0)
+        let (mut i, mut j) = (0, 0);
+        let (a, b) = (&self.support, &other.support);
+        while i < a.len() && j < b.len() {
+            match a[i].0.cmp(&b[j].0) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    if a[i].1 & b[j].1 != 0 {
+                        return false;
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        true
     }
 
-    fn joint_support(&self, other: &Family) -> Vec<u64> {
-        self.support
-            .iter()
-            .zip(&other.support)
-            .map(|(a, b)| a | b)
-            .collect()
+    fn joint_support(&self, other: &Family) -> Vec<(u32, u64)> {
+        let mut out = Vec::with_capacity(self.support.len() + other.support.len());
+        merge_pairs(&self.support, &other.support, |w, b| out.push((w, b)));
+        out
     }
 
     /// Minimal sets of `self ∪ other`.
@@ -96,20 +135,21 @@ impl Family {
     /// Consumes `self`, appending in place in the disjoint case.
     pub(crate) fn union_min(mut self, other: &Family, limit: usize) -> Result<Family, TooLarge> {
         if self.is_unit() || other.is_unit() {
-            return Ok(Family::unit(self.words));
+            return Ok(Family::unit());
         }
-        if self.len() + other.len() > limit {
+        if self.bytes() + other.bytes() > limit {
             return Err(TooLarge);
         }
         let disjoint = self.disjoint(other);
-        self.data.extend_from_slice(&other.data);
-        for (s, o) in self.support.iter_mut().zip(&other.support) {
-            *s |= o;
+        for i in 0..other.len() {
+            let (idx, bits) = other.set(i);
+            self.push_set(idx, bits);
         }
+        self.support = self.joint_support(other);
         if disjoint {
             return Ok(self);
         }
-        minimize(self.words, self.data, self.support, limit)
+        minimize(self, limit)
     }
 
     /// Minimal sets of `{a ∪ b : a ∈ self, b ∈ other}`.
@@ -124,63 +164,122 @@ impl Family {
             return Ok(self.clone());
         }
         let disjoint = self.disjoint(other);
-        let product = self.len().saturating_mul(other.len());
-        if product > limit.saturating_mul(if disjoint { 1 } else { 64 }) {
+        // Bytes of the product before minimisation (each pair at most both sets).
+        let pairs = self.len().saturating_mul(other.len());
+        let words = self
+            .idx
+            .len()
+            .saturating_mul(other.len())
+            .saturating_add(other.idx.len().saturating_mul(self.len()));
+        let estimate = words
+            .saturating_mul(12)
+            .saturating_add(pairs.saturating_mul(4));
+        if estimate > limit.saturating_mul(if disjoint { 1 } else { 4 }) {
             return Err(TooLarge);
         }
-        let mut data = Vec::with_capacity(self.data.len() * other.len());
-        for a in self.iter() {
-            for b in other.iter() {
-                data.extend(a.iter().zip(b).map(|(x, y)| x | y));
+        let mut out = Family::none();
+        out.idx.reserve(words);
+        out.bits.reserve(words);
+        out.starts.reserve(pairs);
+        for i in 0..self.len() {
+            let (ai, ab) = self.set(i);
+            for j in 0..other.len() {
+                let (bi, bb) = other.set(j);
+                let (idx, bits) = (&mut out.idx, &mut out.bits);
+                merge_pairs_slices(ai, ab, bi, bb, |w, b| {
+                    idx.push(w);
+                    bits.push(b);
+                });
+                out.starts.push(out.idx.len() as u32);
             }
         }
-        let support = self.joint_support(other);
+        out.support = self.joint_support(other);
         if disjoint {
-            return Ok(Family {
-                words: self.words,
-                data,
-                support,
-            });
+            return Ok(out);
         }
-        minimize(self.words, data, support, limit)
+        minimize(out, limit)
     }
 }
 
-fn popcount(s: &[u64]) -> u32 {
-    s.iter().map(|w| w.count_ones()).sum()
+/// Merges two sorted pair lists, OR-ing words with equal index.
+fn merge_pairs(a: &[(u32, u64)], b: &[(u32, u64)], mut f: impl FnMut(u32, u64)) {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
+            f(a[i].0, a[i].1);
+            i += 1;
+        } else if i == a.len() || b[j].0 < a[i].0 {
+            f(b[j].0, b[j].1);
+            j += 1;
+        } else {
+            f(a[i].0, a[i].1 | b[j].1);
+            i += 1;
+            j += 1;
+        }
+    }
 }
 
-fn subset(a: &[u64], b: &[u64]) -> bool {
-    a.iter().zip(b).all(|(x, y)| x & !y == 0)
+fn merge_pairs_slices(ai: &[u32], ab: &[u64], bi: &[u32], bb: &[u64], mut f: impl FnMut(u32, u64)) {
+    let (mut i, mut j) = (0, 0);
+    while i < ai.len() || j < bi.len() {
+        if j == bi.len() || (i < ai.len() && ai[i] < bi[j]) {
+            f(ai[i], ab[i]);
+            i += 1;
+        } else if i == ai.len() || bi[j] < ai[i] {
+            f(bi[j], bb[j]);
+            j += 1;
+        } else {
+            f(ai[i], ab[i] | bb[j]);
+            i += 1;
+            j += 1;
+        }
+    }
 }
 
-fn minimize(
-    words: usize,
-    data: Vec<u64>,
-    support: Vec<u64>,
-    limit: usize,
-) -> Result<Family, TooLarge> {
-    let mut sets: Vec<&[u64]> = data.chunks_exact(words).collect();
-    sets.sort_by(|a, b| popcount(a).cmp(&popcount(b)).then_with(|| a.cmp(b)));
-    let mut kept: Vec<&[u64]> = Vec::new();
-    for s in sets {
-        if kept.iter().any(|k| subset(k, s)) {
+fn popcount(s: Set<'_>) -> u32 {
+    s.1.iter().map(|w| w.count_ones()).sum()
+}
+
+/// Whether `a ⊆ b`.
+fn subset(a: Set<'_>, b: Set<'_>) -> bool {
+    if a.0.len() > b.0.len() {
+        return false;
+    }
+    let mut j = 0;
+    for (&w, &word) in a.0.iter().zip(a.1) {
+        while j < b.0.len() && b.0[j] < w {
+            j += 1;
+        }
+        if j == b.0.len() || b.0[j] != w || word & !b.1[j] != 0 {
+            return false;
+        }
+        j += 1;
+    }
+    true
+}
+
+fn minimize(fam: Family, limit: usize) -> Result<Family, TooLarge> {
+    let mut order: Vec<(u32, usize)> = (0..fam.len()).map(|i| (popcount(fam.set(i)), i)).collect();
+    order.sort_by(|x, y| {
+        x.0.cmp(&y.0)
+            .then_with(|| fam.set(x.1).0.cmp(fam.set(y.1).0))
+            .then_with(|| fam.set(x.1).1.cmp(fam.set(y.1).1))
+    });
+    let mut out = Family::none();
+    let mut kept: Vec<usize> = Vec::new();
+    for (_, i) in order {
+        let s = fam.set(i);
+        if kept.iter().any(|&k| subset(fam.set(k), s)) {
             continue;
         }
-        kept.push(s);
-        if kept.len() > limit {
+        kept.push(i);
+        out.push_set(s.0, s.1);
+        if out.bytes() > limit {
             return Err(TooLarge);
         }
     }
-    let mut out = Vec::with_capacity(kept.len() * words);
-    for k in kept {
-        out.extend_from_slice(k);
-    }
-    Ok(Family {
-        words,
-        data: out,
-        support,
-    })
+    out.support = fam.support;
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -188,15 +287,21 @@ mod tests {
     use super::*;
 
     fn fam(sets: &[&[usize]]) -> Family {
-        let mut f = Family::none(1);
+        let mut f = Family::none();
         for s in sets {
-            let mut g = Family::unit(1);
+            let mut g = Family::unit();
             for &b in *s {
-                g = g.cross_min(&Family::singleton(1, b), 1000).unwrap();
+                g = g.cross_min(&Family::singleton(b), 1 << 20).unwrap();
             }
-            f = f.union_min(&g, 1000).unwrap();
+            f = f.union_min(&g, 1 << 20).unwrap();
         }
         f
+    }
+
+    fn members(f: &Family) -> Vec<Vec<usize>> {
+        let mut v: Vec<Vec<usize>> = f.sets().collect();
+        v.sort();
+        v
     }
 
     #[test]
@@ -210,14 +315,14 @@ mod tests {
         // Overlapping supports go through minimisation; disjoint ones do not need it.
         let a = fam(&[&[0, 1]]);
         let b = fam(&[&[0, 2]]);
-        let u = a.union_min(&b, 1000).unwrap();
+        let u = a.union_min(&b, 1 << 20).unwrap();
         assert_eq!(u.len(), 2);
         let c = fam(&[&[0], &[1]])
-            .cross_min(&fam(&[&[0], &[2]]), 1000)
+            .cross_min(&fam(&[&[0], &[2]]), 1 << 20)
             .unwrap();
         assert_eq!(c.len(), 2);
         let d = fam(&[&[0], &[1]])
-            .cross_min(&fam(&[&[2], &[3]]), 1000)
+            .cross_min(&fam(&[&[2], &[3]]), 1 << 20)
             .unwrap();
         assert_eq!(d.len(), 4);
     }
@@ -226,15 +331,35 @@ mod tests {
     fn cross_of_disjunctions() {
         let a = fam(&[&[0], &[1]]);
         let b = fam(&[&[0], &[2]]);
-        let c = a.cross_min(&b, 1000).unwrap();
+        let c = a.cross_min(&b, 1 << 20).unwrap();
         // {0}, {1,2}  ({0,2} and {0,1} are supersets of {0})
-        assert_eq!(c, fam(&[&[0], &[1, 2]]));
+        assert_eq!(members(&c), vec![vec![0], vec![1, 2]]);
+    }
+
+    #[test]
+    fn sets_spanning_many_words_stay_sparse() {
+        let a = fam(&[&[3, 70_000], &[64 * 900]]);
+        let b = fam(&[&[70_000, 5], &[1_000_000]]);
+        let c = a.cross_min(&b, 1 << 20).unwrap();
+        assert_eq!(
+            members(&c),
+            vec![
+                vec![3, 5, 70_000],
+                vec![3, 70_000, 1_000_000],
+                vec![5, 57_600, 70_000],
+                vec![57_600, 1_000_000]
+            ]
+        );
+        assert!(c.bytes() < 400, "{}", c.bytes());
+        let sub = fam(&[&[3, 70_000]]);
+        assert!(subset(sub.set(0), a.set(0)));
+        assert!(!subset(a.set(1), sub.set(0)));
     }
 
     #[test]
     fn limit_is_reported() {
         let a = fam(&[&[0], &[1], &[2]]);
         let b = fam(&[&[3], &[4], &[5]]);
-        assert_eq!(a.cross_min(&b, 4), Err(TooLarge));
+        assert_eq!(a.cross_min(&b, 64), Err(TooLarge));
     }
 }

@@ -20,16 +20,25 @@
 //! - The search stops at the first size whose sets all contain a found cause (every
 //!   larger set contains one of them).
 //! - Work is bounded by an evaluation budget (model evaluations, and one unit per 64
-//!   enumerated sets); exhausting it is an error, never a guess.
+//!   enumerated sets) and a cap on the causes found; the caller's deadline is polled
+//!   every 1,024 units. Stopping is a [`Stop`], never a guess.
 
+use crate::attribution::Deadline;
 use crate::model::{Model, Op};
 
 /// A cause set with one smallest witness, as variable indices.
 pub(crate) type CauseWitness = (Vec<u32>, Vec<u32>);
 
-/// The general search ran out of its evaluation budget.
+/// Why the general search stopped early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Exhausted;
+pub(crate) enum Stop {
+    /// The evaluation budget is spent.
+    Budget,
+    /// More causes than the cap.
+    TooMany,
+    /// The caller's deadline passed.
+    Deadline,
+}
 
 pub(crate) struct Search<'a> {
     model: &'a Model,
@@ -37,6 +46,9 @@ pub(crate) struct Search<'a> {
     actual_word: Vec<u64>,
     topo_pos: Vec<usize>,
     budget: u64,
+    spent: u64,
+    cap: usize,
+    deadline: &'a dyn Deadline,
     mask: Vec<u64>,
     val: Vec<u64>,
     vals: Vec<u64>,
@@ -51,7 +63,14 @@ pub(crate) struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    pub(crate) fn new(model: &'a Model, exo: &'a [bool], actual: Vec<bool>, budget: u64) -> Self {
+    pub(crate) fn new(
+        model: &'a Model,
+        exo: &'a [bool],
+        actual: Vec<bool>,
+        budget: u64,
+        cap: usize,
+        deadline: &'a dyn Deadline,
+    ) -> Self {
         let n = model.vars.len();
         let mut topo_pos = vec![0; n];
         for (i, &v) in model.order.iter().enumerate() {
@@ -64,6 +83,9 @@ impl<'a> Search<'a> {
             actual_word,
             topo_pos,
             budget,
+            spent: 0,
+            cap,
+            deadline,
             mask: vec![0; n],
             val: vec![0; n],
             vals: vec![0; n],
@@ -90,15 +112,18 @@ impl<'a> Search<'a> {
         }
     }
 
-    fn charge(&mut self) -> Result<(), Exhausted> {
-        if self.budget == 0 {
-            return Err(Exhausted);
+    fn charge(&mut self) -> Result<(), Stop> {
+        if self.spent >= self.budget {
+            return Err(Stop::Budget);
         }
-        self.budget -= 1;
+        self.spent += 1;
+        if self.spent & 1023 == 0 && self.deadline.expired() {
+            return Err(Stop::Deadline);
+        }
         Ok(())
     }
 
-    fn eval(&mut self) -> Result<u64, Exhausted> {
+    fn eval(&mut self) -> Result<u64, Stop> {
         self.charge()?;
         Ok(self.model.eval_into(
             self.exo,
@@ -110,7 +135,7 @@ impl<'a> Search<'a> {
     }
 
     /// Every minimal cause with one smallest witness, as variable indices.
-    pub(crate) fn run(mut self) -> Result<Vec<CauseWitness>, Exhausted> {
+    pub(crate) fn run(mut self) -> Result<Vec<CauseWitness>, Stop> {
         let model = self.model;
         let cands: Vec<u32> = (0..model.vars.len() as u32)
             .filter(|&v| model.vars[v as usize].candidate && model.relevant[v as usize])
@@ -166,7 +191,7 @@ impl<'a> Search<'a> {
         found: &mut Vec<Vec<u64>>,
         out: &mut Vec<CauseWitness>,
         words: usize,
-    ) -> Result<(), Exhausted> {
+    ) -> Result<(), Stop> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -196,12 +221,15 @@ impl<'a> Search<'a> {
             if let Some(w) = witness {
                 found.push(to_bits(&comb, words));
                 out.push((xs, w));
+                if out.len() > self.cap {
+                    return Err(Stop::TooMany);
+                }
             }
         }
         Ok(())
     }
 
-    fn smallest_witness(&mut self, xs: &[u32]) -> Result<Option<Vec<u32>>, Exhausted> {
+    fn smallest_witness(&mut self, xs: &[u32]) -> Result<Option<Vec<u32>>, Stop> {
         let model = self.model;
         let n = model.vars.len();
         let mut desc = vec![false; n];
@@ -250,7 +278,7 @@ impl<'a> Search<'a> {
     /// The lane-parallel form of [`Self::may_falsify`] for the cause sets of a batch
     /// (given by `mask`, with every endogenous descendant undecided): the lanes whose
     /// outcome is surely true under every witness.
-    fn lanes_surely_true(&mut self) -> Result<u64, Exhausted> {
+    fn lanes_surely_true(&mut self) -> Result<u64, Stop> {
         self.charge()?;
         let model = self.model;
         // Descendants of X per lane (X itself excluded from the free set).
@@ -298,7 +326,7 @@ impl<'a> Search<'a> {
     /// each variable of `undecided` may still be frozen or not, so where its computed
     /// value is not surely its actual value it is unknown. Returns false when the
     /// outcome is surely true, i.e. no completion of the witness can falsify it.
-    fn may_falsify(&mut self, undecided: &[u32]) -> Result<bool, Exhausted> {
+    fn may_falsify(&mut self, undecided: &[u32]) -> Result<bool, Stop> {
         self.charge()?;
         for &u in undecided {
             self.free[u as usize] = true;
@@ -341,7 +369,7 @@ impl<'a> Search<'a> {
         start: usize,
         left: usize,
         chosen: &mut Vec<u32>,
-    ) -> Result<bool, Exhausted> {
+    ) -> Result<bool, Stop> {
         if left == 0 {
             let y = self.eval()?;
             return Ok(y & 1 == 0);

@@ -7,7 +7,13 @@
 //!   `W`, its grade `1/(|X|+|W|)`, and `ρ_p` = the maximum grade over the causes holding
 //!   a variable of principal `p` (0.0 if none) for every non-null principal. Monotone
 //!   models take the minimal-cut-set fast path ([`monotone`]); others the exact search
-//!   ([`general`]); a budget overrun is an error, never an approximation.
+//!   ([`general`]) while it is cheap, then the optimisation path (minimal causes in order
+//!   of grade on the CaDiCaL SAT solver, [`optimise`]), which computes ρ per principal
+//!   exactly without enumerating every cause. Past [`AttributeOptions::max_causes`] the
+//!   list of causes is shortened (`causes_complete: false`), never ρ.
+//! - **Bounded.** Every query has a caller-supplied [`Deadline`] (the library has no
+//!   clock), deterministic work budgets and a memory bound; hitting one is an
+//!   [`AttributeError`] naming the bound and how to raise it, never an approximation.
 //! - **Granularity invariant.** Same-author conjunctive groups are contracted before
 //!   grading ([`contract`]), so re-chunking one principal's output changes no grade.
 //! - **Deterministic.** Equal inputs give byte-identical JSON ([`Attribution::to_json`]).
@@ -33,6 +39,7 @@
 
 mod attribution;
 pub mod certify;
+mod check;
 pub mod contract;
 pub mod expr;
 mod family;
@@ -40,10 +47,13 @@ pub mod general;
 mod json;
 pub mod model;
 pub mod monotone;
+pub mod optimise;
 
 pub use attribution::{
-    attribute, attribute_with, AttributeError, AttributeOptions, Attribution, Cause, Path,
+    attribute, attribute_until, attribute_with, AttributeError, AttributeOptions, Attribution,
+    Cause, Deadline, NoDeadline, Path,
 };
 pub use certify::{CertifyConfig, Replayer};
+pub use check::{check_cause, CauseCheck};
 pub use expr::{Expr, ParseError, ParseErrorKind};
 pub use model::{Location, Mechanism, Model, ModelBuilder, ModelError, VarId, Variable};

@@ -15,9 +15,28 @@
 //!   (conjunction: union of the children's cut sets; disjunction: minimised cross
 //!   product), so a conjunction of 16 disjunctions of 4 costs 16 small sets, never 4^16
 //!   prime implicants.
+//! - Memory is bounded: the families held for later reads plus the one being built
+//!   never exceed the caller's byte bound ([`Stop::Memory`]); the caller's deadline is
+//!   polled once per variable ([`Stop::Deadline`]).
 
+use crate::attribution::Deadline;
 use crate::family::{Family, TooLarge};
 use crate::model::{Model, Node};
+
+/// Why the cut-set computation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The families outgrew the memory bound.
+    Memory,
+    /// The caller's deadline passed.
+    Deadline,
+}
+
+impl From<TooLarge> for Stop {
+    fn from(_: TooLarge) -> Stop {
+        Stop::Memory
+    }
+}
 
 /// Signs of the live variables of a monotone model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,8 +103,9 @@ pub(crate) fn minimal_causes(
     model: &Model,
     signs: &Signs,
     actual: &[bool],
-    limit: usize,
-) -> Result<Vec<Vec<u32>>, TooLarge> {
+    max_bytes: u64,
+    deadline: &dyn Deadline,
+) -> Result<Vec<Vec<u32>>, Stop> {
     let n = model.vars.len();
     // Bit positions for the candidates whose renamed literal is actually true.
     let mut bit_of = vec![usize::MAX; n];
@@ -96,8 +116,8 @@ pub(crate) fn minimal_causes(
             var_of_bit.push(v as u32);
         }
     }
-    let words = Family::words_for(var_of_bit.len());
-    let limit = Family::set_limit(words, limit);
+    let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    let mut held = 0usize;
     let mut fam: Vec<Option<Family>> = vec![None; n];
     // Remaining reads of each variable's family: the last read moves it (a chain of
     // relays costs linear, not quadratic, time and memory).
@@ -115,8 +135,11 @@ pub(crate) fn minimal_causes(
         if signs.sign[v] == 0 {
             continue;
         }
+        if deadline.expired() {
+            return Err(Stop::Deadline);
+        }
         let f = if !lit(actual[v], signs.sign[v]) {
-            Family::unit(words)
+            Family::unit()
         } else {
             let base = match &model.vars[v].eq {
                 Some(eq) => {
@@ -125,44 +148,43 @@ pub(crate) fn minimal_causes(
                         actual,
                         fam: &mut fam,
                         uses: &mut uses,
-                        words,
-                        limit,
+                        held: &mut held,
+                        max_bytes,
                     };
                     ctx.cuts(eq, signs.sign[v])?
                 }
-                None => Family::none(words),
+                None => Family::none(),
             };
             if bit_of[v] != usize::MAX {
-                base.union_min(&Family::singleton(words, bit_of[v]), limit)?
+                base.union_min(
+                    &Family::singleton(bit_of[v]),
+                    max_bytes.saturating_sub(held),
+                )?
             } else {
                 base
             }
         };
-        fam[v] = Some(f);
+        if uses[v] > 0 {
+            held += f.bytes();
+            if held > max_bytes {
+                return Err(Stop::Memory);
+            }
+            fam[v] = Some(f);
+        }
     }
     let mut ctx = Ctx {
         signs,
         actual,
         fam: &mut fam,
         uses: &mut uses,
-        words,
-        limit,
+        held: &mut held,
+        max_bytes,
     };
     let top = ctx.cuts(&model.outcome, 1)?;
-    let mut out = Vec::with_capacity(top.len());
-    for set in top.iter() {
-        let mut vars = Vec::new();
-        for (w, word) in set.iter().enumerate() {
-            let mut bits = *word;
-            while bits != 0 {
-                let b = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                vars.push(var_of_bit[w * 64 + b]);
-            }
-        }
-        out.push(vars);
-    }
-    Ok(out)
+    Ok(top
+        .sets()
+        .map(|bits| bits.into_iter().map(|b| var_of_bit[b]).collect())
+        .collect())
 }
 
 fn lit(value: bool, sign: i8) -> bool {
@@ -174,22 +196,27 @@ struct Ctx<'a> {
     actual: &'a [bool],
     fam: &'a mut [Option<Family>],
     uses: &'a mut [u32],
-    words: usize,
-    limit: usize,
+    /// Bytes of the families held in `fam`.
+    held: &'a mut usize,
+    max_bytes: usize,
 }
 
 impl Ctx<'_> {
     fn constant(&self, b: bool, pol: i8) -> Family {
         if lit(b, pol) {
-            Family::none(self.words)
+            Family::none()
         } else {
-            Family::unit(self.words)
+            Family::unit()
         }
+    }
+
+    /// Bytes a family under construction may take.
+    fn room(&self) -> usize {
+        self.max_bytes.saturating_sub(*self.held)
     }
 
     /// Minimal candidate sets whose falsification makes the literal `(node, pol)` false.
     fn cuts(&mut self, node: &Node, pol: i8) -> Result<Family, TooLarge> {
-        let words = self.words;
         Ok(match node {
             Node::Const(b) => self.constant(*b, pol),
             Node::Var(u) => {
@@ -199,29 +226,32 @@ impl Ctx<'_> {
                 }
                 self.uses[u] = self.uses[u].saturating_sub(1);
                 let f = if self.uses[u] == 0 {
-                    self.fam[u].take()
+                    let f = self.fam[u].take();
+                    *self.held -= f.as_ref().map_or(0, Family::bytes);
+                    f
                 } else {
                     self.fam[u].clone()
                 };
-                f.unwrap_or_else(|| Family::none(words))
+                f.unwrap_or_else(Family::none)
             }
             Node::Not(e) => self.cuts(e, -pol)?,
             Node::And(es) | Node::Or(es) => {
                 let union = matches!(node, Node::And(_)) == (pol > 0);
                 let mut acc = if union {
-                    Family::none(words)
+                    Family::none()
                 } else {
-                    Family::unit(words)
+                    Family::unit()
                 };
                 for e in es {
                     let f = self.cuts(e, pol)?;
+                    let room = self.room().saturating_sub(f.bytes());
                     acc = if union {
-                        acc.union_min(&f, self.limit)?
+                        acc.union_min(&f, room)?
                     } else {
                         if f.len() == 0 {
-                            return Ok(Family::none(words));
+                            return Ok(Family::none());
                         }
-                        acc.cross_min(&f, self.limit)?
+                        acc.cross_min(&f, room)?
                     };
                     if union && acc.is_unit() {
                         break;
