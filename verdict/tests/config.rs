@@ -126,14 +126,12 @@ fn too_many_missing_items_is_a_clear_abstention_error() {
         &adverse(&[&a], 1000, &[]),
     )
     .unwrap_err();
-    // Each dropped origin was delivered during the window, so each may have consumed
-    // any of the other 17 (a chain of deletions): absent, external, origin, 2^17 - 1
-    // any-subsets and 2^17 - 1 - 17 all-subsets each — far beyond the cap; the error
-    // says how far.
-    let any = (1u64 << 17) - 1;
-    let want = (18.0 * ((3 + any + any - 17) as f64).log2() - 1e-9).ceil() as usize;
+    // Eighteen touching items with at least three choices each (absent, external,
+    // origin) already exceed the cap, so the search for their possible inputs stops
+    // there (it is quadratic in the items): the error says at least that much.
+    let floor = (18.0 * 3f64.log2() - 1e-9).ceil() as usize;
     assert!(
-        matches!(err, VerdictError::TooManyCompletions { bits, max } if bits == want && bits > max),
+        matches!(err, VerdictError::TooManyCompletions { bits, max } if bits >= floor && bits > max),
         "{err}"
     );
 }
