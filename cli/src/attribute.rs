@@ -4,9 +4,9 @@
 //! Prints the attribution JSON on stdout and exits 0. Malformed input (unreadable file,
 //! bad JSON, unknown identifier, cycle, missing field) prints one line naming the
 //! problem and its location on stderr and exits 2; so does a query that exceeds the
-//! engine's limits.
+//! engine's limits, and a model larger than `--max-input-bytes` (16 MiB by default;
+//! read through the one bounded reader of `crate::inputs`).
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use audita_causal::{attribute_with, AttributeOptions, Model, Path};
@@ -25,6 +25,10 @@ pub struct AttributeArgs {
     /// Pretty-print the output.
     #[arg(long)]
     pub pretty: bool,
+    /// Refuse a model larger than this many bytes (bounded read: `/dev/zero` or an
+    /// endless pipe ends here with one line).
+    #[arg(long, value_name = "BYTES", default_value_t = audita_sealer::disk::DEFAULT_INPUT_BYTES)]
+    pub max_input_bytes: u64,
 }
 
 /// Runs the subcommand; returns the process exit code.
@@ -42,17 +46,12 @@ pub fn run(args: &AttributeArgs) -> i32 {
 }
 
 fn attribute_file(args: &AttributeArgs) -> Result<String, String> {
-    let mut shown = args.model.display().to_string();
-    let text = if shown == "-" {
-        shown = "<stdin>".into();
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| format!("{shown}: cannot read: {e}"))?;
-        s
+    let shown = if args.model.as_os_str() == "-" {
+        "<stdin>".to_string()
     } else {
-        std::fs::read_to_string(&args.model).map_err(|e| format!("{shown}: cannot read: {e}"))?
+        args.model.display().to_string()
     };
+    let text = crate::inputs::read_text(&args.model, args.max_input_bytes)?;
     let model = Model::from_json(&text).map_err(|e| format!("{shown}: {e}"))?;
     let opts = AttributeOptions {
         contract: !args.no_contract,
