@@ -43,16 +43,22 @@ impl LimitArgs {
 /// Reads one input file named on the command line (`-` = standard input) under
 /// `limit` bytes; the error is one line naming the file.
 pub fn read_input(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    if path == Path::new("-") {
-        return disk::read_bounded_from(
+    let result = if path == Path::new("-") {
+        disk::read_bounded_from(
             std::io::stdin().lock(),
             Path::new("<stdin>"),
             limit,
             Limit::InputBytes,
         )
-        .map_err(|e| e.to_string());
-    }
-    disk::read_bounded(path, limit, Limit::InputBytes).map_err(|e| e.to_string())
+    } else {
+        disk::read_bounded(path, limit, Limit::InputBytes)
+    };
+    result.map_err(|e| match e {
+        disk::ReadError::Io { path, source } => {
+            format!("{}: cannot read: {source}", path.display())
+        }
+        e => e.to_string(),
+    })
 }
 
 /// [`read_input`] as UTF-8 text.

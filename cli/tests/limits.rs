@@ -220,7 +220,7 @@ fn record_and_frame_limits_are_flags() {
     let tmp = tempfile::tempdir().unwrap();
     let rec = sample(tmp.path());
     assert_refused(
-        capped(&["verify", s(&rec), "--max-record-bytes", "20000"], None),
+        capped(&["verify", s(&rec), "--max-record-bytes", "2000"], None),
         &["bytes in all record files, raise with --max-record-bytes"],
     );
     assert_refused(
@@ -232,7 +232,7 @@ fn record_and_frame_limits_are_flags() {
         &["raise with --max-segment-frames"],
     );
     // Many empty files count against the record budget too.
-    for i in 0..200 {
+    for i in 0..400 {
         std::fs::File::create(rec.join(format!("checkpoints/checkpoint-9{i:05}.txt")))
             .unwrap()
             .flush()

@@ -378,7 +378,7 @@ mod tests {
         // A wrong key id, and a keeper key offered as a log.
         let mut parts: Vec<&str> = log_line["log ".len()..].splitn(3, '+').collect();
         let wrong_id = "00000000".to_string();
-        parts[1] = &wrong_id;
+        parts[1] = wrong_id.as_str();
         assert!(bad(&format!("log {}", parts.join("+"))).contains("key id"));
         let k = derive_signing_key(1, "k").verifying_key();
         assert!(bad(&format!("log {}", vkey("k", COSIGNATURE_V1_TYPE, &k))).contains("type"));

@@ -226,7 +226,10 @@ fn apply(files: &mut Vec<(String, Vec<u8>)>, e: Edit) {
         Edit::NewFile { like, name, bytes } => {
             // A new file next to an existing one, named to sort before or after it.
             let base = files[at(like)].0.clone();
-            let (dir, file) = base.rsplit_once('/').unwrap_or(("", base.as_str()));
+            // Only inside a subdirectory (never a path starting with '/').
+            let Some((dir, file)) = base.rsplit_once('/') else {
+                return;
+            };
             let stem_end = file.find('-').map_or(0, |i| i + 1);
             let ext = file.rsplit_once('.').map_or("", |(_, e)| e);
             let new = format!("{dir}/{}{:06}.{ext}", &file[..stem_end], name);

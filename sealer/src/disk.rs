@@ -258,7 +258,15 @@ impl Budget {
     /// Reads one non-segment file under the per-file limit and the record budget.
     fn file(&mut self, path: &Path) -> Result<Vec<u8>, ReadError> {
         let (limit, what) = self.file_limit();
-        let bytes = read_bounded(path, limit, what)?;
+        let bytes = read_bounded(path, limit, what).map_err(|e| match e {
+            // Report the record's limit, not what was left of it.
+            ReadError::TooLarge {
+                path,
+                what: Limit::RecordBytes,
+                ..
+            } => too_large(&path, Limit::RecordBytes, self.limits.record_bytes),
+            e => e,
+        })?;
         self.left -= bytes.len() as u64;
         Ok(bytes)
     }
@@ -1016,12 +1024,12 @@ mod tests {
             got,
             vec![
                 long.clone(),
-                [&0u32.to_be_bytes()[..], &0u32.to_be_bytes(), &3u32.to_be_bytes(), b"abc"]
+                [&0u32.to_be_bytes()[..], &0u32.to_be_bytes()[..], &3u32.to_be_bytes()[..], &b"abc"[..]]
                     .concat(),
                 long.clone(),
                 0u32.to_be_bytes().to_vec(),
                 long.clone(),
-                [&1u32.to_be_bytes()[..], b"x"].concat(),
+                [&1u32.to_be_bytes()[..], &b"x"[..]].concat(),
             ]
         );
         // A million empty frames: one item holding their 4 MB.
