@@ -46,7 +46,7 @@
 //!   load` caps `epoch_messages` at 1,000,000) and a frame is one signed item
 //!   (the bus carries at most 16 MiB per record), so every record the pipeline
 //!   writes reads under the defaults up to 1 GiB in all. Verification then holds
-//!   the record and its partition in memory: about 5x the record's bytes
+//!   the record and its partition in memory: about 12x the record's bytes
 //!   (BENCHMARKS.md).
 //! - Files of one kind are read in file-name order (zero-padded numbers), so the
 //!   record order is the append order. `keys/` holds public keys only.
