@@ -13,7 +13,7 @@ RUNS="${RUNS:-10000000}"
 SECONDS_PER_TARGET="${SECONDS_PER_TARGET:-300}"
 SLOW_SECONDS="${SLOW_SECONDS:-600}"
 SEEDS="${SEEDS:-}"
-BIN=target/x86_64-unknown-linux-gnu/release
+BIN=fuzz/target/x86_64-unknown-linux-gnu/release
 LOGS="${LOGS:-/tmp/audita-fuzz-logs}"
 mkdir -p "$LOGS"
 targets="${TARGETS:-envelope_decode checkpoint_parse proof_verify model_json duties_json adverse_json record_verify proven_verify record_dir}"

@@ -71,7 +71,7 @@ fn prepare(out: &std::path::Path, force: bool) -> anyhow::Result<()> {
     };
     if !entries.is_empty() && !force {
         anyhow::bail!(
-            "{} is not empty (an earlier run's record and journal would be replayed as this              run's): pass --force to replace an earlier demo's output, or choose another --out",
+            "{} is not empty (an earlier run's record and journal would be replayed as this run's): pass --force to replace an earlier demo's output, or choose another --out",
             out.display()
         );
     }
