@@ -101,8 +101,7 @@ impl Trust {
             return Ok((record_keys, Trust::Record));
         };
         let text = read_text(file, limit)?;
-        let anchors =
-            TrustAnchors::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        let anchors = TrustAnchors::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
         let (keys, problems) = anchors.apply(&record_keys);
         policy.required_keepers = Some(anchors.keeper_names());
         policy.keeper_quorum = Some(anchors.quorum());

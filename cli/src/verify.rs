@@ -333,19 +333,25 @@ fn receipt_fault(f: &ReceiptFault) -> String {
 fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
     let max = args.max_list;
     let mut more = Map::new();
-    let certified = capped("certified", p.certified.iter(), max, &mut more, |(id, c)| {
-        let env = c.envelope.envelope();
-        json!({
-            "id": hex32(&id.digest),
-            "author": id.author.as_str(),
-            "destination": env.destination.as_str(),
-            "kind": env.payload.kind(),
-            "timestamp": env.timestamp,
-            "citations": env.citations.len(),
-            "epoch": c.epoch,
-            "leaf": c.leaf_index,
-        })
-    });
+    let certified = capped(
+        "certified",
+        p.certified.iter(),
+        max,
+        &mut more,
+        |(id, c)| {
+            let env = c.envelope.envelope();
+            json!({
+                "id": hex32(&id.digest),
+                "author": id.author.as_str(),
+                "destination": env.destination.as_str(),
+                "kind": env.payload.kind(),
+                "timestamp": env.timestamp,
+                "citations": env.citations.len(),
+                "epoch": c.epoch,
+                "leaf": c.leaf_index,
+            })
+        },
+    );
     let suspect = capped("suspect", p.suspect.iter(), max, &mut more, |s| {
         let reasons: Vec<Value> = s
             .reasons
@@ -435,9 +441,13 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
             })
         },
     );
-    let held = capped("held_checkpoints", p.held.iter(), max, &mut more, |h| {
-        json!({"index": h.index, "fault": h.fault.detail()})
-    });
+    let held = capped(
+        "held_checkpoints",
+        p.held.iter(),
+        max,
+        &mut more,
+        |h| json!({"index": h.index, "fault": h.fault.detail()}),
+    );
     let payloads = capped("payloads", p.payloads.iter(), max, &mut more, |f| {
         json!({
             "message": hex32(&f.message.digest),
@@ -451,7 +461,12 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
         .values()
         .filter(|c| matches!(c.envelope.envelope().payload, Payload::Stored { .. }))
         .count();
-    let status_count = |want: &str| p.payloads.iter().filter(|f| payload_status(f) == want).count();
+    let status_count = |want: &str| {
+        p.payloads
+            .iter()
+            .filter(|f| payload_status(f) == want)
+            .count()
+    };
     let problem_codes = json!({
         "suspect": tally(p.suspect.iter().flat_map(|s| s.reasons.iter().map(|r| r.code()))),
         "receipt_problems": tally(p.receipt_problems.iter().map(|r| receipt_fault_code(&r.fault))),

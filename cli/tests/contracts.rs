@@ -100,7 +100,11 @@ fn stripped_cosignatures_with_an_empty_keeper_list_fail_against_pinned_keys() {
     strip_cosignatures(&rec, None);
     std::fs::write(rec.join("keys/keepers.txt"), "").unwrap();
     let own = audita(&["verify", s(&rec)]);
-    assert_eq!(own.status.code(), Some(0), "against its own keys it verifies");
+    assert_eq!(
+        own.status.code(),
+        Some(0),
+        "against its own keys it verifies"
+    );
     let v = json(&own);
     assert_eq!(v["trust"]["source"], "record");
     assert!(v["trust"]["note"].as_str().unwrap().contains("--trust"));
@@ -114,14 +118,28 @@ fn stripped_cosignatures_with_an_empty_keeper_list_fail_against_pinned_keys() {
     assert!(v["problem_codes"]["epoch_faults"]["not_witnessed"].as_u64() > Some(0));
     let line = err(&pinned);
     assert_eq!(line.lines().count(), 1, "{line}");
-    assert!(line.contains("pinned keeper") && line.contains("trust problems"), "{line}");
+    assert!(
+        line.contains("pinned keeper") && line.contains("trust problems"),
+        "{line}"
+    );
 
     // `audita verdict` takes the same pins.
     let duties = tmp.path().join("d.json");
     std::fs::write(&duties, "{}").unwrap();
     let adverse = tmp.path().join("a.json");
-    std::fs::write(&adverse, r#"{"incident": "i", "outcome": "o", "t_star_ms": 5000}"#).unwrap();
-    let args = ["verdict", s(&rec), "--duties", s(&duties), "--adverse", s(&adverse)];
+    std::fs::write(
+        &adverse,
+        r#"{"incident": "i", "outcome": "o", "t_star_ms": 5000}"#,
+    )
+    .unwrap();
+    let args = [
+        "verdict",
+        s(&rec),
+        "--duties",
+        s(&duties),
+        "--adverse",
+        s(&adverse),
+    ];
     assert_eq!(audita(&args).status.code(), Some(0));
     let mut with_trust = args.to_vec();
     with_trust.extend(["--trust", s(&trust)]);
@@ -143,7 +161,12 @@ fn a_keeper_quorum_accepts_a_missing_keeper_and_rejects_two() {
     assert_eq!(out.status.code(), Some(0), "{}", err(&out));
     // Without a quorum, every pinned keeper is required.
     let all = trust_file(&rec, None);
-    assert_eq!(audita(&["verify", s(&rec), "--trust", s(&all)]).status.code(), Some(1));
+    assert_eq!(
+        audita(&["verify", s(&rec), "--trust", s(&all)])
+            .status
+            .code(),
+        Some(1)
+    );
     strip_cosignatures(&rec, Some(&[names[1].as_str()]));
     let out = audita(&["verify", s(&rec), "--trust", s(&trust)]);
     assert_eq!(out.status.code(), Some(1));
@@ -210,27 +233,59 @@ fn an_abstaining_verdict_prints_json_with_status_abstained_and_exits_1() {
     let mut f = Fleet::new();
     let o = f.order("operator", 0, "shift");
     let ms: Vec<_> = (0..18)
-        .map(|i| f.cmd(&format!("p{i}"), "dispatcher", 10 + i, fast("agv-1"), &[&o], "origin", None))
+        .map(|i| {
+            f.cmd(
+                &format!("p{i}"),
+                "dispatcher",
+                10 + i,
+                fast("agv-1"),
+                &[&o],
+                "origin",
+                None,
+            )
+        })
         .collect();
     let refs: Vec<&_> = ms.iter().collect();
-    let a = f.cmd("controller", "agv-1", 100, fast("agv-1"), &refs, "relay-any", None);
+    let a = f.cmd(
+        "controller",
+        "agv-1",
+        100,
+        fast("agv-1"),
+        &refs,
+        "relay-any",
+        None,
+    );
     let (mut rec, keys) = f.seal(8);
     rec.envelopes.drain(1..19);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("rec");
     audita_sealer::disk::write_record(&dir, &rec, &keys).unwrap();
     let adv = tmp.path().join("a.json");
-    std::fs::write(&adv, serde_json::to_vec(&adverse(&[&a], 1000, &[]).decl).unwrap()).unwrap();
+    std::fs::write(
+        &adv,
+        serde_json::to_vec(&adverse(&[&a], 1000, &[]).decl).unwrap(),
+    )
+    .unwrap();
     let duties = tmp.path().join("d.json");
     std::fs::write(&duties, "{}").unwrap();
-    let out = audita(&["verdict", s(&dir), "--duties", s(&duties), "--adverse", s(&adv)]);
+    let out = audita(&[
+        "verdict",
+        s(&dir),
+        "--duties",
+        s(&duties),
+        "--adverse",
+        s(&adv),
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", err(&out));
     let v = json(&out);
     assert_eq!(v["schema"], "audita.verdict/v1");
     assert_eq!(v["status"], "abstained");
     assert_eq!(v["principals"], serde_json::json!({}));
     let note = v["notes"][0].as_str().unwrap();
-    assert!(note.starts_with("abstained:") && note.contains("readings"), "{note}");
+    assert!(
+        note.starts_with("abstained:") && note.contains("readings"),
+        "{note}"
+    );
     assert!(err(&out).contains("abstaining"), "{}", err(&out));
 }
 
@@ -247,7 +302,14 @@ fn a_severity_that_overflows_is_a_one_line_input_error() {
             "severity": {"mass_kg": 1e300, "speed_m_per_s": 1e300}}"#,
     )
     .unwrap();
-    let out = audita(&["verdict", s(&rec), "--duties", s(&duties), "--adverse", s(&adverse)]);
+    let out = audita(&[
+        "verdict",
+        s(&rec),
+        "--duties",
+        s(&duties),
+        "--adverse",
+        s(&adverse),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(err(&out).lines().count(), 1);
     assert!(err(&out).contains("overflows"), "{}", err(&out));
@@ -255,7 +317,16 @@ fn a_severity_that_overflows_is_a_one_line_input_error() {
 }
 
 fn demo(out: &Path, extra: &[&str]) -> Output {
-    let mut args = vec!["demo", "--quiet", "--cells", "6", "--seed", "5", "--out", s(out)];
+    let mut args = vec![
+        "demo",
+        "--quiet",
+        "--cells",
+        "6",
+        "--seed",
+        "5",
+        "--out",
+        s(out),
+    ];
     args.extend(extra);
     audita(&args)
 }
@@ -328,5 +399,8 @@ fn demo_verdicts_are_reproduced_bitwise_by_audita_verdict() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 6, "every cell of the demo mix declares an incident");
+    assert_eq!(
+        checked, 6,
+        "every cell of the demo mix declares an incident"
+    );
 }

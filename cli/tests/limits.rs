@@ -76,7 +76,11 @@ fn zero_length_frame_segment_is_one_item_in_bounded_memory_and_output() {
     std::fs::write(rec.join("segments/envelopes-000099.seg"), &seg).unwrap();
     let (out, took) = capped(&["verify", s(&rec)], None);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(out.stdout.len() < 200_000, "{} bytes of JSON", out.stdout.len());
+    assert!(
+        out.stdout.len() < 200_000,
+        "{} bytes of JSON",
+        out.stdout.len()
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["counts"]["suspect"], 1, "one item for the whole run");
     assert_eq!(v["problem_codes"]["suspect"]["undecodable"], 1);
@@ -107,7 +111,11 @@ fn twenty_mb_of_envelope_frames_are_counted_and_capped_not_an_abort() {
     let (out, took) = capped(&["verify", s(&rec)], None);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(stderr(&out).lines().count(), 1);
-    assert!(out.stdout.len() < 2_000_000, "{} bytes of JSON", out.stdout.len());
+    assert!(
+        out.stdout.len() < 2_000_000,
+        "{} bytes of JSON",
+        out.stdout.len()
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["counts"]["suspect"].as_u64(), Some(frames));
     assert_eq!(v["suspect"].as_array().unwrap().len(), 1000);
@@ -172,7 +180,11 @@ fn dev_zero_as_any_input_is_a_one_line_limit_error() {
         &[input],
     );
     let adverse = tmp.path().join("a.json");
-    std::fs::write(&adverse, r#"{"incident": "i", "outcome": "o", "t_star_ms": 1}"#).unwrap();
+    std::fs::write(
+        &adverse,
+        r#"{"incident": "i", "outcome": "o", "t_star_ms": 1}"#,
+    )
+    .unwrap();
     let duties = tmp.path().join("d.json");
     std::fs::write(&duties, "{}").unwrap();
     for (d, a) in [("/dev/zero", s(&adverse)), (s(&duties), "/dev/zero")] {
@@ -182,7 +194,10 @@ fn dev_zero_as_any_input_is_a_one_line_limit_error() {
         );
     }
     assert_refused(capped(&["attribute", "/dev/zero"], None), &[input]);
-    assert_refused(capped(&["attribute", "-"], Some("/dev/zero")), &["<stdin>", input]);
+    assert_refused(
+        capped(&["attribute", "-"], Some("/dev/zero")),
+        &["<stdin>", input],
+    );
 }
 
 /// A FIFO that never ends, in place of a segment: the frame count limit stops it

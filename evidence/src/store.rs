@@ -196,6 +196,9 @@ mod tests {
         store.insert(d, entry);
         assert_eq!(store.status(&d), PayloadStatus::KeyMissing);
         assert!(matches!(store.get(&d), Err(StoreError::KeyMissing(_))));
-        assert!(!store.shred(&d), "a missing key cannot be shredded after the fact");
+        assert!(
+            !store.shred(&d),
+            "a missing key cannot be shredded after the fact"
+        );
     }
 }

@@ -104,7 +104,9 @@ impl TrustProblem {
             TrustProblem::LogKeyMismatch(n) => {
                 format!("the record's key for log {n} is not the pinned one")
             }
-            TrustProblem::LogNotPinned(n) => format!("the record names log {n}, which is not pinned"),
+            TrustProblem::LogNotPinned(n) => {
+                format!("the record names log {n}, which is not pinned")
+            }
             TrustProblem::PinnedLogAbsent(n) => {
                 format!("pinned log {n} is not among the record's logs")
             }

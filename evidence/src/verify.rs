@@ -101,9 +101,7 @@ impl Record {
         let envelopes = self
             .envelopes
             .iter()
-            .filter(|b| {
-                SignedEnvelope::decode(b.to_vec()).is_ok_and(|e| sealed.contains(e.id()))
-            })
+            .filter(|b| SignedEnvelope::decode(b.to_vec()).is_ok_and(|e| sealed.contains(e.id())))
             .cloned()
             .collect();
         let receipts = self
@@ -970,7 +968,11 @@ pub(crate) struct Witnesses {
 impl Witnesses {
     /// The required keepers of `have` missing, if fewer than the quorum co-signed.
     fn short_of_quorum(&self, have: &BTreeSet<&str>) -> Option<Vec<String>> {
-        let signed = self.names.iter().filter(|k| have.contains(k.as_str())).count();
+        let signed = self
+            .names
+            .iter()
+            .filter(|k| have.contains(k.as_str()))
+            .count();
         (signed < self.quorum).then(|| {
             self.names
                 .iter()
@@ -1081,7 +1083,12 @@ pub(crate) fn check_checkpoints(
     let equivocations = find_equivocations(&cps, keys);
     for e in &equivocations {
         for cp in [&e.first, &e.second] {
-            for &j in notes.by_statement.get(cp.checkpoint()).into_iter().flatten() {
+            for &j in notes
+                .by_statement
+                .get(cp.checkpoint())
+                .into_iter()
+                .flatten()
+            {
                 let (i, parsed) = &notes.parsed[j];
                 if parsed == cp {
                     let f = &mut statuses[*i].faults;
@@ -1119,7 +1126,7 @@ pub(crate) fn witness(
                 .map(String::as_str)
                 .collect();
             let missing = required.short_of_quorum(&have).unwrap_or_default();
-            if !best.as_ref().is_some_and(|b| b.len() <= missing.len()) {
+            if best.as_ref().is_none_or(|b| b.len() > missing.len()) {
                 best = Some(missing);
             }
         }

@@ -295,7 +295,11 @@ impl Budget {
         let file = fs::File::open(path).map_err(io_err(path))?;
         if let Ok(meta) = file.metadata() {
             if meta.is_file() && meta.len() > self.left {
-                return Err(too_large(path, Limit::RecordBytes, self.limits.record_bytes));
+                return Err(too_large(
+                    path,
+                    Limit::RecordBytes,
+                    self.limits.record_bytes,
+                ));
             }
         }
         let mut counted = Counted {
@@ -304,7 +308,11 @@ impl Budget {
         };
         let frames = read_segment(&mut counted, kind, path, &self.limits)?;
         if counted.read > self.left {
-            return Err(too_large(path, Limit::RecordBytes, self.limits.record_bytes));
+            return Err(too_large(
+                path,
+                Limit::RecordBytes,
+                self.limits.record_bytes,
+            ));
         }
         self.left -= counted.read;
         Ok(frames)
@@ -478,7 +486,11 @@ impl Budget {
     fn list(&mut self, dir: &Path, prefix: &str, suffix: &str) -> Result<Vec<PathBuf>, ReadError> {
         list_with(dir, prefix, suffix, |path| {
             if self.left < FILE_COST {
-                return Err(too_large(path, Limit::RecordBytes, self.limits.record_bytes));
+                return Err(too_large(
+                    path,
+                    Limit::RecordBytes,
+                    self.limits.record_bytes,
+                ));
             }
             self.left -= FILE_COST;
             Ok(())
@@ -642,14 +654,13 @@ pub fn read_record(dir: &Path) -> Result<(Record, KeyRegistry), ReadError> {
 
 fn record(dir: &Path, budget: &mut Budget) -> Result<(Record, KeyRegistry), ReadError> {
     let format_path = dir.join("FORMAT");
-    let format = read_bounded(&format_path, 64, Limit::FrameBytes)
-        .map_err(|e| match e {
-            ReadError::TooLarge { path, .. } => ReadError::NotARecord {
-                path,
-                reason: "unknown FORMAT",
-            },
-            e => e,
-        })?;
+    let format = read_bounded(&format_path, 64, Limit::FrameBytes).map_err(|e| match e {
+        ReadError::TooLarge { path, .. } => ReadError::NotARecord {
+            path,
+            reason: "unknown FORMAT",
+        },
+        e => e,
+    })?;
     if format != FORMAT_LINE.as_bytes() {
         return Err(ReadError::NotARecord {
             path: format_path,
@@ -988,13 +999,17 @@ mod tests {
         };
         assert_eq!(id.leaf_bytes().len(), MIN_FRAME_BYTES);
         let s = sample_record(1, 4);
-        let shortest = [&s.record.envelopes, &s.record.receipts, &s.record.checkpoints]
-            .into_iter()
-            .flatten()
-            .map(Vec::len)
-            .chain(s.record.epochs.iter().map(|e| e.header.len()))
-            .min()
-            .unwrap();
+        let shortest = [
+            &s.record.envelopes,
+            &s.record.receipts,
+            &s.record.checkpoints,
+        ]
+        .into_iter()
+        .flatten()
+        .map(Vec::len)
+        .chain(s.record.epochs.iter().map(|e| e.header.len()))
+        .min()
+        .unwrap();
         assert!(shortest > MIN_FRAME_BYTES);
     }
 
@@ -1004,10 +1019,7 @@ mod tests {
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
         let seg = encode_segment(b'E', &refs);
         assert_eq!(read(&seg, &Limits::default()).unwrap(), frames);
-        assert_eq!(
-            decode_segment(b'E', &seg, Path::new("x")).unwrap(),
-            frames
-        );
+        assert_eq!(decode_segment(b'E', &seg, Path::new("x")).unwrap(), frames);
         // A truncated last frame: the rest of the file (length included) is one item.
         let cut = &seg[..seg.len() - 3];
         let got = read(cut, &Limits::default()).unwrap();
@@ -1024,8 +1036,13 @@ mod tests {
             got,
             vec![
                 long.clone(),
-                [&0u32.to_be_bytes()[..], &0u32.to_be_bytes()[..], &3u32.to_be_bytes()[..], &b"abc"[..]]
-                    .concat(),
+                [
+                    &0u32.to_be_bytes()[..],
+                    &0u32.to_be_bytes()[..],
+                    &3u32.to_be_bytes()[..],
+                    &b"abc"[..]
+                ]
+                .concat(),
                 long.clone(),
                 0u32.to_be_bytes().to_vec(),
                 long.clone(),
@@ -1050,7 +1067,10 @@ mod tests {
             ..Limits::default()
         };
         let e = read(&seg, &limits).unwrap_err().to_string();
-        assert!(e.contains("limit 2 frames per segment, raise with --max-segment-frames"), "{e}");
+        assert!(
+            e.contains("limit 2 frames per segment, raise with --max-segment-frames"),
+            "{e}"
+        );
         let limits = Limits {
             frame_bytes: 99,
             ..Limits::default()
@@ -1085,10 +1105,7 @@ mod tests {
         let mut w = RecordWriter::create(dir.path(), &s.keys).unwrap();
         w.write_payloads(&s.payloads).unwrap();
         let store = read_payloads(dir.path()).unwrap().unwrap();
-        let statuses: Vec<_> = store
-            .entries()
-            .map(|(d, _)| store.status(d))
-            .collect();
+        let statuses: Vec<_> = store.entries().map(|(d, _)| store.status(d)).collect();
         assert!(statuses.contains(&audita_evidence::PayloadStatus::Shredded));
         assert!(statuses.contains(&audita_evidence::PayloadStatus::Available));
         let key = fs::read_dir(dir.path().join("payloads"))
@@ -1098,10 +1115,7 @@ mod tests {
             .unwrap();
         fs::remove_file(&key).unwrap();
         let store = read_payloads(dir.path()).unwrap().unwrap();
-        let statuses: Vec<_> = store
-            .entries()
-            .map(|(d, _)| store.status(d))
-            .collect();
+        let statuses: Vec<_> = store.entries().map(|(d, _)| store.status(d)).collect();
         assert!(statuses.contains(&audita_evidence::PayloadStatus::KeyMissing));
         assert_eq!(
             statuses

@@ -55,7 +55,10 @@ impl Severity {
     /// Mass and speed finite and non-negative, and `½·m·v²` finite (a product that
     /// overflows would print as `null`): anything else is a one-line error.
     pub fn validate(&self) -> Result<(), VerdictError> {
-        for (name, v) in [("mass_kg", self.mass_kg), ("speed_m_per_s", self.speed_m_per_s)] {
+        for (name, v) in [
+            ("mass_kg", self.mass_kg),
+            ("speed_m_per_s", self.speed_m_per_s),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(VerdictError::Adverse(format!(
                     "severity.{name} must be a finite non-negative number, not {v}"
