@@ -12,8 +12,10 @@
 //! pure library without a clock, so the deadline is checked through the
 //! `audita_causal::Deadline` hook it polls. Work budgets are deterministic, so an answer
 //! that finishes is the same on every run.
+//!
+//! A model larger than `--max-input-bytes` (16 MiB by default) is refused with one line
+//! (read through the one bounded reader of `crate::inputs`).
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -60,6 +62,10 @@ pub struct AttributeArgs {
     /// Memory bound of the engine in MiB (cut-set families, solver encoding).
     #[arg(long)]
     pub max_memory_mb: Option<u64>,
+    /// Refuse a model larger than this many bytes (bounded read: `/dev/zero` or an
+    /// endless pipe ends here with one line).
+    #[arg(long, value_name = "BYTES", default_value_t = audita_sealer::disk::DEFAULT_INPUT_BYTES)]
+    pub max_input_bytes: u64,
 }
 
 /// Runs the subcommand; returns the process exit code.
@@ -98,20 +104,15 @@ fn options(args: &AttributeArgs) -> AttributeOptions {
 }
 
 fn attribute_file(args: &AttributeArgs) -> Result<String, String> {
-    let mut shown = args.model.display().to_string();
-    let text = if shown == "-" {
-        shown = "<stdin>".into();
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| format!("{shown}: cannot read: {e}"))?;
-        s
+    let shown = if args.model.as_os_str() == "-" {
+        "<stdin>".to_string()
     } else {
-        std::fs::read_to_string(&args.model).map_err(|e| format!("{shown}: cannot read: {e}"))?
+        args.model.display().to_string()
     };
     let started = Instant::now();
     let limit = Duration::from_millis(args.timeout_ms);
     let deadline = move || started.elapsed() >= limit;
+    let text = crate::inputs::read_text(&args.model, args.max_input_bytes)?;
     let model = Model::from_json(&text).map_err(|e| format!("{shown}: {e}"))?;
     let opts = options(args);
     let bound = |e: audita_causal::AttributeError| match e {

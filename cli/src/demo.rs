@@ -1,6 +1,17 @@
 //! `audita demo`: the whole pipeline in one process over the embedded bus, on a
 //! simulated fleet, with live progress; writes the sealed record, Parquet verdicts and
 //! an HTML report per adverse incident, then verifies the record it wrote.
+//!
+//! Design constraints:
+//! - The output directory starts empty: a directory holding anything refuses the run
+//!   (an earlier run's record and sink journal would otherwise be replayed as this
+//!   run's), unless `--force`, which first removes what an earlier demo wrote there
+//!   and still refuses if anything else is present.
+//! - Every verdict is re-checkable offline: next to the record and `duties.json`
+//!   the demo writes each incident's adverse declaration (`adverse/<incident>.json`)
+//!   and the verdict the pipeline published (`verdicts/<incident>.json`, canonical
+//!   JSON), so `audita verdict DIR/record --duties DIR/duties.json --adverse
+//!   DIR/adverse/<incident>.json` prints the same bytes.
 
 use crate::pipeline::{self, Deployment};
 use audita_bus::embedded::EmbeddedBus;
@@ -30,6 +41,55 @@ pub struct DemoArgs {
     /// No progress bar (for logs and tests).
     #[arg(long)]
     pub quiet: bool,
+    /// Replace the output of an earlier demo in `--out` (only what a demo writes is
+    /// removed; anything else in the directory still refuses the run).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// What `audita demo` writes into its output directory.
+const OUTPUTS: [&str; 8] = [
+    "record",
+    "verdicts",
+    "reports",
+    "adverse",
+    "journal.jsonl",
+    "rows.json",
+    "duties.json",
+    "planted.json",
+];
+
+/// Makes `out` an empty directory: refuses a non-empty one unless `force`, and even
+/// then removes only what a demo writes.
+fn prepare(out: &std::path::Path, force: bool) -> anyhow::Result<()> {
+    let entries: Vec<String> = match std::fs::read_dir(out) {
+        Ok(rd) => rd
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect::<Result<_, _>>()?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => anyhow::bail!("cannot read {}: {e}", out.display()),
+    };
+    if !entries.is_empty() && !force {
+        anyhow::bail!(
+            "{} is not empty (an earlier run's record and journal would be replayed as this run's): pass --force to replace an earlier demo's output, or choose another --out",
+            out.display()
+        );
+    }
+    if let Some(other) = entries.iter().find(|e| !OUTPUTS.contains(&e.as_str())) {
+        anyhow::bail!(
+            "{} holds {other:?}, which audita demo does not write: refusing to clear it",
+            out.display()
+        );
+    }
+    for e in &entries {
+        let p = out.join(e);
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p)?;
+        } else {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    Ok(())
 }
 
 pub fn run(args: &DemoArgs) -> i32 {
@@ -44,12 +104,7 @@ pub fn run(args: &DemoArgs) -> i32 {
 
 fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
-    if args.out.join("record").exists() {
-        std::fs::remove_dir_all(args.out.join("record"))?;
-    }
-    if args.out.join("verdicts").exists() {
-        std::fs::remove_dir_all(args.out.join("verdicts"))?;
-    }
+    prepare(&args.out, args.force)?;
     std::fs::create_dir_all(args.out.join("reports"))?;
     let d = Arc::new(Deployment::new(args.cells, args.seed, "")?);
     let total = d.fleet.messages() as u64;
@@ -96,14 +151,38 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         serde_json::to_vec_pretty(&rows)?,
     )?;
     std::fs::write(args.out.join("duties.json"), &d.fleet.duties_json)?;
+    // What each verdict was judged on and what it said, for re-checking offline.
+    let adverse_dir = args.out.join("adverse");
+    std::fs::create_dir_all(&adverse_dir)?;
+    for a in d.fleet.cells.iter().filter_map(|c| c.adverse.as_ref()) {
+        std::fs::write(
+            adverse_dir.join(format!("{}.json", a.incident)),
+            serde_json::to_vec_pretty(a)?,
+        )?;
+    }
+    for (incident, v) in &collected.verdicts {
+        let text = crate::verdict::canonical_json(&v.verdict).map_err(anyhow::Error::msg)?;
+        std::fs::write(
+            args.out.join("verdicts").join(format!("{incident}.json")),
+            text + "\n",
+        )?;
+    }
     // The planted causal profile of every incident (for checking, never read by the pipeline).
     let planted = d.fleet.planted();
     std::fs::write(
         args.out.join("planted.json"),
         serde_json::to_vec_pretty(&planted)?,
     )?;
-    let (record, keys) = audita_sealer::disk::read_record(&args.out.join("record"))?;
-    let partition = audita_evidence::verify_record(&record, &keys);
+    let dir = audita_sealer::disk::read_dir(
+        &args.out.join("record"),
+        &audita_sealer::disk::Limits::default(),
+    )?;
+    let partition = audita_evidence::verify_record_with(
+        &dir.record,
+        &dir.keys,
+        &audita_evidence::Policy::default(),
+        dir.payloads.as_ref(),
+    );
     let culpable: Vec<String> = rows
         .iter()
         .filter(|r| r.culpable)

@@ -10,6 +10,7 @@ mod attribute;
 mod bench;
 mod bench_pipeline;
 mod demo;
+mod inputs;
 mod load;
 mod pipeline;
 mod sample_record;

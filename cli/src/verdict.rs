@@ -2,17 +2,27 @@
 //! evidence-linked verdict of a declared adverse outcome over an on-disk sealed record
 //! (schema `audita.verdict/v1`, documented in `verdict/SCHEMA.md`).
 //!
-//! Verifies the record offline (public keys only), computes the verdict with replay
-//! certification on the slice model, and prints it as JSON on stdout (`--rows`: one
-//! JSON row per principal instead; `--frame VICTIM[,PRINCIPAL...]`: the blame-shift
-//! certificate of that chain). Exit 0 for a graded verdict over a clean record; 1 when
-//! the verdict abstains or the record has suspect/missing evidence (named in the JSON);
-//! 2 with one line on stderr when an input cannot be read or is malformed.
+//! Verifies the record offline (public keys only; `--trust FILE` pins the log and
+//! keeper keys as for `audita verify`), computes the verdict with replay
+//! certification on the slice model, and prints it as canonical JSON on stdout
+//! (pretty, keys in sorted order: the bytes the pipeline publishes and `audita demo`
+//! writes to `DIR/verdicts/<incident>.json`, so a verdict is re-checked by comparing
+//! bytes; `--rows`: one JSON row per principal instead; `--frame VICTIM[,PRINCIPAL...]`:
+//! the blame-shift certificate of that chain; `--at-root HEX`: the record as it stood
+//! at that log root, see `Record::as_of_root`). Exit 0 for a graded verdict over a
+//! clean record; 1 when the verdict abstains (a JSON verdict with status `abstained`
+//! and the reason in `notes`: too many completions, an engine budget), the record
+//! has suspect/missing evidence (named in the JSON) or its keys differ from the
+//! pinned ones (named on stderr); 2 with one line on stderr when an input cannot be
+//! read, exceeds a size limit (`--max-*`) or is malformed.
 
 use std::path::PathBuf;
 
 use audita_evidence::{verify_record_with, Policy};
-use audita_verdict::{certificate, verdict, Adverse, DutyRegistry, Status};
+use audita_verdict::{certificate, verdict, Adverse, DutyRegistry, Status, Verdict};
+use serde::Serialize;
+
+use crate::inputs::{read_text, LimitArgs, Trust};
 
 /// Arguments of `audita verdict`.
 #[derive(clap::Args, Debug)]
@@ -31,10 +41,38 @@ pub struct VerdictArgs {
     /// Print the blame-shift certificate of this chain (victim first, comma-separated).
     #[arg(long)]
     pub frame: Option<String>,
+    /// Trust file pinning the log and keeper keys and the keeper quorum (as for
+    /// `audita verify --trust`).
+    #[arg(long, value_name = "FILE")]
+    pub trust: Option<PathBuf>,
+    /// Judge the record as it stood when the epoch with this log root (hex, as in
+    /// a verdict's `record_root`) was sealed: how a published verdict is re-checked
+    /// on a record that has grown since.
+    #[arg(long, value_name = "HEX")]
+    pub at_root: Option<String>,
+    /// Size limits of the inputs.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
-fn read(path: &PathBuf) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+fn parse_root(text: &str) -> Result<[u8; 32], String> {
+    let bad = || format!("--at-root {text:?} is not a 64-digit hex log root");
+    if text.len() != 64 || !text.is_ascii() {
+        return Err(bad());
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+/// Canonical JSON text: pretty-printed with every object's keys in sorted order, as
+/// a `serde_json::Value` prints. The verdict on the bus is such a value, so the
+/// pipeline's verdict and this command's print the same bytes.
+pub fn canonical_json(v: &impl Serialize) -> Result<String, String> {
+    let value = serde_json::to_value(v).map_err(|e| e.to_string())?;
+    serde_json::to_string_pretty(&value).map_err(|e| e.to_string())
 }
 
 /// Runs the subcommand; returns the exit code.
@@ -49,22 +87,42 @@ pub fn run(args: &VerdictArgs) -> i32 {
 }
 
 fn run_inner(args: &VerdictArgs) -> Result<i32, String> {
-    let (record, keys) = audita_sealer::disk::read_record(&args.dir).map_err(|e| e.to_string())?;
-    let store = audita_sealer::disk::read_payloads(&args.dir).map_err(|e| e.to_string())?;
-    let duties = DutyRegistry::from_json(&read(&args.duties)?)
+    let dir = audita_sealer::disk::read_dir(&args.dir, &args.limits.record())
+        .map_err(|e| e.to_string())?;
+    let max_input = args.limits.max_input_bytes;
+    let duties = DutyRegistry::from_json(&read_text(&args.duties, max_input)?)
         .map_err(|e| format!("{}: {e}", args.duties.display()))?;
-    let adverse = Adverse::from_json(&read(&args.adverse)?)
+    let adverse = Adverse::from_json(&read_text(&args.adverse, max_input)?)
         .map_err(|e| format!("{}: {e}", args.adverse.display()))?;
-    let partition = verify_record_with(&record, &keys, &Policy::default(), store.as_ref());
+    let mut policy = Policy::default();
+    let (keys, trust) = Trust::load(args.trust.as_deref(), dir.keys, &mut policy, max_input)?;
+    let record = match &args.at_root {
+        None => dir.record,
+        Some(text) => dir
+            .record
+            .as_of_root(&parse_root(text)?)
+            .ok_or_else(|| format!("no epoch of {} has log root {text}", args.dir.display()))?,
+    };
+    let partition = verify_record_with(&record, &keys, &policy, dir.payloads.as_ref());
+    if let Some(line) = trust.failure_line() {
+        eprintln!("audita verdict: {line}");
+    }
     if let Some(chain) = &args.frame {
         let chain: Vec<&str> = chain.split(',').map(str::trim).collect();
         let cert = certificate(&record, &partition, &duties, &adverse, &chain)
             .map_err(|e| e.to_string())?;
         let text = serde_json::to_string_pretty(&cert).map_err(|e| e.to_string())?;
         println!("{text}");
-        return Ok(0);
+        return Ok(if trust.problems().is_empty() { 0 } else { 1 });
     }
-    let v = verdict(&record, &partition, &duties, &adverse).map_err(|e| e.to_string())?;
+    let v = match verdict(&record, &partition, &duties, &adverse) {
+        Ok(v) => v,
+        Err(e) if e.abstains() => {
+            eprintln!("audita verdict: abstaining: {e}");
+            Verdict::abstained(&partition, &duties, &adverse, &e)
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     if args.rows {
         for row in v.rows() {
             println!(
@@ -73,8 +131,8 @@ fn run_inner(args: &VerdictArgs) -> Result<i32, String> {
             );
         }
     } else {
-        println!("{}", v.to_json());
+        println!("{}", canonical_json(&v)?);
     }
-    let clean = partition.is_clean() && v.status == Status::Graded;
+    let clean = partition.is_clean() && trust.problems().is_empty() && v.status == Status::Graded;
     Ok(if clean { 0 } else { 1 })
 }

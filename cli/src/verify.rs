@@ -1,12 +1,32 @@
 //! `audita verify DIR`: offline verification of an on-disk sealed record with
 //! public keys only.
 //!
-//! Prints a JSON summary on stdout (counts and lists of certified, suspect with
-//! reasons, missing with authors and certified citers, receipt problems, epoch and
-//! checkpoint status, equivocations, payload status). Exit 0 when everything
-//! certifies; 1 when anything is suspect or missing or a seal, receipt or
-//! checkpoint is broken (a one-line summary of what failed goes to stderr); 2 with
-//! one line on stderr when the directory cannot be read as a record at all.
+//! Prints a JSON summary on stdout; exit 0 when everything certifies; 1 when
+//! anything is suspect or missing, a seal, receipt, checkpoint or payload is broken,
+//! or (with `--trust`) the record's keys differ from the pinned ones (a one-line
+//! summary of what failed goes to stderr); 2 with one line on stderr when an input
+//! cannot be read at all or exceeds a size limit (`--max-*`, see `sealer::disk`).
+//!
+//! Design constraints (the summary, schema `audita.verify/v1`):
+//! - `counts` are always complete; every list (`certified`, `suspect`, `missing`,
+//!   `receipt_problems`, `epochs`, `checkpoints`, `equivocations`,
+//!   `held_checkpoints`, `payloads`, and each epoch's `faults`) holds at most
+//!   `--max-list` entries (default 1000), in record order; `more` says how many
+//!   entries each capped list left out (`more.<list>`, `more.epoch_faults`), so a
+//!   huge damaged record prints a bounded summary.
+//! - `problem_codes` aggregates every problem by its stable code, with counts:
+//!   `suspect` (reason codes), `receipt_problems`, `epoch_faults`,
+//!   `checkpoint_faults`, `payloads` (`corrupted`, `missing_key`, `absent`), `trust`.
+//! - `trust` says where the log and keeper keys came from: `{"source": "record"}`
+//!   (the record's own `keys/`, which whoever rewrites the record rewrites too) or
+//!   `{"source": "pinned", "file", "logs", "keepers", "quorum", "problems"}` with
+//!   `--trust FILE` (format in `evidence::trust`): then the pinned keys are the
+//!   ones verified against, every checkpoint needs the quorum of pinned keepers'
+//!   co-signatures, and every difference between the record's keys and the pins is
+//!   a problem.
+//! - Payload `status`: `available`, `shredded` (key destroyed and recorded so by a
+//!   tombstone: clean), `missing_key` (key gone without a tombstone: a problem),
+//!   `absent`, `corrupted`.
 
 use std::path::PathBuf;
 
@@ -14,7 +34,9 @@ use audita_evidence::{
     verify_record_with, CheckpointFault, EpochFault, Partition, Payload, PayloadStatus, Policy,
     ReceiptFault, SuspectItem,
 };
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+
+use crate::inputs::{read_input, LimitArgs, Trust};
 
 /// Arguments of `audita verify`.
 #[derive(clap::Args, Debug)]
@@ -35,54 +57,67 @@ pub struct VerifyArgs {
     /// record must reproduce it, which detects a record cut short (repeatable).
     #[arg(long = "checkpoint", value_name = "NOTE")]
     pub checkpoints: Vec<PathBuf>,
+    /// Trust file pinning the log and keeper keys (C2SP vkeys) and the keeper
+    /// quorum, instead of the record's own keys/ (format in README).
+    #[arg(long, value_name = "FILE")]
+    pub trust: Option<PathBuf>,
+    /// At most this many entries per list in the summary (counts stay complete).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_list: usize,
+    /// Size limits of the inputs.
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Runs the subcommand; returns the exit code.
 pub fn run(args: &VerifyArgs) -> i32 {
-    let (record, keys) = match audita_sealer::disk::read_record(&args.dir) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("audita verify: {e}");
-            return 2;
+    match run_inner(args) {
+        Ok(code) => code,
+        Err(line) => {
+            eprintln!("audita verify: {line}");
+            2
         }
-    };
-    let store = match audita_sealer::disk::read_payloads(&args.dir) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("audita verify: {e}");
-            return 2;
-        }
-    };
+    }
+}
+
+fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
+    let dir = audita_sealer::disk::read_dir(&args.dir, &args.limits.record())
+        .map_err(|e| e.to_string())?;
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let mut held = Vec::new();
     for path in &args.checkpoints {
-        match std::fs::read(path) {
-            Ok(b) => held.push(b),
-            Err(e) => {
-                eprintln!("audita verify: checkpoint {}: {e}", path.display());
-                return 2;
-            }
-        }
+        held.push(read_input(path, args.limits.max_input_bytes)?);
     }
-    let policy = Policy {
+    let mut policy = Policy {
         batch_signatures: args.batch,
         threads,
         held_checkpoints: held,
         ..Policy::default()
     };
-    let partition = verify_record_with(&record, &keys, &policy, store.as_ref());
-    let summary = summarize(&partition, args);
+    let (keys, trust) = Trust::load(
+        args.trust.as_deref(),
+        dir.keys,
+        &mut policy,
+        args.limits.max_input_bytes,
+    )?;
+    let partition = verify_record_with(&dir.record, &keys, &policy, dir.payloads.as_ref());
+    let summary = summarize(&partition, &trust, args);
     println!(
         "{}",
         serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into())
     );
-    if partition.is_clean() {
-        0
+    let mut failures: Vec<String> = Vec::new();
+    if !partition.is_clean() {
+        failures.push(failure_line(&partition));
+    }
+    failures.extend(trust.failure_line());
+    if failures.is_empty() {
+        Ok(0)
     } else {
-        eprintln!("audita verify: {}", failure_line(&partition));
-        1
+        eprintln!("audita verify: {}", failures.join("; "));
+        Ok(1)
     }
 }
 
@@ -128,7 +163,13 @@ fn failure_line(p: &Partition) -> String {
         })
         .collect();
     if !broken.is_empty() {
-        parts.push(format!("broken seal of epoch {}", broken.join(", ")));
+        let more = broken.len().saturating_sub(5);
+        let shown = broken[..broken.len().min(5)].join(", ");
+        parts.push(if more > 0 {
+            format!("broken seal of epoch {shown} and {more} more")
+        } else {
+            format!("broken seal of epoch {shown}")
+        });
     }
     let bad_cps = p
         .checkpoints
@@ -151,6 +192,16 @@ fn failure_line(p: &Partition) -> String {
         .count();
     if bad_payloads > 0 {
         parts.push(format!("{bad_payloads} corrupted or absent payloads"));
+    }
+    let lost_keys = p
+        .payloads
+        .iter()
+        .filter(|f| f.status == PayloadStatus::KeyMissing)
+        .count();
+    if lost_keys > 0 {
+        parts.push(format!(
+            "{lost_keys} payloads whose key is missing (not recorded as shredded)"
+        ));
     }
     parts.join("; ")
 }
@@ -194,6 +245,80 @@ fn checkpoint_fault(f: &CheckpointFault) -> String {
     }
 }
 
+fn epoch_fault_code(f: &EpochFault) -> &'static str {
+    match f {
+        EpochFault::HeaderUndecodable(_) => "header_undecodable",
+        EpochFault::Signature(_) => "header_signature",
+        EpochFault::NumberOutOfOrder { .. } => "number_out_of_order",
+        EpochFault::ChainBroken => "chain_broken",
+        EpochFault::RangeMismatch => "range_mismatch",
+        EpochFault::LeafUndecodable { .. } => "leaf_undecodable",
+        EpochFault::DuplicateLeaf { .. } => "duplicate_leaf",
+        EpochFault::WindowRootMismatch => "window_root_mismatch",
+        EpochFault::LogRootMismatch => "log_root_mismatch",
+        EpochFault::WrongOrigin => "wrong_origin",
+        EpochFault::NoCheckpoint => "no_checkpoint",
+        EpochFault::NotWitnessed { .. } => "not_witnessed",
+    }
+}
+
+fn checkpoint_fault_code(f: &CheckpointFault) -> &'static str {
+    match f {
+        CheckpointFault::Unparseable(_) => "unparseable",
+        CheckpointFault::NoLogSignature => "no_log_signature",
+        CheckpointFault::UnknownSigner(_) => "unknown_signer",
+        CheckpointFault::InvalidSignature(_) => "invalid_signature",
+        CheckpointFault::MissingCosignature(_) => "missing_cosignature",
+        CheckpointFault::NoMatchingEpoch => "no_matching_epoch",
+        CheckpointFault::Equivocating => "equivocating",
+    }
+}
+
+fn receipt_fault_code(f: &ReceiptFault) -> &'static str {
+    match f {
+        ReceiptFault::Undecodable(_) => "undecodable",
+        ReceiptFault::Signature(_) => "signature",
+        ReceiptFault::WrongRecipient { .. } => "wrong_recipient",
+        ReceiptFault::Duplicate => "duplicate",
+    }
+}
+
+fn payload_status(f: &audita_evidence::PayloadFinding) -> &'static str {
+    if f.corrupted {
+        return "corrupted";
+    }
+    match f.status {
+        PayloadStatus::Available => "available",
+        PayloadStatus::Shredded => "shredded",
+        PayloadStatus::KeyMissing => "missing_key",
+        PayloadStatus::Absent => "absent",
+    }
+}
+
+/// Counts of each code.
+fn tally<'a>(codes: impl Iterator<Item = &'a str>) -> Value {
+    let mut m: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for c in codes {
+        *m.entry(c).or_default() += 1;
+    }
+    json!(m)
+}
+
+/// At most `max` entries of `items`, mapped; records how many were left out.
+fn capped<T>(
+    name: &str,
+    items: impl ExactSizeIterator<Item = T>,
+    max: usize,
+    more: &mut Map<String, Value>,
+    f: impl FnMut(T) -> Value,
+) -> Value {
+    let n = items.len();
+    if n > max {
+        more.insert(name.to_string(), json!(n - max));
+    }
+    Value::Array(items.take(max).map(f).collect())
+}
+
 fn receipt_fault(f: &ReceiptFault) -> String {
     match f {
         ReceiptFault::Undecodable(e) => format!("undecodable: {e}"),
@@ -205,11 +330,15 @@ fn receipt_fault(f: &ReceiptFault) -> String {
     }
 }
 
-fn summarize(p: &Partition, args: &VerifyArgs) -> Value {
-    let certified: Vec<Value> = p
-        .certified
-        .iter()
-        .map(|(id, c)| {
+fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
+    let max = args.max_list;
+    let mut more = Map::new();
+    let certified = capped(
+        "certified",
+        p.certified.iter(),
+        max,
+        &mut more,
+        |(id, c)| {
             let env = c.envelope.envelope();
             json!({
                 "id": hex32(&id.digest),
@@ -221,115 +350,136 @@ fn summarize(p: &Partition, args: &VerifyArgs) -> Value {
                 "epoch": c.epoch,
                 "leaf": c.leaf_index,
             })
+        },
+    );
+    let suspect = capped("suspect", p.suspect.iter(), max, &mut more, |s| {
+        let reasons: Vec<Value> = s
+            .reasons
+            .iter()
+            .take(max)
+            .map(|r| json!({"code": r.code(), "detail": r.detail()}))
+            .collect();
+        let (record_index, id, author) = match &s.item {
+            SuspectItem::Message { id, record_index } => (
+                *record_index,
+                json!(hex32(&id.digest)),
+                json!(id.author.as_str()),
+            ),
+            SuspectItem::Undecodable { record_index } => (*record_index, Value::Null, Value::Null),
+        };
+        json!({
+            "record_index": record_index, "id": id, "author": author, "reasons": reasons,
+            "reasons_more": s.reasons.len().saturating_sub(max),
         })
-        .collect();
-    let suspect: Vec<Value> = p
-        .suspect
-        .iter()
-        .map(|s| {
-            let reasons: Vec<Value> =
-                s.reasons.iter().map(|r| json!({"code": r.code(), "detail": r.detail()})).collect();
-            match &s.item {
-                SuspectItem::Message { id, record_index } => json!({
-                    "record_index": record_index, "id": hex32(&id.digest), "author": id.author.as_str(), "reasons": reasons,
-                }),
-                SuspectItem::Undecodable { record_index } => json!({
-                    "record_index": record_index, "id": null, "author": null, "reasons": reasons,
-                }),
-            }
+    });
+    let missing = capped("missing", p.missing.iter(), max, &mut more, |m| {
+        json!({
+            "id": hex32(&m.id.digest),
+            "author": m.id.author.as_str(),
+            "certified_citers": m.certified_citers.iter().take(max).map(|c| json!({"id": hex32(&c.digest), "author": c.author.as_str()})).collect::<Vec<_>>(),
+            "certified_citers_more": m.certified_citers.len().saturating_sub(max),
+            "receipted_by": m.receipted_by.iter().take(max).map(|r| r.as_str()).collect::<Vec<_>>(),
+            "sealed_in_epoch": m.sealed_in,
         })
-        .collect();
-    let missing: Vec<Value> = p
-        .missing
-        .iter()
-        .map(|m| {
+    });
+    let receipts = capped(
+        "receipt_problems",
+        p.receipt_problems.iter(),
+        max,
+        &mut more,
+        |r| {
             json!({
-                "id": hex32(&m.id.digest),
-                "author": m.id.author.as_str(),
-                "certified_citers": m.certified_citers.iter().map(|c| json!({"id": hex32(&c.digest), "author": c.author.as_str()})).collect::<Vec<_>>(),
-                "receipted_by": m.receipted_by.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-                "sealed_in_epoch": m.sealed_in,
+                "record_index": r.record_index,
+                "message": r.message.as_ref().map(|m| json!({"id": hex32(&m.digest), "author": m.author.as_str()})),
+                "fault": receipt_fault(&r.fault),
             })
+        },
+    );
+    let mut epoch_faults_more = 0usize;
+    let epochs = capped("epochs", p.epochs.iter(), max, &mut more, |e| {
+        let h = e.header.as_ref();
+        epoch_faults_more += e.faults.len().saturating_sub(max);
+        json!({
+            "record_index": e.record_index,
+            "number": h.map(|h| h.number),
+            "start": h.map(|h| h.start),
+            "size": h.map(|h| h.size),
+            "leaves": e.leaves,
+            "log_root": h.map(|h| hex32(&h.log_root)),
+            "prev": h.map(|h| hex32(&h.prev)),
+            "intact": e.intact(),
+            "faults": e.faults.iter().take(max).map(epoch_fault).collect::<Vec<_>>(),
+            "faults_more": e.faults.len().saturating_sub(max),
         })
-        .collect();
-    let receipts: Vec<Value> = p
-        .receipt_problems
-        .iter()
-        .map(|r| json!({
-            "record_index": r.record_index,
-            "message": r.message.as_ref().map(|m| json!({"id": hex32(&m.digest), "author": m.author.as_str()})),
-            "fault": receipt_fault(&r.fault),
-        }))
-        .collect();
-    let epochs: Vec<Value> = p
-        .epochs
-        .iter()
-        .map(|e| {
-            let h = e.header.as_ref();
-            json!({
-                "record_index": e.record_index,
-                "number": h.map(|h| h.number),
-                "start": h.map(|h| h.start),
-                "size": h.map(|h| h.size),
-                "leaves": e.leaves,
-                "log_root": h.map(|h| hex32(&h.log_root)),
-                "prev": h.map(|h| hex32(&h.prev)),
-                "intact": e.intact(),
-                "faults": e.faults.iter().map(epoch_fault).collect::<Vec<_>>(),
-            })
+    });
+    if epoch_faults_more > 0 {
+        more.insert("epoch_faults".into(), json!(epoch_faults_more));
+    }
+    let checkpoints = capped("checkpoints", p.checkpoints.iter(), max, &mut more, |c| {
+        json!({
+            "record_index": c.record_index,
+            "origin": c.checkpoint.as_ref().map(|c| c.origin.clone()),
+            "size": c.checkpoint.as_ref().map(|c| c.size),
+            "root": c.checkpoint.as_ref().map(|c| hex32(&c.root)),
+            "cosigned_by": c.cosigned_by.iter().take(max).collect::<Vec<_>>(),
+            "valid": c.faults.is_empty(),
+            "faults": c.faults.iter().take(max).map(checkpoint_fault).collect::<Vec<_>>(),
+            "faults_more": c.faults.len().saturating_sub(max),
         })
-        .collect();
-    let checkpoints: Vec<Value> = p
-        .checkpoints
-        .iter()
-        .map(|c| {
-            json!({
-                "record_index": c.record_index,
-                "origin": c.checkpoint.as_ref().map(|c| c.origin.clone()),
-                "size": c.checkpoint.as_ref().map(|c| c.size),
-                "root": c.checkpoint.as_ref().map(|c| hex32(&c.root)),
-                "cosigned_by": c.cosigned_by,
-                "valid": c.faults.is_empty(),
-                "faults": c.faults.iter().map(checkpoint_fault).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    let equivocations: Vec<Value> = p
-        .equivocations
-        .iter()
-        .map(|e| {
+    });
+    let equivocations = capped(
+        "equivocations",
+        p.equivocations.iter(),
+        max,
+        &mut more,
+        |e| {
             json!({
                 "origin": e.first.checkpoint().origin,
                 "size": e.first.checkpoint().size,
                 "roots": [hex32(&e.first.checkpoint().root), hex32(&e.second.checkpoint().root)],
                 "notes": [e.first.to_text(), e.second.to_text()],
             })
+        },
+    );
+    let held = capped(
+        "held_checkpoints",
+        p.held.iter(),
+        max,
+        &mut more,
+        |h| json!({"index": h.index, "fault": h.fault.detail()}),
+    );
+    let payloads = capped("payloads", p.payloads.iter(), max, &mut more, |f| {
+        json!({
+            "message": hex32(&f.message.digest),
+            "author": f.message.author.as_str(),
+            "commitment": hex32(&f.digest),
+            "status": payload_status(f),
         })
-        .collect();
-    let payloads: Vec<Value> = p
-        .payloads
-        .iter()
-        .map(|f| {
-            json!({
-                "message": hex32(&f.message.digest),
-                "author": f.message.author.as_str(),
-                "commitment": hex32(&f.digest),
-                "status": if f.corrupted { "corrupted" } else { match f.status {
-                    PayloadStatus::Available => "available",
-                    PayloadStatus::Shredded => "shredded",
-                    PayloadStatus::Absent => "absent",
-                }},
-            })
-        })
-        .collect();
+    });
     let stored = p
         .certified
         .values()
         .filter(|c| matches!(c.envelope.envelope().payload, Payload::Stored { .. }))
         .count();
+    let status_count = |want: &str| {
+        p.payloads
+            .iter()
+            .filter(|f| payload_status(f) == want)
+            .count()
+    };
+    let problem_codes = json!({
+        "suspect": tally(p.suspect.iter().flat_map(|s| s.reasons.iter().map(|r| r.code()))),
+        "receipt_problems": tally(p.receipt_problems.iter().map(|r| receipt_fault_code(&r.fault))),
+        "epoch_faults": tally(p.epochs.iter().flat_map(|e| e.faults.iter().map(epoch_fault_code))),
+        "checkpoint_faults": tally(p.checkpoints.iter().flat_map(|c| c.faults.iter().map(checkpoint_fault_code))),
+        "payloads": tally(p.payloads.iter().map(payload_status).filter(|s| !matches!(*s, "available" | "shredded"))),
+        "trust": tally(trust.problems().iter().map(|t| t.code())),
+    });
     let mut out = json!({
+        "schema": "audita.verify/v1",
         "record": args.dir.display().to_string(),
-        "clean": p.is_clean(),
+        "clean": p.is_clean() && trust.problems().is_empty(),
+        "trust": trust.json(),
         "counts": {
             "certified": p.certified.len(),
             "suspect": p.suspect.len(),
@@ -341,19 +491,25 @@ fn summarize(p: &Partition, args: &VerifyArgs) -> Value {
             "checkpoints_valid": p.checkpoints.iter().filter(|c| c.faults.is_empty()).count(),
             "equivocations": p.equivocations.len(),
             "stored_payloads": stored,
-            "shredded_payloads": p.payloads.iter().filter(|f| f.status == PayloadStatus::Shredded).count(),
+            "shredded_payloads": status_count("shredded"),
+            "missing_key_payloads": status_count("missing_key"),
+            "trust_problems": trust.problems().len(),
         },
+        "problem_codes": problem_codes,
         "suspect": suspect,
         "missing": missing,
         "receipt_problems": receipts,
         "epochs": epochs,
         "checkpoints": checkpoints,
         "equivocations": equivocations,
-        "held_checkpoints": p.held.iter().map(|h| json!({"index": h.index, "fault": h.fault.detail()})).collect::<Vec<Value>>(),
+        "held_checkpoints": held,
         "payloads": payloads,
     });
     if !args.brief {
-        out["certified"] = Value::Array(certified);
+        out["certified"] = certified;
+    } else {
+        more.remove("certified");
     }
+    out["more"] = Value::Object(more);
     out
 }

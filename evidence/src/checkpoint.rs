@@ -383,7 +383,8 @@ impl Equivocation {
     }
 }
 
-/// All equivocations among `checkpoints` (each conflicting pair once, sorted).
+/// Equivocations among `checkpoints`: for each origin and size signed with k
+/// distinct roots, the first root (in root order) paired with each of the k - 1 others.
 pub fn find_equivocations(
     checkpoints: &[SignedCheckpoint],
     keys: &KeyRegistry,
@@ -403,14 +404,16 @@ pub fn find_equivocations(
             .entry(c.checkpoint().root)
             .or_insert(c);
     }
+    // The first root of each (origin, size) against every other one: k roots give
+    // k - 1 pieces of evidence (linear, however many notes a log key holder signs),
+    // and together they prove every pair.
     let mut out = Vec::new();
     for roots in by_key.values() {
-        let list: Vec<&&SignedCheckpoint> = roots.values().collect();
-        for i in 0..list.len() {
-            for j in i + 1..list.len() {
-                if let Some(e) = Equivocation::detect(list[i], list[j], keys) {
-                    out.push(e);
-                }
+        let mut list = roots.values();
+        let Some(first) = list.next() else { continue };
+        for other in list {
+            if let Some(e) = Equivocation::detect(first, other, keys) {
+                out.push(e);
             }
         }
     }

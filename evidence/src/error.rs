@@ -218,6 +218,9 @@ pub enum StoreError {
     /// The payload's key was destroyed (crypto-shredded).
     #[error("payload {0} was shredded")]
     Shredded(String),
+    /// The payload's key is gone without a record of its shredding.
+    #[error("payload {0} has lost its key (not recorded as shredded)")]
+    KeyMissing(String),
     /// Decryption or the content-hash check failed (corrupted ciphertext).
     #[error("payload {0} is corrupted")]
     Corrupted(String),

@@ -32,6 +32,7 @@ pub mod proven;
 pub mod receipt;
 pub mod sample;
 pub mod store;
+pub mod trust;
 pub mod verify;
 
 pub use checkpoint::{
@@ -51,7 +52,8 @@ pub use merkle::{ConsistencyProof, InclusionProof};
 pub use principal::{derive_signing_key, KeyRegistry, PrincipalId};
 pub use proven::{verify_proven, EpochProofs, ProvenSlice};
 pub use receipt::Receipt;
-pub use store::{PayloadStatus, PayloadStore};
+pub use store::{PayloadKey, PayloadStatus, PayloadStore};
+pub use trust::{TrustAnchors, TrustError, TrustProblem};
 pub use verify::{
     check_envelopes_batch, check_receipts_batch, verify_record, verify_record_with, Certified,
     CheckpointFault, CheckpointStatus, EpochFault, EpochStatus, HeldFault, HeldFinding, Missing,

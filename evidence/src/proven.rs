@@ -293,10 +293,13 @@ pub fn verify_proven(slice: &ProvenSlice, keys: &KeyRegistry, policy: &Policy) -
                 // Two headers for one tree size: only the first counts; the other is
                 // reported (a log signing two statements for one size equivocates,
                 // which the checkpoints show).
-                if by_size.contains_key(&h.size) {
-                    st.faults.push(EpochFault::RangeMismatch);
-                } else {
-                    by_size.insert(h.size, i);
+                match by_size.entry(h.size) {
+                    std::collections::btree_map::Entry::Occupied(_) => {
+                        st.faults.push(EpochFault::RangeMismatch)
+                    }
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(i);
+                    }
                 }
                 st.header = Some(h);
             }

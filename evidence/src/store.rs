@@ -10,7 +10,10 @@
 //!   zero because a key encrypts exactly one plaintext.
 //! - Shredding deletes the key and keeps the ciphertext: the payload is reported
 //!   as [`PayloadStatus::Shredded`], every seal still verifies (seals hold only
-//!   commitments), and no operation can recover the plaintext.
+//!   commitments), and no operation can recover the plaintext. Shredding is a
+//!   recorded act ([`PayloadKey::Shredded`], a tombstone on disk): a key that is
+//!   simply gone is [`PayloadKey::Missing`] and reported as
+//!   [`PayloadStatus::KeyMissing`], a problem, never as shredded.
 //! - Randomness is an input (`rand_core` RNG); the store has no clock and no I/O.
 
 use std::collections::BTreeMap;
@@ -28,10 +31,30 @@ use crate::error::StoreError;
 pub enum PayloadStatus {
     /// Ciphertext and key present.
     Available,
-    /// Ciphertext present, key destroyed.
+    /// Key destroyed, and the destruction recorded (crypto-shredded).
     Shredded,
+    /// Ciphertext present, key gone without a record of its shredding (a problem).
+    KeyMissing,
     /// Never stored here.
     Absent,
+}
+
+impl PayloadStatus {
+    /// Whether a verification with this status is clean (available or shredded).
+    pub fn is_clean(self) -> bool {
+        matches!(self, PayloadStatus::Available | PayloadStatus::Shredded)
+    }
+}
+
+/// The key state of a stored payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PayloadKey {
+    /// The per-payload key.
+    Key([u8; 32]),
+    /// Destroyed by [`PayloadStore::shred`] (on disk: a `.shredded` tombstone).
+    Shredded,
+    /// Absent without a record of its destruction (read back from damaged storage).
+    Missing,
 }
 
 /// One stored payload: ciphertext of `salt || plaintext`, and its key until shredded.
@@ -39,8 +62,8 @@ pub enum PayloadStatus {
 pub struct StoredPayload {
     /// ChaCha20-Poly1305 ciphertext (with tag) of `salt[32] || plaintext`.
     pub ciphertext: Vec<u8>,
-    /// The per-payload key; `None` once shredded.
-    pub key: Option<[u8; 32]>,
+    /// The per-payload key, or why there is none.
+    pub key: PayloadKey,
 }
 
 /// The payload store.
@@ -82,7 +105,7 @@ impl PayloadStore {
             digest,
             StoredPayload {
                 ciphertext,
-                key: Some(key),
+                key: PayloadKey::Key(key),
             },
         );
         digest
@@ -98,9 +121,11 @@ impl PayloadStore {
             .entries
             .get(digest)
             .ok_or_else(|| StoreError::NotFound(name.clone()))?;
-        let key = entry
-            .key
-            .ok_or_else(|| StoreError::Shredded(name.clone()))?;
+        let key = match entry.key {
+            PayloadKey::Key(k) => k,
+            PayloadKey::Shredded => return Err(StoreError::Shredded(name)),
+            PayloadKey::Missing => return Err(StoreError::KeyMissing(name)),
+        };
         let cipher = ChaCha20Poly1305::new(Key::from_slice(&key));
         let sealed = cipher
             .decrypt(Nonce::from_slice(&[0u8; 12]), entry.ciphertext.as_slice())
@@ -118,17 +143,23 @@ impl PayloadStore {
     }
     /// Destroys a payload's key. Returns whether a key was destroyed.
     pub fn shred(&mut self, digest: &Hash) -> bool {
-        self.entries
-            .get_mut(digest)
-            .and_then(|e| e.key.take())
-            .is_some()
+        match self.entries.get_mut(digest) {
+            Some(e) if matches!(e.key, PayloadKey::Key(_)) => {
+                e.key = PayloadKey::Shredded;
+                true
+            }
+            _ => false,
+        }
     }
     /// Status of a commitment.
     pub fn status(&self, digest: &Hash) -> PayloadStatus {
         match self.entries.get(digest) {
             None => PayloadStatus::Absent,
-            Some(e) if e.key.is_none() => PayloadStatus::Shredded,
-            Some(_) => PayloadStatus::Available,
+            Some(e) => match e.key {
+                PayloadKey::Key(_) => PayloadStatus::Available,
+                PayloadKey::Shredded => PayloadStatus::Shredded,
+                PayloadKey::Missing => PayloadStatus::KeyMissing,
+            },
         }
     }
     /// All entries in commitment order.
@@ -153,5 +184,21 @@ mod tests {
         assert_eq!(store.status(&d), PayloadStatus::Shredded);
         assert!(matches!(store.get(&d), Err(StoreError::Shredded(_))));
         assert!(!store.shred(&d));
+    }
+
+    #[test]
+    fn a_lost_key_is_not_shredded() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
+        let mut store = PayloadStore::new();
+        let d = store.put(b"operator note", &mut rng);
+        let mut entry = store.entries().next().unwrap().1.clone();
+        entry.key = PayloadKey::Missing;
+        store.insert(d, entry);
+        assert_eq!(store.status(&d), PayloadStatus::KeyMissing);
+        assert!(matches!(store.get(&d), Err(StoreError::KeyMissing(_))));
+        assert!(
+            !store.shred(&d),
+            "a missing key cannot be shredded after the fact"
+        );
     }
 }

@@ -79,6 +79,50 @@ impl Record {
     pub fn push_receipt(&mut self, r: &Receipt) {
         self.receipts.push(r.as_bytes().to_vec());
     }
+    /// The record as it stood when the epoch with log root `root` was sealed: that
+    /// epoch and the ones before it, the envelopes their leaves name, the receipts
+    /// naming those, and the checkpoint notes of at most that tree size. Items that
+    /// do not decode, and everything sealed later, are left out. `None` when no
+    /// decodable epoch header has that root. This is how a verdict that names the
+    /// root it was judged at is re-checked on a record that has grown since.
+    pub fn as_of_root(&self, root: &Hash) -> Option<Record> {
+        let (last, size) = self.epochs.iter().enumerate().find_map(|(i, e)| {
+            EpochHeader::decode(e.header.clone())
+                .ok()
+                .filter(|h| h.log_root == *root)
+                .map(|h| (i, h.size))
+        })?;
+        let epochs = self.epochs[..=last].to_vec();
+        let sealed: BTreeSet<MessageId> = epochs
+            .iter()
+            .flat_map(|e| e.leaves.iter())
+            .filter_map(|l| MessageId::from_leaf_bytes(l).ok())
+            .collect();
+        let envelopes = self
+            .envelopes
+            .iter()
+            .filter(|b| SignedEnvelope::decode(b.to_vec()).is_ok_and(|e| sealed.contains(e.id())))
+            .cloned()
+            .collect();
+        let receipts = self
+            .receipts
+            .iter()
+            .filter(|b| Receipt::decode(b.to_vec()).is_ok_and(|r| sealed.contains(r.message())))
+            .cloned()
+            .collect();
+        let checkpoints = self
+            .checkpoints
+            .iter()
+            .filter(|b| SignedCheckpoint::parse(b).is_ok_and(|c| c.checkpoint().size <= size))
+            .cloned()
+            .collect();
+        Some(Record {
+            envelopes,
+            receipts,
+            epochs,
+            checkpoints,
+        })
+    }
     /// Appends a sealed epoch and its checkpoint (with whatever co-signatures it has).
     pub fn push_epoch(&mut self, e: &SealedEpoch) {
         self.epochs.push(RawEpoch {
@@ -95,6 +139,10 @@ pub struct Policy {
     /// Keepers that must co-sign each epoch's checkpoint; `None` = every keeper in
     /// the registry.
     pub required_keepers: Option<Vec<String>>,
+    /// How many of the required keepers must co-sign (a quorum); `None` = all of
+    /// them. A checkpoint short of the quorum names every required keeper that did
+    /// not co-sign it.
+    pub keeper_quorum: Option<usize>,
     /// Verify envelope and receipt signatures with one Ed25519 batch each first
     /// (falls back to single strict verification on failure). Off by default: batch
     /// verification may accept edge-case signatures (small-order components made
@@ -441,7 +489,8 @@ pub struct Partition {
 
 impl Partition {
     /// True when everything certifies: no suspect, missing, broken seal,
-    /// bad receipt or checkpoint, equivocation or corrupted/absent payload.
+    /// bad receipt or checkpoint, equivocation or corrupted/absent payload or
+    /// payload whose key is missing (a shredded payload is clean).
     pub fn is_clean(&self) -> bool {
         self.suspect.is_empty()
             && self.missing.is_empty()
@@ -453,7 +502,7 @@ impl Partition {
             && self
                 .payloads
                 .iter()
-                .all(|p| !p.corrupted && p.status != PayloadStatus::Absent)
+                .all(|p| !p.corrupted && p.status.is_clean())
     }
     /// An inclusion proof for a certified message against its epoch's log root,
     /// given the record it was verified from.
@@ -817,13 +866,12 @@ pub(crate) fn check_messages(
     while let Some(bad) = work.pop() {
         for citer in citers.get(&bad).into_iter().flatten() {
             if let Some(p) = present.get_mut(citer) {
+                // Each id enters the worklist at most once (when it first turns
+                // suspect) and a citer lists each citation once (citations are a
+                // sorted set), so every (citer, cited) pair is seen once: no
+                // duplicate check, linear in the citations.
                 let was_ok = p.reasons.is_empty();
-                if !p
-                    .reasons
-                    .contains(&SuspectReason::CitesSuspect(bad.clone()))
-                {
-                    p.reasons.push(SuspectReason::CitesSuspect(bad.clone()));
-                }
+                p.reasons.push(SuspectReason::CitesSuspect(bad.clone()));
                 if was_ok {
                     work.push(citer.clone());
                 }
@@ -919,24 +967,55 @@ pub(crate) fn check_messages(
     }
 }
 
+/// The keepers whose co-signatures an epoch needs, and how many of them.
+#[derive(Debug, Clone)]
+pub(crate) struct Witnesses {
+    /// Required keepers (sorted, unique).
+    names: BTreeSet<String>,
+    /// How many of them must co-sign (at most `names.len()`).
+    quorum: usize,
+}
+
+impl Witnesses {
+    /// The required keepers of `have` missing, if fewer than the quorum co-signed.
+    fn short_of_quorum(&self, have: &BTreeSet<&str>) -> Option<Vec<String>> {
+        let signed = self
+            .names
+            .iter()
+            .filter(|k| have.contains(k.as_str()))
+            .count();
+        (signed < self.quorum).then(|| {
+            self.names
+                .iter()
+                .filter(|k| !have.contains(k.as_str()))
+                .cloned()
+                .collect()
+        })
+    }
+}
+
 /// The start shared by record and slice verification: the keepers required by
 /// `policy`, and a partition holding the checked checkpoint notes and equivocations.
 pub(crate) fn begin(
     notes: &[Vec<u8>],
     keys: &KeyRegistry,
     policy: &Policy,
-) -> (Partition, Vec<String>, Vec<(usize, SignedCheckpoint)>) {
-    let required: Vec<String> = match &policy.required_keepers {
-        Some(list) => list.clone(),
+) -> (Partition, Witnesses, Notes) {
+    let names: BTreeSet<String> = match &policy.required_keepers {
+        Some(list) => list.iter().cloned().collect(),
         None => keys.keepers().map(|(n, _)| n.clone()).collect(),
     };
-    let (statuses, parsed_cps, equivocations) = check_checkpoints(notes, keys, &required);
+    let quorum = policy
+        .keeper_quorum
+        .map_or(names.len(), |q| q.min(names.len()));
+    let required = Witnesses { names, quorum };
+    let (statuses, notes, equivocations) = check_checkpoints(notes, keys, &required);
     let out = Partition {
         checkpoints: statuses,
         equivocations,
         ..Partition::default()
     };
-    (out, required, parsed_cps)
+    (out, required, notes)
 }
 
 /// The header's own signature check: the registered log of its origin signed it.
@@ -950,21 +1029,25 @@ pub(crate) fn header_signature(h: &EpochHeader, keys: &KeyRegistry) -> Option<Ep
     })
 }
 
+/// The parsed checkpoint notes with their positions, indexed by statement so
+/// matching a header is a lookup (linear in headers plus notes, not their product).
+#[derive(Debug, Default)]
+pub(crate) struct Notes {
+    parsed: Vec<(usize, SignedCheckpoint)>,
+    by_statement: BTreeMap<Checkpoint, Vec<usize>>,
+}
+
 /// Parses and checks checkpoint notes: statuses in input order, the parsed notes
 /// with their positions, and equivocations among them.
-pub(crate) type CheckedCheckpoints = (
-    Vec<CheckpointStatus>,
-    Vec<(usize, SignedCheckpoint)>,
-    Vec<Equivocation>,
-);
+pub(crate) type CheckedCheckpoints = (Vec<CheckpointStatus>, Notes, Vec<Equivocation>);
 
 pub(crate) fn check_checkpoints(
     raw_notes: &[Vec<u8>],
     keys: &KeyRegistry,
-    required: &[String],
+    required: &Witnesses,
 ) -> CheckedCheckpoints {
     let mut statuses: Vec<CheckpointStatus> = Vec::new();
-    let mut parsed_cps: Vec<(usize, SignedCheckpoint)> = Vec::new();
+    let mut notes = Notes::default();
     for (i, raw) in raw_notes.iter().enumerate() {
         let mut st = CheckpointStatus {
             record_index: i,
@@ -992,56 +1075,69 @@ pub(crate) fn check_checkpoints(
                 if !has_log {
                     st.faults.push(CheckpointFault::NoLogSignature);
                 }
-                for k in required {
-                    if !st.cosigned_by.contains(k) {
-                        st.faults
-                            .push(CheckpointFault::MissingCosignature(k.clone()));
-                    }
+                let have: BTreeSet<&str> = st.cosigned_by.iter().map(String::as_str).collect();
+                if let Some(missing) = required.short_of_quorum(&have) {
+                    st.faults
+                        .extend(missing.into_iter().map(CheckpointFault::MissingCosignature));
                 }
-                parsed_cps.push((i, cp));
+                notes
+                    .by_statement
+                    .entry(cp.checkpoint().clone())
+                    .or_default()
+                    .push(notes.parsed.len());
+                notes.parsed.push((i, cp));
             }
         }
         statuses.push(st);
     }
-    let cps: Vec<SignedCheckpoint> = parsed_cps.iter().map(|(_, c)| c.clone()).collect();
+    let cps: Vec<SignedCheckpoint> = notes.parsed.iter().map(|(_, c)| c.clone()).collect();
     let equivocations = find_equivocations(&cps, keys);
     for e in &equivocations {
-        for (i, cp) in &parsed_cps {
-            if cp == &e.first || cp == &e.second {
-                let f = &mut statuses[*i].faults;
-                if !f.contains(&CheckpointFault::Equivocating) {
-                    f.push(CheckpointFault::Equivocating);
+        for cp in [&e.first, &e.second] {
+            for &j in notes
+                .by_statement
+                .get(cp.checkpoint())
+                .into_iter()
+                .flatten()
+            {
+                let (i, parsed) = &notes.parsed[j];
+                if parsed == cp {
+                    let f = &mut statuses[*i].faults;
+                    if !f.contains(&CheckpointFault::Equivocating) {
+                        f.push(CheckpointFault::Equivocating);
+                    }
                 }
             }
         }
     }
 
-    (statuses, parsed_cps, equivocations)
+    (statuses, notes, equivocations)
 }
 
 /// The witness check of one epoch header: a log-signed checkpoint with the header's
-/// statement whose co-signers cover `required` (the best such note counts). Marks
-/// every matching note in `matched`.
+/// statement co-signed by the quorum of the required keepers (the best such note
+/// counts). Marks every matching note in `matched`.
 pub(crate) fn witness(
     h: &EpochHeader,
-    parsed_cps: &[(usize, SignedCheckpoint)],
+    notes: &Notes,
     statuses: &[CheckpointStatus],
     keys: &KeyRegistry,
-    required: &[String],
+    required: &Witnesses,
     matched: &mut BTreeSet<usize>,
 ) -> Option<EpochFault> {
     let want = h.checkpoint();
     let mut best: Option<Vec<String>> = None;
-    for (ci, cp) in parsed_cps {
-        if *cp.checkpoint() == want && cp.verify_log(keys).is_ok() {
+    for &j in notes.by_statement.get(&want).into_iter().flatten() {
+        let (ci, cp) = &notes.parsed[j];
+        if cp.verify_log(keys).is_ok() {
             matched.insert(*ci);
-            let have = &statuses[*ci].cosigned_by;
-            let missing: Vec<String> = required
+            let have: BTreeSet<&str> = statuses[*ci]
+                .cosigned_by
                 .iter()
-                .filter(|k| !have.contains(k))
-                .cloned()
+                .map(String::as_str)
                 .collect();
-            if !best.as_ref().is_some_and(|b| b.len() <= missing.len()) {
+            let missing = required.short_of_quorum(&have).unwrap_or_default();
+            if best.as_ref().is_none_or(|b| b.len() > missing.len()) {
                 best = Some(missing);
             }
         }

@@ -14,25 +14,50 @@
 //! DIR/payloads/<hex>.ct, <hex>.key   optional payload store: ciphertext and its key
 //! DIR/payloads/<hex>.shredded        empty tombstone of a crypto-shredded payload
 //! ```
+//! - A payload is *shredded* only when its tombstone says so; a `.ct` whose `.key`
+//!   is gone without a tombstone is a payload whose key is **missing** (a problem
+//!   the verifier names), and a tombstone next to a key contradicts itself (the
+//!   directory is not a record).
 //! - A `.seg` file is the 8-byte magic `AUDSEG\x01` + kind byte (`E` envelopes,
 //!   `R` receipts, `H` epoch), then frames `u32 big-endian length || bytes`.
 //!   Frames hold the exact signed bytes; nothing is re-encoded on read.
 //! - Reading is tolerant where the evidence can speak for itself: a frame whose
 //!   length runs past the end of its file turns the rest of that file into one
 //!   undecodable item, which the verifier reports (and whose sealed messages then
-//!   show up as missing). Only what makes the directory unreadable as a record —
-//!   no `FORMAT`, a wrong magic, an unreadable key file, an I/O error — is a
-//!   [`ReadError`].
+//!   show up as missing). A frame shorter than [`MIN_FRAME_BYTES`] cannot hold any
+//!   item of the format (the shortest is a leaf with a one-character author), so a
+//!   run of consecutive short frames is kept as one undecodable item holding the
+//!   run's bytes: damage costs no more memory than its bytes. Only what makes the
+//!   directory unreadable as a record — no `FORMAT`, a wrong magic, an unreadable
+//!   key file, an I/O error, a limit exceeded — is a [`ReadError`].
+//! - Every read is bounded ([`Limits`], each limit a one-line
+//!   [`ReadError::TooLarge`] naming the flag that raises it); nothing reads a file
+//!   to its end before checking it against a limit, so `/dev/zero` or an endless
+//!   FIFO in place of any file ends the read at the limit. Defaults:
+//!
+//!   | limit | default | flag (`audita verify`, `audita verdict`) |
+//!   |---|---|---|
+//!   | all files of one record together | 1 GiB | `--max-record-bytes` |
+//!   | one frame, and one file that is not a segment (key file, checkpoint note, payload file) | 16 MiB | `--max-frame-bytes` |
+//!   | frames in one segment file | 1,048,576 (2^20) | `--max-segment-frames` |
+//!   | one input file given on the command line (model, duties, adverse, `--checkpoint`, `--trust`) | 16 MiB | `--max-input-bytes` |
+//!
+//!   The sealer writes at most `epoch_messages + 1` frames per segment (`audita
+//!   load` caps `epoch_messages` at 1,000,000) and a frame is one signed item
+//!   (the bus carries at most 16 MiB per record), so every record the pipeline
+//!   writes reads under the defaults up to 1 GiB in all. Verification then holds
+//!   the record and its partition in memory: about 12x the record's bytes
+//!   (BENCHMARKS.md).
 //! - Files of one kind are read in file-name order (zero-padded numbers), so the
 //!   record order is the append order. `keys/` holds public keys only.
 //! - Writing creates files with their final content (no partial updates); the
 //!   streaming sealer stage appends new numbered files rather than rewriting old ones.
 
 use std::fs;
-use std::io;
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use audita_evidence::store::StoredPayload;
+use audita_evidence::store::{PayloadKey, StoredPayload};
 use audita_evidence::{
     Hash, KeyRegistry, PayloadStore, PrincipalId, RawEpoch, Record, SealedEpoch, SignedEnvelope,
     VerifyingKey,
@@ -46,6 +71,77 @@ pub const FORMAT_LINE: &str = "audita-record v1\n";
 const MAGIC: &[u8; 7] = b"AUDSEG\x01";
 /// Maximum frames per segment file written by [`write_record`].
 pub const SEGMENT_FRAMES: usize = 4096;
+/// The shortest item of any kind: a Merkle leaf with a one-character author
+/// (1-byte length, 1 byte of name, 32-byte digest). Envelopes, receipts and epoch
+/// headers carry a 64-byte signature and are longer. Shorter frames are damage and
+/// are coalesced (see the module doc).
+pub const MIN_FRAME_BYTES: usize = 34;
+
+/// Which bound a read exceeded; each is raised by one command-line flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// All bytes of one record ([`Limits::record_bytes`]).
+    RecordBytes,
+    /// One frame or one non-segment file ([`Limits::frame_bytes`]).
+    FrameBytes,
+    /// Frames in one segment ([`Limits::segment_frames`]).
+    SegmentFrames,
+    /// One input file named on the command line (a model, a duty registry, an
+    /// adverse declaration, a held checkpoint, a trust file).
+    InputBytes,
+}
+
+impl Limit {
+    /// The `audita` flag that raises this limit.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Limit::RecordBytes => "--max-record-bytes",
+            Limit::FrameBytes => "--max-frame-bytes",
+            Limit::SegmentFrames => "--max-segment-frames",
+            Limit::InputBytes => "--max-input-bytes",
+        }
+    }
+    fn unit(self) -> &'static str {
+        match self {
+            Limit::RecordBytes => "bytes in all record files",
+            Limit::FrameBytes => "bytes per frame or file",
+            Limit::SegmentFrames => "frames per segment",
+            Limit::InputBytes => "bytes per input file",
+        }
+    }
+}
+
+/// Size limits of every read of untrusted files (defaults in the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// All files of one record together: segments, key files, checkpoint notes,
+    /// payload files.
+    pub record_bytes: u64,
+    /// One segment frame, and one file that is not a segment.
+    pub frame_bytes: u64,
+    /// Frames in one segment file.
+    pub segment_frames: u64,
+}
+
+/// Default [`Limits::record_bytes`]: 1 GiB.
+pub const DEFAULT_RECORD_BYTES: u64 = 1 << 30;
+/// Default [`Limits::frame_bytes`]: 16 MiB, the largest record the bus carries.
+pub const DEFAULT_FRAME_BYTES: u64 = 16 << 20;
+/// Default [`Limits::segment_frames`]: 2^20 (the sealer writes at most
+/// `epoch_messages + 1` frames per segment).
+pub const DEFAULT_SEGMENT_FRAMES: u64 = 1 << 20;
+/// Default limit of one input file named on the command line: 16 MiB.
+pub const DEFAULT_INPUT_BYTES: u64 = 16 << 20;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            record_bytes: DEFAULT_RECORD_BYTES,
+            frame_bytes: DEFAULT_FRAME_BYTES,
+            segment_frames: DEFAULT_SEGMENT_FRAMES,
+        }
+    }
+}
 
 /// Why a directory cannot be read as a record at all.
 #[derive(Debug, Error)]
@@ -75,6 +171,17 @@ pub enum ReadError {
         /// 1-based line number.
         line: usize,
     },
+    /// A read exceeded one of its [`Limits`]. Permanent for these limits; raising
+    /// the limit (the flag named) is the only remedy.
+    #[error("{path}: too large (limit {limit} {}, raise with {})", .what.unit(), .what.flag())]
+    TooLarge {
+        /// The file being read when the limit was hit.
+        path: PathBuf,
+        /// Which limit.
+        what: Limit,
+        /// Its value.
+        limit: u64,
+    },
 }
 
 impl ReadError {
@@ -91,6 +198,211 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> ReadError + '_ {
     }
 }
 
+fn too_large(path: &Path, what: Limit, limit: u64) -> ReadError {
+    ReadError::TooLarge {
+        path: path.to_owned(),
+        what,
+        limit,
+    }
+}
+
+/// Reads at most `limit` bytes from `r`; more is [`ReadError::TooLarge`] (`what`,
+/// reported against `path`). Never holds more than `limit + 1` bytes, so an endless
+/// stream ends at the limit.
+pub fn read_bounded_from(
+    r: impl Read,
+    path: &Path,
+    limit: u64,
+    what: Limit,
+) -> Result<Vec<u8>, ReadError> {
+    let mut buf = Vec::new();
+    r.take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(io_err(path))?;
+    if buf.len() as u64 > limit {
+        return Err(too_large(path, what, limit));
+    }
+    Ok(buf)
+}
+
+/// Reads a whole file of at most `limit` bytes — the one bounded file read every
+/// reader of untrusted files uses (record files, and the CLI's input files with
+/// [`Limit::InputBytes`]). A regular file longer than the limit fails before any
+/// byte is read; anything else (a FIFO, `/dev/zero`) fails once `limit + 1` bytes
+/// arrived.
+pub fn read_bounded(path: &Path, limit: u64, what: Limit) -> Result<Vec<u8>, ReadError> {
+    let file = fs::File::open(path).map_err(io_err(path))?;
+    if let Ok(meta) = file.metadata() {
+        if meta.is_file() && meta.len() > limit {
+            return Err(too_large(path, what, limit));
+        }
+    }
+    read_bounded_from(file, path, limit, what)
+}
+
+/// The byte budget of one record read: every file read draws on it.
+#[derive(Debug)]
+struct Budget {
+    limits: Limits,
+    left: u64,
+}
+
+impl Budget {
+    fn new(limits: Limits) -> Self {
+        Budget {
+            limits,
+            left: limits.record_bytes,
+        }
+    }
+
+    /// Reads one non-segment file under the per-file limit and the record budget.
+    fn file(&mut self, path: &Path) -> Result<Vec<u8>, ReadError> {
+        let (limit, what) = self.file_limit();
+        let bytes = read_bounded(path, limit, what).map_err(|e| match e {
+            // Report the record's limit, not what was left of it.
+            ReadError::TooLarge {
+                path,
+                what: Limit::RecordBytes,
+                ..
+            } => too_large(&path, Limit::RecordBytes, self.limits.record_bytes),
+            e => e,
+        })?;
+        self.left -= bytes.len() as u64;
+        Ok(bytes)
+    }
+
+    /// Like [`Budget::file`], but a missing file is `None`.
+    fn optional_file(&mut self, path: &Path) -> Result<Option<Vec<u8>>, ReadError> {
+        match self.file(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(ReadError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn file_limit(&self) -> (u64, Limit) {
+        if self.limits.frame_bytes <= self.left {
+            (self.limits.frame_bytes, Limit::FrameBytes)
+        } else {
+            (self.left, Limit::RecordBytes)
+        }
+    }
+
+    /// Reads one segment file frame by frame (see [`read_segment`]).
+    fn segment(&mut self, path: &Path, kind: u8) -> Result<Vec<Vec<u8>>, ReadError> {
+        let file = fs::File::open(path).map_err(io_err(path))?;
+        if let Ok(meta) = file.metadata() {
+            if meta.is_file() && meta.len() > self.left {
+                return Err(too_large(
+                    path,
+                    Limit::RecordBytes,
+                    self.limits.record_bytes,
+                ));
+            }
+        }
+        let mut counted = Counted {
+            inner: BufReader::with_capacity(64 << 10, file.take(self.left.saturating_add(1))),
+            read: 0,
+        };
+        let frames = read_segment(&mut counted, kind, path, &self.limits)?;
+        if counted.read > self.left {
+            return Err(too_large(
+                path,
+                Limit::RecordBytes,
+                self.limits.record_bytes,
+            ));
+        }
+        self.left -= counted.read;
+        Ok(frames)
+    }
+}
+
+/// A reader that counts the bytes it delivered.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads into `buf` until it holds `want` bytes or the input ends; the bytes read.
+fn read_up_to(r: &mut impl Read, buf: &mut Vec<u8>, want: u64) -> io::Result<u64> {
+    let before = buf.len();
+    r.by_ref().take(want).read_to_end(buf)?;
+    Ok((buf.len() - before) as u64)
+}
+
+/// Reads the frames of one segment from a stream (format in the module doc): the
+/// magic, then frames, each checked against `limits` as it arrives, so memory never
+/// exceeds what the limits allow however long the stream is. A frame whose length
+/// runs past the end of the input becomes one item holding the rest (length
+/// included); a run of frames shorter than [`MIN_FRAME_BYTES`] becomes one item
+/// holding the run's bytes.
+pub fn read_segment(
+    r: &mut impl Read,
+    kind: u8,
+    path: &Path,
+    limits: &Limits,
+) -> Result<Vec<Vec<u8>>, ReadError> {
+    let mut magic = Vec::with_capacity(8);
+    read_up_to(r, &mut magic, 8).map_err(io_err(path))?;
+    if magic.len() < 8 || &magic[..7] != MAGIC || magic[7] != kind {
+        return Err(ReadError::NotARecord {
+            path: path.to_owned(),
+            reason: "bad segment magic",
+        });
+    }
+    let mut frames = Vec::new();
+    let mut run: Option<Vec<u8>> = None;
+    let mut count: u64 = 0;
+    loop {
+        let mut item = Vec::with_capacity(4);
+        let got = read_up_to(r, &mut item, 4).map_err(io_err(path))?;
+        if got == 0 {
+            break;
+        }
+        count += 1;
+        if count > limits.segment_frames {
+            return Err(too_large(path, Limit::SegmentFrames, limits.segment_frames));
+        }
+        if got < 4 {
+            // A torn length: the rest of the file is one item.
+            frames.extend(run.take());
+            frames.push(item);
+            break;
+        }
+        let len = u64::from(u32::from_be_bytes([item[0], item[1], item[2], item[3]]));
+        let want = len.min(limits.frame_bytes.saturating_add(1));
+        let got = read_up_to(r, &mut item, want).map_err(io_err(path))?;
+        if got < want {
+            // The frame runs past the end: the rest of the file is one item.
+            frames.extend(run.take());
+            frames.push(item);
+            break;
+        }
+        if len > limits.frame_bytes {
+            return Err(too_large(path, Limit::FrameBytes, limits.frame_bytes));
+        }
+        if (len as usize) < MIN_FRAME_BYTES {
+            run.get_or_insert_with(Vec::new).extend_from_slice(&item);
+            continue;
+        }
+        frames.extend(run.take());
+        item.drain(..4);
+        frames.push(item);
+    }
+    frames.extend(run);
+    Ok(frames)
+}
+
 /// Encodes frames into a segment file body.
 pub fn encode_segment(kind: u8, frames: &[&[u8]]) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
@@ -102,9 +414,11 @@ pub fn encode_segment(kind: u8, frames: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// Splits a segment file body into frames. A truncated or overlong last frame
-/// becomes one frame holding the remaining bytes, so the damage is reported
-/// rather than hidden.
+/// Splits an in-memory segment body (a bus record framed like a segment) into
+/// frames. A truncated or overlong last frame becomes one frame holding the
+/// remaining bytes, so the damage is reported rather than hidden. Frames of any
+/// length are kept as they are (bus records carry legitimately short frames); the
+/// number of frames is bounded by the input (each costs at least 4 bytes).
 pub fn decode_segment(kind: u8, bytes: &[u8], path: &Path) -> Result<Vec<Vec<u8>>, ReadError> {
     if bytes.len() < 8 || &bytes[..7] != MAGIC || bytes[7] != kind {
         return Err(ReadError::NotARecord {
@@ -131,7 +445,18 @@ pub fn decode_segment(kind: u8, bytes: &[u8], path: &Path) -> Result<Vec<Vec<u8>
     Ok(frames)
 }
 
-fn list(dir: &Path, prefix: &str, suffix: &str) -> Result<Vec<PathBuf>, ReadError> {
+/// Every record file also counts this many bytes against the record budget, so a
+/// directory of many empty files (tombstones, blank checkpoints) is bounded too.
+const FILE_COST: u64 = 256;
+
+/// The files `dir/prefix*suffix` in name order; `charge` is called once per match
+/// as the listing goes (so a huge directory stops at the budget, not after it).
+fn list_with(
+    dir: &Path,
+    prefix: &str,
+    suffix: &str,
+    mut charge: impl FnMut(&Path) -> Result<(), ReadError>,
+) -> Result<Vec<PathBuf>, ReadError> {
     let mut out = Vec::new();
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -143,15 +468,38 @@ fn list(dir: &Path, prefix: &str, suffix: &str) -> Result<Vec<PathBuf>, ReadErro
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if name.starts_with(prefix) && name.ends_with(suffix) {
-            out.push(entry.path());
+            let path = entry.path();
+            charge(&path)?;
+            out.push(path);
         }
     }
     out.sort();
     Ok(out)
 }
 
-fn read_keys(path: &Path) -> Result<Vec<(String, VerifyingKey)>, ReadError> {
-    let text = fs::read(path).map_err(io_err(path))?;
+fn list(dir: &Path, prefix: &str, suffix: &str) -> Result<Vec<PathBuf>, ReadError> {
+    list_with(dir, prefix, suffix, |_| Ok(()))
+}
+
+impl Budget {
+    /// [`list_with`] charging [`FILE_COST`] per file.
+    fn list(&mut self, dir: &Path, prefix: &str, suffix: &str) -> Result<Vec<PathBuf>, ReadError> {
+        list_with(dir, prefix, suffix, |path| {
+            if self.left < FILE_COST {
+                return Err(too_large(
+                    path,
+                    Limit::RecordBytes,
+                    self.limits.record_bytes,
+                ));
+            }
+            self.left -= FILE_COST;
+            Ok(())
+        })
+    }
+}
+
+fn read_keys(path: &Path, budget: &mut Budget) -> Result<Vec<(String, VerifyingKey)>, ReadError> {
+    let text = budget.file(path)?;
     let text = String::from_utf8(text).map_err(|_| ReadError::BadKey {
         path: path.to_owned(),
         line: 0,
@@ -177,11 +525,21 @@ fn key_lines<'a>(keys: impl Iterator<Item = (&'a str, &'a VerifyingKey)>) -> Str
 }
 
 /// A record directory read one file at a time, for stages that must not hold the
-/// whole record in memory (the sealer's restart).
+/// whole record in memory (the sealer's restart). Each file is read under the
+/// per-frame and per-segment [`Limits`]; there is no total budget (the stream never
+/// holds more than one file).
 pub struct Stream {
     files: std::vec::IntoIter<PathBuf>,
     kind: u8,
     current: std::vec::IntoIter<Vec<u8>>,
+}
+
+/// Limits of a one-file-at-a-time read: the defaults without a total.
+fn streaming_budget() -> Budget {
+    Budget::new(Limits {
+        record_bytes: u64::MAX,
+        ..Limits::default()
+    })
 }
 
 impl Stream {
@@ -197,11 +555,7 @@ impl Stream {
     /// The next whole file's frames (one epoch: header, then leaves).
     pub fn next_file(&mut self) -> Option<Result<Vec<Vec<u8>>, ReadError>> {
         let path = self.files.next()?;
-        Some(
-            fs::read(&path)
-                .map_err(io_err(&path))
-                .and_then(|bytes| decode_segment(self.kind, &bytes, &path)),
-        )
+        Some(streaming_budget().segment(&path, self.kind))
     }
 }
 
@@ -223,7 +577,7 @@ impl Iterator for Stream {
 /// The newest checkpoint note of a record directory, if any.
 pub fn last_checkpoint(dir: &Path) -> Result<Option<Vec<u8>>, ReadError> {
     match list(&dir.join("checkpoints"), "checkpoint-", ".txt")?.last() {
-        Some(path) => Ok(Some(fs::read(path).map_err(io_err(path))?)),
+        Some(path) => Ok(Some(streaming_budget().file(path)?)),
         None => Ok(None),
     }
 }
@@ -231,32 +585,33 @@ pub fn last_checkpoint(dir: &Path) -> Result<Option<Vec<u8>>, ReadError> {
 /// The frames of the newest receipts segment, if any.
 pub fn last_receipts(dir: &Path) -> Result<Vec<Vec<u8>>, ReadError> {
     match list(&dir.join("segments"), "receipts-", ".seg")?.last() {
-        Some(path) => {
-            let bytes = fs::read(path).map_err(io_err(path))?;
-            decode_segment(b'R', &bytes, path)
-        }
+        Some(path) => streaming_budget().segment(path, b'R'),
         None => Ok(Vec::new()),
     }
 }
 
-/// Reads the public keys of a record directory.
+/// Reads the public keys of a record directory (default [`Limits`]).
 pub fn read_registry(dir: &Path) -> Result<KeyRegistry, ReadError> {
+    registry(dir, &mut Budget::new(Limits::default()))
+}
+
+fn registry(dir: &Path, budget: &mut Budget) -> Result<KeyRegistry, ReadError> {
     let mut keys = KeyRegistry::new();
     let kdir = dir.join("keys");
-    for (name, key) in read_keys(&kdir.join("principals.txt"))? {
+    for (name, key) in read_keys(&kdir.join("principals.txt"), budget)? {
         let id = PrincipalId::new(name).map_err(|_| ReadError::BadKey {
             path: kdir.join("principals.txt"),
             line: 0,
         })?;
         keys.add_principal(id, key);
     }
-    for (name, key) in read_keys(&kdir.join("keepers.txt"))? {
+    for (name, key) in read_keys(&kdir.join("keepers.txt"), budget)? {
         keys.add_keeper(&name, key).map_err(|_| ReadError::BadKey {
             path: kdir.join("keepers.txt"),
             line: 0,
         })?;
     }
-    for (name, key) in read_keys(&kdir.join("logs.txt"))? {
+    for (name, key) in read_keys(&kdir.join("logs.txt"), budget)? {
         keys.add_log(&name, key).map_err(|_| ReadError::BadKey {
             path: kdir.join("logs.txt"),
             line: 0,
@@ -265,100 +620,137 @@ pub fn read_registry(dir: &Path) -> Result<KeyRegistry, ReadError> {
     Ok(keys)
 }
 
-/// Reads a record directory: the raw record and its public keys.
+/// A record directory as read: the raw record, its public keys and its optional
+/// payload store.
+#[derive(Debug)]
+pub struct RecordDir {
+    /// The raw record.
+    pub record: Record,
+    /// The public keys of `keys/`.
+    pub keys: KeyRegistry,
+    /// The payload store of `payloads/`, if the directory has one.
+    pub payloads: Option<PayloadStore>,
+}
+
+/// Reads a whole record directory — record, keys and payload store — under one
+/// byte budget ([`Limits`]): the one entry point of everything that reads a record
+/// directory whole (`audita verify`, `audita verdict`, `audita demo`).
+pub fn read_dir(dir: &Path, limits: &Limits) -> Result<RecordDir, ReadError> {
+    let mut budget = Budget::new(*limits);
+    let (record, keys) = record(dir, &mut budget)?;
+    let payloads = payloads(dir, &mut budget)?;
+    Ok(RecordDir {
+        record,
+        keys,
+        payloads,
+    })
+}
+
+/// Reads a record directory: the raw record and its public keys (default
+/// [`Limits`]; see [`read_dir`]).
 pub fn read_record(dir: &Path) -> Result<(Record, KeyRegistry), ReadError> {
+    record(dir, &mut Budget::new(Limits::default()))
+}
+
+fn record(dir: &Path, budget: &mut Budget) -> Result<(Record, KeyRegistry), ReadError> {
     let format_path = dir.join("FORMAT");
-    let format = fs::read(&format_path).map_err(io_err(&format_path))?;
+    let format = read_bounded(&format_path, 64, Limit::FrameBytes).map_err(|e| match e {
+        ReadError::TooLarge { path, .. } => ReadError::NotARecord {
+            path,
+            reason: "unknown FORMAT",
+        },
+        e => e,
+    })?;
     if format != FORMAT_LINE.as_bytes() {
         return Err(ReadError::NotARecord {
             path: format_path,
             reason: "unknown FORMAT",
         });
     }
-    let keys = read_registry(dir)?;
+    let keys = registry(dir, budget)?;
     let mut record = Record::new();
-    for path in list(&dir.join("segments"), "envelopes-", ".seg")? {
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        record
-            .envelopes
-            .extend(decode_segment(b'E', &bytes, &path)?);
+    for path in budget.list(&dir.join("segments"), "envelopes-", ".seg")? {
+        record.envelopes.extend(budget.segment(&path, b'E')?);
     }
-    for path in list(&dir.join("segments"), "receipts-", ".seg")? {
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        record.receipts.extend(decode_segment(b'R', &bytes, &path)?);
+    for path in budget.list(&dir.join("segments"), "receipts-", ".seg")? {
+        record.receipts.extend(budget.segment(&path, b'R')?);
     }
-    for path in list(&dir.join("epochs"), "epoch-", ".seg")? {
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        let mut frames = decode_segment(b'H', &bytes, &path)?.into_iter();
+    for path in budget.list(&dir.join("epochs"), "epoch-", ".seg")? {
+        let mut frames = budget.segment(&path, b'H')?.into_iter();
         let header = frames.next().unwrap_or_default();
         record.epochs.push(RawEpoch {
             header,
             leaves: frames.collect(),
         });
     }
-    for path in list(&dir.join("checkpoints"), "checkpoint-", ".txt")? {
-        record
-            .checkpoints
-            .push(fs::read(&path).map_err(io_err(&path))?);
+    for path in budget.list(&dir.join("checkpoints"), "checkpoint-", ".txt")? {
+        record.checkpoints.push(budget.file(&path)?);
     }
     Ok((record, keys))
 }
 
-/// Reads the optional payload store of a record directory.
+/// Reads the optional payload store of a record directory (default [`Limits`];
+/// see [`read_dir`]).
 pub fn read_payloads(dir: &Path) -> Result<Option<PayloadStore>, ReadError> {
+    payloads(dir, &mut Budget::new(Limits::default()))
+}
+
+fn digest_of(path: &Path) -> Result<(String, Hash), ReadError> {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match hex::decode_to_array(&stem) {
+        Some(d) => Ok((stem, d)),
+        None => Err(ReadError::NotARecord {
+            path: path.to_owned(),
+            reason: "payload file name is not a hex digest",
+        }),
+    }
+}
+
+fn payloads(dir: &Path, budget: &mut Budget) -> Result<Option<PayloadStore>, ReadError> {
     let pdir = dir.join("payloads");
     if !pdir.exists() {
         return Ok(None);
     }
     let mut store = PayloadStore::new();
-    for path in list(&pdir, "", ".shredded")? {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let Some(digest) = hex::decode_to_array(&stem) else {
-            return Err(ReadError::NotARecord {
-                path,
-                reason: "payload file name is not a hex digest",
-            });
-        };
-        if !fs::read(&path).map_err(io_err(&path))?.is_empty() {
+    let mut tombstones = std::collections::BTreeSet::new();
+    for path in budget.list(&pdir, "", ".shredded")? {
+        let (stem, digest) = digest_of(&path)?;
+        if !budget.file(&path)?.is_empty() {
             return Err(ReadError::NotARecord {
                 path,
                 reason: "shredded tombstone is not empty",
             });
         }
+        if pdir.join(format!("{stem}.key")).exists() {
+            return Err(ReadError::NotARecord {
+                path,
+                reason: "a shredded payload still has its key",
+            });
+        }
+        tombstones.insert(digest);
         store.insert(
             digest,
             StoredPayload {
                 ciphertext: Vec::new(),
-                key: None,
+                key: PayloadKey::Shredded,
             },
         );
     }
-    for path in list(&pdir, "", ".ct")? {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let digest: Hash = match hex::decode_to_array(&stem) {
-            Some(d) => d,
-            None => {
-                return Err(ReadError::NotARecord {
-                    path,
-                    reason: "payload file name is not a hex digest",
-                })
-            }
-        };
-        let ciphertext = fs::read(&path).map_err(io_err(&path))?;
+    for path in budget.list(&pdir, "", ".ct")? {
+        let (stem, digest) = digest_of(&path)?;
+        let ciphertext = budget.file(&path)?;
         let key_path = pdir.join(format!("{stem}.key"));
-        let key = match fs::read(&key_path) {
-            Ok(k) => Some(k.try_into().map_err(|_| ReadError::NotARecord {
+        let key = match budget.optional_file(&key_path)? {
+            Some(k) => PayloadKey::Key(k.try_into().map_err(|_| ReadError::NotARecord {
                 path: key_path.clone(),
                 reason: "key is not 32 bytes",
             })?),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io_err(&key_path)(e)),
+            None if tombstones.contains(&digest) => PayloadKey::Shredded,
+            // The key is gone but nothing recorded its destruction.
+            None => PayloadKey::Missing,
         };
         store.insert(digest, StoredPayload { ciphertext, key });
     }
@@ -508,13 +900,18 @@ impl RecordWriter {
         for (digest, entry) in store.entries() {
             let name = hex::encode(digest);
             match entry.key {
-                Some(k) => {
+                PayloadKey::Key(k) => {
                     write_file(&pdir.join(format!("{name}.ct")), &entry.ciphertext)?;
                     write_file(&pdir.join(format!("{name}.key")), &k)?;
                 }
                 // A shredded payload leaves an empty tombstone: nothing that can
                 // no longer be checked stays in the record.
-                None => write_file(&pdir.join(format!("{name}.shredded")), b"")?,
+                PayloadKey::Shredded => write_file(&pdir.join(format!("{name}.shredded")), b"")?,
+                // A key lost before writing: the ciphertext alone (read back as
+                // a missing key, as it was).
+                PayloadKey::Missing => {
+                    write_file(&pdir.join(format!("{name}.ct")), &entry.ciphertext)?
+                }
             }
         }
         Ok(())
@@ -588,6 +985,152 @@ mod tests {
         let (record, keys) = read_record(dir.path()).unwrap();
         assert!(verify_record(&record, &keys).is_clean());
         assert_eq!(record.envelopes, s.record.envelopes);
+    }
+
+    fn read(bytes: &[u8], limits: &Limits) -> Result<Vec<Vec<u8>>, ReadError> {
+        read_segment(&mut &bytes[..], b'E', Path::new("x"), limits)
+    }
+
+    #[test]
+    fn min_frame_bytes_is_the_shortest_item() {
+        let id = audita_evidence::MessageId {
+            author: PrincipalId::new("a").unwrap(),
+            digest: [7; 32],
+        };
+        assert_eq!(id.leaf_bytes().len(), MIN_FRAME_BYTES);
+        let s = sample_record(1, 4);
+        let shortest = [
+            &s.record.envelopes,
+            &s.record.receipts,
+            &s.record.checkpoints,
+        ]
+        .into_iter()
+        .flatten()
+        .map(Vec::len)
+        .chain(s.record.epochs.iter().map(|e| e.header.len()))
+        .min()
+        .unwrap();
+        assert!(shortest > MIN_FRAME_BYTES);
+    }
+
+    #[test]
+    fn streamed_segment_equals_the_in_memory_decoder_on_honest_frames() {
+        let frames: Vec<Vec<u8>> = (0..50).map(|i| vec![i as u8; 34 + i * 7]).collect();
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let seg = encode_segment(b'E', &refs);
+        assert_eq!(read(&seg, &Limits::default()).unwrap(), frames);
+        assert_eq!(decode_segment(b'E', &seg, Path::new("x")).unwrap(), frames);
+        // A truncated last frame: the rest of the file (length included) is one item.
+        let cut = &seg[..seg.len() - 3];
+        let got = read(cut, &Limits::default()).unwrap();
+        assert_eq!(got[..49], frames[..49]);
+        assert_eq!(got[49].len(), 4 + frames[49].len() - 3);
+    }
+
+    #[test]
+    fn a_run_of_short_frames_is_one_item_of_its_bytes() {
+        let long = vec![9u8; 40];
+        let seg = encode_segment(b'E', &[&long, b"", b"", b"abc", &long, b"", &long, b"x"]);
+        let got = read(&seg, &Limits::default()).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                long.clone(),
+                [
+                    &0u32.to_be_bytes()[..],
+                    &0u32.to_be_bytes()[..],
+                    &3u32.to_be_bytes()[..],
+                    &b"abc"[..]
+                ]
+                .concat(),
+                long.clone(),
+                0u32.to_be_bytes().to_vec(),
+                long.clone(),
+                [&1u32.to_be_bytes()[..], &b"x"[..]].concat(),
+            ]
+        );
+        // A million empty frames: one item holding their 4 MB.
+        let mut zeros = MAGIC.to_vec();
+        zeros.push(b'E');
+        zeros.resize(8 + 4 * 1_000_000, 0);
+        let got = read(&zeros, &Limits::default()).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].len(), 4_000_000);
+    }
+
+    #[test]
+    fn every_limit_is_a_one_line_error_naming_its_flag() {
+        let f = vec![1u8; 100];
+        let seg = encode_segment(b'E', &[&f, &f, &f]);
+        let limits = Limits {
+            segment_frames: 2,
+            ..Limits::default()
+        };
+        let e = read(&seg, &limits).unwrap_err().to_string();
+        assert!(
+            e.contains("limit 2 frames per segment, raise with --max-segment-frames"),
+            "{e}"
+        );
+        let limits = Limits {
+            frame_bytes: 99,
+            ..Limits::default()
+        };
+        let e = read(&seg, &limits).unwrap_err().to_string();
+        assert!(e.contains("raise with --max-frame-bytes"), "{e}");
+        // A length past the end is damage, not a limit: the rest is one item.
+        let mut huge = MAGIC.to_vec();
+        huge.push(b'E');
+        huge.extend_from_slice(&u32::MAX.to_be_bytes());
+        huge.extend_from_slice(&[5; 50]);
+        assert_eq!(read(&huge, &limits).unwrap(), vec![huge[8..].to_vec()]);
+        // The record budget.
+        let s = sample_record(1, 30);
+        let dir = tempfile::tempdir().unwrap();
+        write_record(dir.path(), &s.record, &s.keys).unwrap();
+        let limits = Limits {
+            record_bytes: 5_000,
+            ..Limits::default()
+        };
+        let e = read_dir(dir.path(), &limits).unwrap_err().to_string();
+        assert!(e.contains("raise with --max-record-bytes"), "{e}");
+        assert!(!e.contains('\n'));
+        let whole = read_dir(dir.path(), &Limits::default()).unwrap();
+        assert_eq!(whole.record, s.record);
+    }
+
+    #[test]
+    fn a_deleted_key_is_missing_not_shredded() {
+        let s = sample_record(1, 30);
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = RecordWriter::create(dir.path(), &s.keys).unwrap();
+        w.write_payloads(&s.payloads).unwrap();
+        let store = read_payloads(dir.path()).unwrap().unwrap();
+        let statuses: Vec<_> = store.entries().map(|(d, _)| store.status(d)).collect();
+        assert!(statuses.contains(&audita_evidence::PayloadStatus::Shredded));
+        assert!(statuses.contains(&audita_evidence::PayloadStatus::Available));
+        let key = fs::read_dir(dir.path().join("payloads"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "key"))
+            .unwrap();
+        fs::remove_file(&key).unwrap();
+        let store = read_payloads(dir.path()).unwrap().unwrap();
+        let statuses: Vec<_> = store.entries().map(|(d, _)| store.status(d)).collect();
+        assert!(statuses.contains(&audita_evidence::PayloadStatus::KeyMissing));
+        assert_eq!(
+            statuses
+                .iter()
+                .filter(|s| **s == audita_evidence::PayloadStatus::Shredded)
+                .count(),
+            1,
+            "only the payload with a tombstone is shredded"
+        );
+        // A tombstone next to a key contradicts itself.
+        let tomb = key.with_extension("shredded");
+        fs::write(&tomb, b"").unwrap();
+        fs::write(&key, [0u8; 32]).unwrap();
+        let e = read_payloads(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("still has its key"), "{e}");
     }
 
     #[test]

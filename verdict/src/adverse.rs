@@ -21,7 +21,8 @@
 //!   arrived (preempted); the production gate cuts them.
 //! - The slice window is `[window_start_ms, window_end_ms]` (end defaults to
 //!   `t_star_ms`); a citation leaving it is a *window exit*.
-//! - Severity is `½·m·v²` in joules from the declared mass and speed at `t*`.
+//! - Severity is `½·m·v²` in joules from the declared mass and speed at `t*`; mass
+//!   and speed must be finite and non-negative and their product finite.
 //! - `delta` is the certification margin δ (default 1.0: exact replay must flip `Y`).
 
 use audita_evidence::{MessageId, PrincipalId};
@@ -54,6 +55,28 @@ impl Severity {
     /// `½·m·v²` in joules.
     pub fn joules(&self) -> f64 {
         0.5 * self.mass_kg * self.speed_m_per_s * self.speed_m_per_s
+    }
+
+    /// Mass and speed finite and non-negative, and `½·m·v²` finite (a product that
+    /// overflows would print as `null`): anything else is a one-line error.
+    pub fn validate(&self) -> Result<(), VerdictError> {
+        for (name, v) in [
+            ("mass_kg", self.mass_kg),
+            ("speed_m_per_s", self.speed_m_per_s),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(VerdictError::Adverse(format!(
+                    "severity.{name} must be a finite non-negative number, not {v}"
+                )));
+            }
+        }
+        if !self.joules().is_finite() {
+            return Err(VerdictError::Adverse(format!(
+                "severity ½·m·v² overflows for mass_kg {} and speed_m_per_s {}",
+                self.mass_kg, self.speed_m_per_s
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -131,11 +154,7 @@ impl Adverse {
         let anchors = parse(&decl.anchors)?;
         let unrealised = parse(&decl.unrealised)?;
         if let Some(s) = decl.severity {
-            if !(s.mass_kg.is_finite() && s.mass_kg >= 0.0 && s.speed_m_per_s.is_finite()) {
-                return Err(VerdictError::Adverse(
-                    "severity needs a finite non-negative mass and a finite speed".into(),
-                ));
-            }
+            s.validate()?;
         }
         if !(decl.delta.is_finite() && decl.delta > 0.0 && decl.delta <= 1.0) {
             return Err(VerdictError::Adverse("delta must lie in (0, 1]".into()));
@@ -176,4 +195,33 @@ pub fn parse_id(s: &str) -> Result<MessageId, VerdictError> {
     let digest: [u8; 32] = bytes.try_into().map_err(|_| bad())?;
     let author = PrincipalId::new(author).map_err(|_| bad())?;
     Ok(MessageId { author, digest })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decl(severity: &str) -> String {
+        format!(r#"{{"incident": "i", "outcome": "o", "t_star_ms": 1, "severity": {severity}}}"#)
+    }
+
+    #[test]
+    fn huge_severity_is_rejected_instead_of_printing_null() {
+        let e = Adverse::from_json(&decl(r#"{"mass_kg": 1e300, "speed_m_per_s": 1e300}"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("overflows"), "{e}");
+        for bad in [
+            r#"{"mass_kg": -1.0, "speed_m_per_s": 1.0}"#,
+            r#"{"mass_kg": 1.0, "speed_m_per_s": -0.5}"#,
+        ] {
+            let e = Adverse::from_json(&decl(bad)).unwrap_err().to_string();
+            assert!(e.contains("finite non-negative"), "{bad}: {e}");
+            assert!(!e.contains('\n'));
+        }
+        // Beyond f64: the JSON reader refuses it.
+        assert!(Adverse::from_json(&decl(r#"{"mass_kg": 1e309, "speed_m_per_s": 1.0}"#)).is_err());
+        let ok = Adverse::from_json(&decl(r#"{"mass_kg": 400.0, "speed_m_per_s": 1.5}"#)).unwrap();
+        assert_eq!(ok.severity_j(), 450.0);
+    }
 }

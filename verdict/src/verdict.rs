@@ -393,6 +393,66 @@ impl Verdict {
     pub fn finding(&self, principal: &str) -> Option<&Finding> {
         self.principals.get(principal)
     }
+
+    /// The verdict of an incident that could not be graded at all (the error is one
+    /// for which [`VerdictError::abstains`] holds): status `abstained`, no finding
+    /// about anyone, the reason as the only note — abstention, never accusation.
+    /// Header fields (incident, outcome, `t*`, severity, standard, record root,
+    /// anchors) are those a graded verdict of the same inputs would carry.
+    pub fn abstained(
+        partition: &Partition,
+        duties: &DutyRegistry,
+        adverse: &Adverse,
+        reason: &VerdictError,
+    ) -> Verdict {
+        Verdict {
+            schema: SCHEMA,
+            incident: adverse.decl.incident.clone(),
+            outcome: adverse.decl.outcome.clone(),
+            t_star_ms: adverse.decl.t_star_ms,
+            severity_j: adverse.severity_j(),
+            standard: duties.standard,
+            record_root: record_root(partition),
+            status: Status::Abstained,
+            claim: Claim {
+                level: ClaimLevel::Indeterminate,
+                offending_edges: Vec::new(),
+                boundary: Vec::new(),
+            },
+            anchors: adverse.anchors.iter().map(id_string).collect(),
+            slice: SliceView {
+                messages: Vec::new(),
+                edges: Vec::new(),
+                absences: Vec::new(),
+            },
+            variables: BTreeMap::new(),
+            completions: Completions {
+                items: Vec::new(),
+                hypotheses: Vec::new(),
+                readings: 0,
+                admissible: 0,
+            },
+            equivocations: partition.equivocations.len(),
+            replay: Vec::new(),
+            principals: BTreeMap::new(),
+            notes: vec![format!("abstained: {reason}")],
+        }
+    }
+}
+
+impl VerdictError {
+    /// Whether this error is an abstention (the inputs are well-formed but the
+    /// incident cannot be graded within the engine's bounds), to be published as a
+    /// [`Verdict::abstained`] verdict, rather than malformed input or a bug.
+    pub fn abstains(&self) -> bool {
+        match self {
+            VerdictError::TooManyCompletions { .. } | VerdictError::Engine(_) => true,
+            VerdictError::Duties(_)
+            | VerdictError::Adverse(_)
+            | VerdictError::TooManyDeviations { .. }
+            | VerdictError::Internal(_) => false,
+        }
+    }
 }
 
 /// Knobs of a verdict computation.
