@@ -47,7 +47,8 @@ fn deleting_any_message_a_demo_verdict_reads_only_widens() {
                 continue;
             };
             // How often the streaming sealer sealed this message before a parent.
-            let leaf = |id: &audita_evidence::MessageId| part.certified.get(id).map(|c| c.leaf_index);
+            let leaf =
+                |id: &audita_evidence::MessageId| part.certified.get(id).map(|c| c.leaf_index);
             if env
                 .envelope()
                 .citations
@@ -84,13 +85,21 @@ fn deleting_any_message_a_demo_verdict_reads_only_widens() {
             }
         }
     }
-    println!("{edits} edits, {abstained} abstained, {out_of_order} read messages sealed before a parent");
-    assert!(out_of_order > 0, "the demo record exercises out-of-order sealing");
+    println!(
+        "{edits} edits, {abstained} abstained, {out_of_order} read messages sealed before a parent"
+    );
+    assert!(
+        out_of_order > 0,
+        "the demo record exercises out-of-order sealing"
+    );
     assert!(
         failures.is_empty(),
         "{} of {edits} edits broke an invariant:\n{}",
         failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
-    assert!(abstained * 10 <= edits, "{abstained} of {edits} edits abstained");
+    assert!(
+        abstained * 10 <= edits,
+        "{abstained} of {edits} edits abstained"
+    );
 }
