@@ -30,6 +30,7 @@ pub mod merkle;
 pub mod principal;
 pub mod proven;
 pub mod receipt;
+pub mod registry;
 pub mod sample;
 pub mod store;
 pub mod trust;
@@ -49,9 +50,10 @@ pub use error::{
 };
 pub use keeper::{Keeper, KeeperError};
 pub use merkle::{ConsistencyProof, InclusionProof};
-pub use principal::{derive_signing_key, KeyRegistry, PrincipalId};
+pub use principal::{derive_signing_key, KeyRegistry, KeyValidity, KeyWindow, PrincipalId};
 pub use proven::{verify_proven, EpochProofs, ProvenSlice};
 pub use receipt::Receipt;
+pub use registry::{PrincipalRegistry, RegistryError};
 pub use store::{PayloadKey, PayloadStatus, PayloadStore};
 pub use trust::{TrustAnchors, TrustError, TrustProblem};
 pub use verify::{
