@@ -40,6 +40,9 @@
 //!
 //! [engine]
 //! workers = 2                           # engine worker threads per process
+//!
+//! # [insecure]                          # tests and reproducible demos ONLY:
+//! # demo_seed = 7                       # every key derives from this public seed
 //! ```
 //! - Paths are relative to the directory of `audita.toml`; a key source may also be
 //!   `env:NAME` (a mounted secret or the environment; see [`crate::keys`]).
@@ -94,6 +97,14 @@ struct Raw {
     kafka: BTreeMap<String, toml::Value>,
     #[serde(default)]
     engine: RawEngine,
+    #[serde(default)]
+    insecure: Option<RawInsecure>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInsecure {
+    demo_seed: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -267,6 +278,9 @@ pub struct Config {
     pub kafka: BTreeMap<String, String>,
     /// Engine worker threads per process.
     pub engine_workers: usize,
+    /// `[insecure] demo_seed`: every key of this deployment derives from this public
+    /// seed (reproducible tests and demos only; stages say so loudly).
+    pub insecure_demo_seed: Option<u64>,
 }
 
 /// Largest `audita.toml`, principal or duty registry read (a deployment's files are
@@ -292,6 +306,12 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
 }
 
 impl Config {
+    /// A new private key for `name` in this deployment: OS randomness, or derived from
+    /// the public `[insecure] demo_seed` when the deployment declares one.
+    pub fn new_key(&self, name: &str) -> SigningKey {
+        keys::generate_for(self.insecure_demo_seed, name)
+    }
+
     /// Reads and validates `audita.toml` and the registries it names.
     pub fn load(file: &Path) -> Result<Config, ConfigError> {
         let text = read_text(file)?;
@@ -467,6 +487,7 @@ impl Config {
             quorum,
             kafka,
             engine_workers: raw.engine.workers,
+            insecure_demo_seed: raw.insecure.map(|i| i.demo_seed),
         })
     }
 

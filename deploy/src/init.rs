@@ -56,8 +56,40 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DeployError> {
     std::fs::rename(&tmp, path).map_err(io)
 }
 
+/// How [`init_with`] creates a deployment.
+#[derive(Debug, Clone, Default)]
+pub struct InitOptions {
+    /// Keepers this deployment runs in its own process (their keys in
+    /// `keys/keepers/`): the demo's, until keepers run as their own services.
+    pub local_keepers: Vec<String>,
+    /// `Some(seed)`: every key derives from this public seed (`[insecure] demo_seed`).
+    pub insecure_demo_seed: Option<u64>,
+}
+
 /// The `audita.toml` of a new deployment.
-pub fn config_text(origin: &str, log_vkey: &str) -> String {
+pub fn config_text(
+    origin: &str,
+    log_vkey: &str,
+    keepers: &[(String, String, String)],
+    insecure: Option<u64>,
+) -> String {
+    let mut witness = format!(
+        "[witness]\nquorum = {}                       # keeper cosignatures an epoch needs\n",
+        keepers.len()
+    );
+    if keepers.is_empty() {
+        witness.push_str(
+            "# [[witness.keepers]]\n# name = \"insurer.example/keeper\"\n# vkey = \"insurer.example/keeper+…\"   # the keeper's published verifier key\n# url = \"https://keeper.insurer.example/\"\n",
+        );
+    }
+    for (name, vkey, key) in keepers {
+        witness.push_str(&format!(
+            "[[witness.keepers]]\nname = \"{name}\"\nvkey = \"{vkey}\"\nkey = \"{key}\"   # run in this deployment's process\n"
+        ));
+    }
+    let insecure = insecure
+        .map(|s| format!("\n[insecure]                       # TESTS AND DEMOS ONLY: every key of this deployment\ndemo_seed = {s}                    # derives from this public seed\n"))
+        .unwrap_or_default();
     format!(
         r#"# An Audita deployment (format audita.deploy/v1). Paths are relative to this file;
 # a key may also come from the environment: key = "env:NAME".
@@ -84,13 +116,7 @@ slicer_hold_ms = 60000           # slicer: least wall time a message is held
 [topics]
 prefix = ""                      # prepended to every topic name
 
-[witness]
-quorum = 0                       # keeper cosignatures an epoch needs
-# [[witness.keepers]]
-# name = "insurer.example/keeper"
-# vkey = "insurer.example/keeper+…"   # the keeper's published verifier key
-# url = "https://keeper.insurer.example/"
-
+{witness}
 [kafka]                          # passed to librdkafka as is
 "bootstrap.servers" = "127.0.0.1:9092"
 # "security.protocol" = "SASL_SSL"
@@ -98,12 +124,17 @@ quorum = 0                       # keeper cosignatures an epoch needs
 
 [engine]
 workers = 2
-"#
+{insecure}"#
     )
 }
 
-/// Creates a deployment in `dir` for the log `origin`.
+/// Creates a deployment in `dir` for the log `origin` (fresh keys, no keepers).
 pub fn init(dir: &Path, origin: &str) -> Result<Created, DeployError> {
+    init_with(dir, origin, &InitOptions::default())
+}
+
+/// Creates a deployment in `dir` for the log `origin`.
+pub fn init_with(dir: &Path, origin: &str, opts: &InitOptions) -> Result<Created, DeployError> {
     check_name(origin).map_err(|e| DeployError::Other(format!("--origin {origin:?}: {e}")))?;
     let config = dir.join("audita.toml");
     if config.exists() {
@@ -114,9 +145,25 @@ pub fn init(dir: &Path, origin: &str) -> Result<Created, DeployError> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| DeployError::Other(format!("{}: {e}", dir.display())))?;
-    let log = keys::generate();
+    let log = keys::generate_for(opts.insecure_demo_seed, origin);
     keys::write(&dir.join("keys/log.key"), origin, &log, false)?;
     let log_vkey = vkey(origin, ED25519_NOTE_TYPE, &log.verifying_key());
+    let mut keepers = Vec::new();
+    for (i, name) in opts.local_keepers.iter().enumerate() {
+        check_name(name).map_err(|e| DeployError::Other(format!("keeper {name:?}: {e}")))?;
+        let key = keys::generate_for(opts.insecure_demo_seed, name);
+        let file = format!("keys/keepers/{i}.key");
+        keys::write(&dir.join(&file), name, &key, false)?;
+        keepers.push((
+            name.clone(),
+            vkey(
+                name,
+                audita_evidence::checkpoint::COSIGNATURE_V1_TYPE,
+                &key.verifying_key(),
+            ),
+            file,
+        ));
+    }
     write_atomic(
         &dir.join("principals.json"),
         PrincipalRegistry::default().to_json_pretty().as_bytes(),
@@ -125,10 +172,22 @@ pub fn init(dir: &Path, origin: &str) -> Result<Created, DeployError> {
         &dir.join("duties.json"),
         b"{\"standard\": \"specification\", \"principals\": {}}\n",
     )?;
-    write_atomic(&config, config_text(origin, &log_vkey).as_bytes())?;
+    write_atomic(
+        &config,
+        config_text(origin, &log_vkey, &keepers, opts.insecure_demo_seed).as_bytes(),
+    )?;
     // Validate what was written, as every stage will.
     Config::load(&config)?;
     Ok(Created { config, log_vkey })
+}
+
+/// Replaces the deployment's duty registry (validated first).
+pub fn set_duties(config: &Path, json: &str) -> Result<(), DeployError> {
+    let c = Config::load(config)?;
+    audita_verdict::DutyRegistry::from_json(json)
+        .and_then(|d| d.validate())
+        .map_err(|e| DeployError::Other(format!("duty registry: {e}")))?;
+    write_atomic(&c.duties_path, json.as_bytes())
 }
 
 /// What [`add_principal`] / [`rotate_principal`] made.
@@ -167,19 +226,45 @@ pub fn add_principal(
     key_out: Option<&Path>,
     valid_from_ms: Option<u64>,
 ) -> Result<NewKey, DeployError> {
+    let mut made = add_principals_with(config, &[(name, role, key_out)], valid_from_ms)?;
+    made.pop()
+        .ok_or_else(|| DeployError::Other("no principal added".into()))
+}
+
+/// Registers many principals (`(name, role)`) with fresh keys in one registry write
+/// (a fleet's worth), each key in its default file.
+pub fn add_principals(
+    config: &Path,
+    principals: &[(&str, &str)],
+    valid_from_ms: Option<u64>,
+) -> Result<Vec<NewKey>, DeployError> {
+    let with: Vec<(&str, &str, Option<&Path>)> =
+        principals.iter().map(|(n, r)| (*n, *r, None)).collect();
+    add_principals_with(config, &with, valid_from_ms)
+}
+
+fn add_principals_with(
+    config: &Path,
+    principals: &[(&str, &str, Option<&Path>)],
+    valid_from_ms: Option<u64>,
+) -> Result<Vec<NewKey>, DeployError> {
     let (c, mut r) = registry(config)?;
-    let key = keys::generate();
-    r.add(name, role, &key.verifying_key(), valid_from_ms)
-        .map_err(|e| DeployError::Other(e.to_string()))?;
-    let key_file = key_out
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| default_key_file(&c, name, 0));
-    keys::write(&key_file, name, &key, false)?;
+    let mut out = Vec::new();
+    for (name, role, key_out) in principals {
+        let key = c.new_key(name);
+        r.add(name, role, &key.verifying_key(), valid_from_ms)
+            .map_err(|e| DeployError::Other(e.to_string()))?;
+        let key_file = key_out
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| default_key_file(&c, name, 0));
+        keys::write(&key_file, name, &key, false)?;
+        out.push(NewKey {
+            key_file,
+            vkey: vkey(name, ED25519_NOTE_TYPE, &key.verifying_key()),
+        });
+    }
     save(&c, &r)?;
-    Ok(NewKey {
-        key_file,
-        vkey: vkey(name, ED25519_NOTE_TYPE, &key.verifying_key()),
-    })
+    Ok(out)
 }
 
 /// Rotates `name` to a fresh key valid from `at_ms`.
@@ -191,7 +276,12 @@ pub fn rotate_principal(
 ) -> Result<NewKey, DeployError> {
     let (c, mut r) = registry(config)?;
     let n = r.get(name).map(|p| p.keys.len()).unwrap_or(0);
-    let key = keys::generate();
+    let key = if c.insecure_demo_seed.is_some() {
+        // A rotation must change the key even in the insecure mode.
+        c.new_key(&format!("{name}#{n}"))
+    } else {
+        c.new_key(name)
+    };
     r.rotate(name, &key.verifying_key(), at_ms)
         .map_err(|e| DeployError::Other(e.to_string()))?;
     let key_file = key_out

@@ -12,9 +12,9 @@
 //! - On Unix a key file readable or writable by group or others is refused with a
 //!   one-line error saying how to fix it. New key files are created with mode 0600,
 //!   never over an existing file.
-//! - Keys come only from [`generate`] (OS randomness). Nothing here derives a key from
-//!   a public value; the seed-derived keys of `audita_evidence::derive_signing_key`
-//!   exist for tests and the `--insecure-demo-keys` mode only.
+//! - Keys come from [`generate`] (OS randomness). Only a deployment that declares
+//!   `[insecure] demo_seed` (`audita init --insecure-demo-keys`, tests and
+//!   reproducible demos) derives them from that public seed ([`generate_for`]).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,16 @@ pub enum KeyError {
 /// A fresh Ed25519 key from the operating system's random source.
 pub fn generate() -> SigningKey {
     SigningKey::generate(&mut rand_core::OsRng)
+}
+
+/// [`generate`], or — only for a deployment that declares `[insecure] demo_seed` —
+/// the key `audita_evidence::derive_signing_key(seed, name)`, which anyone can
+/// recompute (reproducible tests and demos).
+pub fn generate_for(insecure_seed: Option<u64>, name: &str) -> SigningKey {
+    match insecure_seed {
+        Some(seed) => audita_evidence::derive_signing_key(seed, name),
+        None => generate(),
+    }
 }
 
 /// The C2SP note private key line of `key` under `name`.

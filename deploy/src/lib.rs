@@ -15,5 +15,8 @@ pub mod init;
 pub mod keys;
 
 pub use config::{Config, ConfigError, Keeper, CONFIG_FORMAT};
-pub use init::{add_principal, init, revoke_principal, rotate_principal, DeployError};
+pub use init::{
+    add_principal, add_principals, init, init_with, now_ms, revoke_principal, rotate_principal,
+    set_duties, DeployError, InitOptions, NewKey,
+};
 pub use keys::KeyError;
