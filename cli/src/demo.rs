@@ -15,7 +15,7 @@ use std::time::Instant;
 /// Arguments of `audita demo`.
 #[derive(Args)]
 pub struct DemoArgs {
-    /// Output directory (record/, verdicts/, reports/, rows.json).
+    /// Output directory (record/, verdicts/{incidents,findings}/, reports/, rows.json).
     #[arg(long, default_value = "audita-demo")]
     pub out: PathBuf,
     /// Facility cells (each a scenario of the mix: robots, humans, principals).
@@ -30,6 +30,9 @@ pub struct DemoArgs {
     /// No progress bar (for logs and tests).
     #[arg(long)]
     pub quiet: bool,
+    /// Wall-clock instant (RFC 3339, UTC) of record time 0 (default: now).
+    #[arg(long)]
+    pub record_origin: Option<String>,
 }
 
 pub fn run(args: &DemoArgs) -> i32 {
@@ -50,7 +53,18 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     if args.out.join("verdicts").exists() {
         std::fs::remove_dir_all(args.out.join("verdicts"))?;
     }
+    // Verdicts journaled over an earlier run's record would be taken again.
+    if args.out.join("journal.jsonl").exists() {
+        std::fs::remove_file(args.out.join("journal.jsonl"))?;
+    }
+    if args.out.join("reports").exists() {
+        std::fs::remove_dir_all(args.out.join("reports"))?;
+    }
     std::fs::create_dir_all(args.out.join("reports"))?;
+    // The fleet's record time starts now (or at the declared origin).
+    let origin = audita_sinks::tables::RecordOrigin::parse(args.record_origin.as_deref().unwrap_or("now"))
+        .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
+    audita_sinks::tables::RecordOrigin::resolve(&args.out.join("verdicts"), Some(origin))?;
     let d = Arc::new(Deployment::new(args.cells, args.seed, "")?);
     let total = d.fleet.messages() as u64;
     let bar = if args.quiet {
@@ -66,7 +80,6 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     );
     let bus = Bus::Embedded(EmbeddedBus::new(4).with_pending_limit(50_000));
     let metrics = Metrics::new();
-    let reports = args.out.join("reports");
     let mut verdicts = 0usize;
     let expect = d.incidents();
     let collected = pipeline::run_all(
@@ -80,13 +93,9 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
                 bar.set_position(n as u64);
             }
         },
-        |v| {
+        |_| {
             verdicts += 1;
             bar.set_message(format!("{verdicts}/{expect} verdicts"));
-            let path = reports.join(format!("{}.html", v.incident));
-            if let Err(e) = std::fs::write(&path, audita_sinks::report::render(&v.verdict)) {
-                eprintln!("audita demo: cannot write {}: {e}", path.display());
-            }
         },
     )?;
     bar.finish_and_clear();
@@ -126,7 +135,8 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         println!("    {c}");
     }
     println!(
-        "  reports: {}/reports/*.html · record: {}/record (audita verify) · {:.1}s",
+        "  reports: {}/reports/index.html · tables: {}/verdicts/{{incidents,findings}} (audita query) · record: {}/record (audita verify) · {:.1}s",
+        args.out.display(),
         args.out.display(),
         args.out.display(),
         started.elapsed().as_secs_f64()

@@ -12,6 +12,7 @@ mod bench_pipeline;
 mod demo;
 mod load;
 mod pipeline;
+mod query;
 mod sample_record;
 mod stage;
 mod verdict;
@@ -49,6 +50,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Graded, evidence-linked verdict of a declared adverse outcome over a record.
     Verdict(verdict::VerdictArgs),
+    /// SQL over the verdict tables (incidents, findings) with Apache DataFusion.
+    Query(query::QueryArgs),
     /// Write a small signed, sealed sample fleet record.
     SampleRecord(sample_record::SampleRecordArgs),
 }
@@ -82,6 +85,7 @@ fn main() {
         Command::Verify(args) => verify::run(args),
         Command::Verdict(args) => verdict::run(args),
         Command::SampleRecord(args) => sample_record::run(args),
+        Command::Query(args) => query::run(args),
     };
     std::process::exit(code);
 }
