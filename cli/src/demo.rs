@@ -33,6 +33,10 @@ pub struct DemoArgs {
     /// Wall-clock instant (RFC 3339, UTC) of record time 0 (default: now).
     #[arg(long)]
     pub record_origin: Option<String>,
+    /// Largest slice (bytes) the slicer publishes; larger slices become abstentions
+    /// (default: the bus record limit, 16 MiB).
+    #[arg(long)]
+    pub max_slice_bytes: Option<usize>,
 }
 
 pub fn run(args: &DemoArgs) -> i32 {
@@ -65,7 +69,11 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let origin = audita_sinks::tables::RecordOrigin::parse(args.record_origin.as_deref().unwrap_or("now"))
         .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
     audita_sinks::tables::RecordOrigin::resolve(&args.out.join("verdicts"), Some(origin))?;
-    let d = Arc::new(Deployment::new(args.cells, args.seed, "")?);
+    let mut d = Deployment::new(args.cells, args.seed, "")?;
+    if let Some(n) = args.max_slice_bytes {
+        d.max_slice_bytes = n;
+    }
+    let d = Arc::new(d);
     let total = d.fleet.messages() as u64;
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -130,6 +138,9 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         }
     );
     println!("  {} adverse incidents → {} verdicts ({} abstained), {} verdict rows in {} Parquet file(s)", expect, collected.verdicts.len(), collected.abstained.len(), rows.len(), collected.files.len());
+    for (incident, reason) in collected.abstained.iter().take(4) {
+        println!("    abstained: {incident}: {reason}");
+    }
     println!("  culpable findings: {}", culpable.len());
     for c in culpable.iter().take(8) {
         println!("    {c}");
@@ -142,7 +153,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         started.elapsed().as_secs_f64()
     );
     Ok(
-        if partition.is_clean() && collected.verdicts.len() == expect {
+        if partition.is_clean() && collected.verdicts.len() + collected.abstained.len() == expect {
             0
         } else {
             1

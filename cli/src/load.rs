@@ -114,6 +114,10 @@ pub struct LoadArgs {
     /// No progress display.
     #[arg(long)]
     pub quiet: bool,
+    /// Keep the sink's output here (verdict tables, reports, journal) instead of
+    /// discarding it with the run's scratch directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Render a measurement saved with `--json` again (table to stdout, `--svg`)
     /// instead of running one.
     #[arg(long)]
@@ -300,7 +304,10 @@ fn spawn_stage(
 ) -> anyhow::Result<StageProc> {
     let exe = std::env::current_exe()?;
     let log = work.join(format!("{name}.log"));
-    let dir = work.join(name);
+    let dir = match (&args.out, stage) {
+        (Some(out), LoadStage::Sink) => out.clone(),
+        _ => work.join(name),
+    };
     std::fs::create_dir_all(&dir)?;
     let child = Command::new(exe)
         .arg("load")
@@ -417,6 +424,18 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     for p in &mut procs {
         let _ = p.child.kill();
         let _ = p.child.wait();
+    }
+    if let Some(out) = &args.out {
+        // The sink was killed with its files open: complete its tables and reports
+        // from its journal, as a restarted sink would.
+        let mut sink = audita_sinks::sink::VerdictSink::open(
+            out,
+            None,
+            audita_sinks::tables::Rotation::default(),
+            audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
+        )?;
+        sink.replay()?;
+        sink.finish()?;
     }
     let report = result?;
     let _ = std::fs::remove_dir_all(&work);

@@ -110,6 +110,8 @@ pub struct Deployment {
     pub dedupe_ms: u64,
     /// Slicer: minimum wall time a message is held.
     pub hold: Duration,
+    /// Slicer: largest slice bundle published; a larger slice is an abstention.
+    pub max_slice_bytes: usize,
 }
 
 impl Deployment {
@@ -146,6 +148,7 @@ impl Deployment {
             horizon_ms: audita_slicer::stage::DEFAULT_HORIZON_MS,
             dedupe_ms: audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS,
             hold: audita_slicer::stage::DEFAULT_HOLD,
+            max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
         })
     }
 
@@ -379,6 +382,7 @@ pub fn run_slicer(
     let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
         .with_horizon(d.horizon_ms, d.hold)
         .with_registry(d.duties.clone())
+        .with_max_record(d.max_slice_bytes)
         .with_observer(Box::new(move |s, waits| {
             live.slicer_incidents
                 .inc_by((s.emitted - seen.emitted) as u64);

@@ -128,7 +128,7 @@ async fn query(args: &QueryArgs) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut batches = Vec::new();
-    let mut csv = datafusion::arrow::csv::WriterBuilder::new().with_header(true).build(Vec::new());
+    let mut csv_header = true;
     let mut json_rows = 0usize;
     if matches!(args.format, Format::Json) {
         out.write_all(b"[")?;
@@ -139,11 +139,12 @@ async fn query(args: &QueryArgs) -> Result<()> {
             // A table needs every row's width: collected (bounded by --limit).
             Format::Table => batches.push(batch),
             Format::Csv => {
-                csv.write(&batch)?;
-                out.write_all(csv.get_ref())?;
-                csv = datafusion::arrow::csv::WriterBuilder::new()
-                    .with_header(false)
+                let mut w = datafusion::arrow::csv::WriterBuilder::new()
+                    .with_header(csv_header)
                     .build(Vec::new());
+                w.write(&batch)?;
+                out.write_all(&w.into_inner())?;
+                csv_header = false;
             }
             Format::Json | Format::Jsonl => {
                 let mut w = datafusion::arrow::json::LineDelimitedWriter::new(Vec::new());

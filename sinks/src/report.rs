@@ -86,6 +86,17 @@ fn anchor_of(id: &str) -> String {
     format!("m-{}", &hex[..hex.len().min(16)])
 }
 
+/// `s` cut to `n` characters (with an ellipsis) so it fits its box.
+fn fit(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
 fn fmt_rho(x: f64) -> String {
     format!("{x:.3}")
 }
@@ -426,10 +437,29 @@ fn status_phrase(p: &str, f: &FindingView, standard: &str, predicate: &str) -> S
             "{p} breached {} but is not culpable: its conduct did not cause {predicate} ({interval}) — negligent but inert.",
             if breached.is_empty() { "a registered duty".into() } else { breached.join("; ") }
         ),
-        "involved_cleared" => format!(
-            "{p} was involved ({interval}) but breached no duty under either standard: cleared{}.",
-            if conduit { "; it faithfully relayed upstream content (conduit)" } else { "" }
-        ),
+        "involved_cleared" => {
+            let other: Vec<&str> = [
+                (f.breach.specification, "specification"),
+                (f.breach.reasonable_agent, "reasonable agent"),
+            ]
+            .into_iter()
+            .filter(|(b, name)| *b && *name != standard)
+            .map(|(_, name)| name)
+            .collect();
+            format!(
+                "{p} was involved ({interval}) but is cleared: {}{}.",
+                if other.is_empty() {
+                    "it breached no duty under either standard".to_string()
+                } else {
+                    format!(
+                        "it breached {} under the {} standard only, not under the {standard} standard culpability uses",
+                        if breached.is_empty() { "a duty".into() } else { breached.join("; ") },
+                        other.join(" and ")
+                    )
+                },
+                if conduit { "; it faithfully relayed upstream content (conduit)" } else { "" }
+            )
+        }
         "exonerated" => format!(
             "{p} is exonerated: none of its certified messages has an intact production path to {predicate}{}.",
             f.notes.first().map(|n| format!(" ({n})")).unwrap_or_default()
@@ -504,7 +534,16 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
                 page.severity
             )
         });
-        for (p, f) in &v.principals {
+        let rank = |status: &str| match status {
+            "culpable" => 0,
+            "unresolved" => 1,
+            "negligent_but_inert" => 2,
+            "involved_cleared" => 3,
+            _ => 4,
+        };
+        let mut ordered: Vec<(&String, &FindingView)> = v.principals.iter().collect();
+        ordered.sort_by_key(|(p, f)| (rank(&f.status), p.as_str()));
+        for (p, f) in ordered {
             page.summary.push(status_phrase(p, f, &standard, &v.outcome));
         }
         if v.claim.level != "causal" {
@@ -709,10 +748,18 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
                 .get(&a.duty)
                 .map(|d| duty_meaning(&d.holder, &d.definition))
                 .unwrap_or_default();
+            // Drawn when the halt was due: the trigger's time plus the deadline.
+            let deadline = record
+                .duties
+                .get(&a.duty)
+                .and_then(|d| d.definition["deadline_ms"].as_u64())
+                .unwrap_or(0);
+            let trigger_t = time.get(&a.trigger).copied().unwrap_or(v.t_star_ms);
             Abs {
                 holder: a.holder.clone(),
-                t: time.get(&a.trigger).copied().unwrap_or(v.t_star_ms),
+                t: trigger_t.saturating_add(deadline).min(v.t_star_ms),
                 label: format!("no halt: {}", a.duty),
+                // (due at `t`: trigger + deadline)
                 trigger: a.trigger.clone(),
                 in_outcome: a.in_outcome,
                 tip: format!(
@@ -728,7 +775,7 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
         .collect();
     // Columns: distinct times, t* last.
     let mut times: BTreeSet<u64> = time.values().copied().collect();
-    times.extend(abs.iter().map(|a| a.t + 1));
+    times.extend(abs.iter().map(|a| a.t));
     times.insert(v.t_star_ms.max(times.iter().next_back().copied().unwrap_or(0)));
     let times: Vec<u64> = times.into_iter().collect();
     let col = |t: u64| times.iter().position(|x| *x >= t).unwrap_or(times.len() - 1) as i64;
@@ -770,6 +817,7 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
             Some(m) => format!("{} {}", m.kind, m.target.clone().unwrap_or_default()),
             None => kind.unwrap_or("missing").to_string(),
         };
+        let hex = id.rsplit_once(':').map_or("", |(_, h)| h);
         let tip = match m {
             Some(m) => format!(
                 "{id}\nauthor {} → {}\n{} {} {}\neffect: {}\nrecord time {} ms ({}) · {}\ncites {}",
@@ -790,8 +838,8 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
             x,
             y,
             w: NODE_W,
-            line1: short(id),
-            line2,
+            line1: fit(&format!("{} {}", author(id), &hex[..hex.len().min(6)]), 22),
+            line2: fit(&line2, 24),
             fill,
             stroke: if anchor { "#000000" } else { stroke },
             dash,
@@ -844,7 +892,7 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
         }
     }
     for a in &abs {
-        let (x, y) = place(col(a.t + 1), lane_of(&a.holder));
+        let (x, y) = place(col(a.t), lane_of(&a.holder));
         if let Some(t) = pos.get(&a.trigger) {
             edges.push(Edge {
                 d: curve(*t, (x, y)),
@@ -867,8 +915,8 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
             x,
             y,
             w: NODE_W,
-            line1: format!("absent: {}", a.holder),
-            line2: a.label.clone(),
+            line1: fit(&format!("absent: {}", a.holder), 22),
+            line2: fit(&a.label, 24),
             fill: "#fff3e0",
             stroke: "#c62828",
             dash: "4,3",
@@ -880,8 +928,8 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
         x: ox,
         y: oy,
         w: NODE_W,
-        line1: format!("Y: {}", v.outcome),
-        line2: format!("t* = {} ms", v.t_star_ms),
+        line1: fit(&format!("Y: {}", v.outcome), 22),
+        line2: fit(&format!("t* = {} ms", v.t_star_ms), 24),
         fill: "#000000",
         stroke: "#000000",
         dash: "",

@@ -24,7 +24,7 @@
 //!   writes an incident's rows only if they are not there, so replaying the journal
 //!   after a crash at any point writes every row once.
 //! - **Compaction.** A partition with at least [`Rotation::compact_files`] completed
-//!   files is merged into one: the merged file is written and fsync'd under a temporary
+//!   files smaller than [`SMALL_FILE_BYTES`] has those merged into one: the merged file is written and fsync'd under a temporary
 //!   name, an intent (`_compaction-<seq>.json`: inputs and output) is fsync'd, the
 //!   merged file is renamed into place, the inputs are removed, then the intent. On
 //!   open, an intent whose output exists finishes (inputs removed); one whose output
@@ -61,6 +61,8 @@ pub const INCIDENTS_SCHEMA: &str = "audita.incidents/v1";
 pub const FINDINGS_SCHEMA: &str = "audita.findings/v1";
 /// Additive version within the schema id (bumped when columns are appended).
 pub const SCHEMA_VERSION: u32 = 1;
+/// Files at least this large are not compacted again.
+pub const SMALL_FILE_BYTES: u64 = 64 << 20;
 /// File holding the record origin in a tables directory.
 pub const ORIGIN_FILE: &str = "record-origin.json";
 
@@ -781,7 +783,11 @@ impl Table {
             if self.open.contains_key(&date) {
                 continue;
             }
-            let inputs = parquet_files(&dir)?;
+            // Small files only: a merged file is not rewritten once it is large.
+            let inputs: Vec<PathBuf> = parquet_files(&dir)?
+                .into_iter()
+                .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() < SMALL_FILE_BYTES))
+                .collect();
             if inputs.len() < min {
                 continue;
             }
@@ -891,6 +897,8 @@ pub struct Tables {
     findings: Table,
     rotation: Rotation,
     opened: Option<Instant>,
+    /// A file was completed (or the tables opened) since the last compaction pass.
+    compact_due: bool,
     /// The record origin the tables are written under.
     pub origin: RecordOrigin,
 }
@@ -915,6 +923,7 @@ impl Tables {
             )?,
             rotation,
             opened: None,
+            compact_due: true,
             origin,
         })
     }
@@ -955,17 +964,24 @@ impl Tables {
 
     /// Closes the open files of both tables (findings first, then incidents).
     pub fn close(&mut self) -> Result<(), SinkError> {
+        if self.opened.is_some() {
+            self.compact_due = true;
+        }
         self.findings.close()?;
         self.incidents.close()?;
         self.opened = None;
         Ok(())
     }
 
-    /// Call when idle: closes files older than the rotation age, then compacts
-    /// partitions that have gathered enough small files. Returns partitions merged.
+    /// Call when idle: closes files older than the rotation age, then, if a file
+    /// was completed since the last pass, compacts partitions that have gathered
+    /// enough small files. Returns partitions merged.
     pub fn tick(&mut self) -> Result<usize, SinkError> {
         if self.opened.is_some_and(|t| t.elapsed() >= self.rotation.max_age) {
             self.close()?;
+        }
+        if !self.compact_due {
+            return Ok(0);
         }
         self.compact()
     }
@@ -974,7 +990,9 @@ impl Tables {
     /// `rotation.compact_files` completed files.
     pub fn compact(&mut self) -> Result<usize, SinkError> {
         let min = self.rotation.compact_files;
-        Ok(self.findings.compact(min)? + self.incidents.compact(min)?)
+        let merged = self.findings.compact(min)? + self.incidents.compact(min)?;
+        self.compact_due = false;
+        Ok(merged)
     }
 
     /// Closes the open files and compacts; returns the completed files this instance
