@@ -381,7 +381,7 @@ fn base(record: &VerdictRecord, origin: &RecordOrigin) -> ReportPage {
         replay: Vec::new(),
         notes: Vec::new(),
         items: Vec::new(),
-        record_root: anchor.map_or("(not in the record)".into(), |a| a.root.clone()),
+        record_root: anchor.map_or("(unknown: no verdict was computed)".into(), |a| a.root.clone()),
         checkpoint_size: anchor.map_or(String::new(), |a| a.size.to_string()),
         log_origin: anchor.map_or(String::new(), |a| a.origin.clone()),
         checkpoint: anchor.map_or(String::new(), |a| a.checkpoint.clone()),
@@ -403,8 +403,9 @@ fn abstention_page(record: &VerdictRecord, reason: &str, origin: &RecordOrigin) 
     page.summary = vec![
         format!("Audita abstained on incident {}: {reason}.", record.incident),
         "No finding is made about any principal: an abstention is never an accusation. \
-         Re-running the verdict with the commands below, on the record and registry it \
-         names, shows the same reason."
+         The commands below compute the verdict offline from the sealed record and the \
+         declaration (where the abstention came from a limit of the pipeline, such as \
+         the record size, they give the verdict the pipeline could not publish)."
             .into(),
     ];
     page
