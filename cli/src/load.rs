@@ -425,19 +425,27 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
         let _ = p.child.kill();
         let _ = p.child.wait();
     }
+    let report = result?;
     if let Some(out) = &args.out {
-        // The sink was killed with its files open: complete its tables and reports
-        // from its journal, as a restarted sink would.
+        // The sink was killed with its files open. Rebuild its tables and reports
+        // from its journal under the run's record origin: the fleet's record time
+        // is LIVE_ORIGIN_MS at the first send.
+        let first = report["first_send_unix_ms"].as_i64().unwrap_or(0);
+        let origin = audita_sinks::tables::RecordOrigin {
+            unix_ms: first - audita_load_tests::load::LIVE_ORIGIN_MS as i64,
+        };
+        if out.join("verdicts").exists() {
+            std::fs::remove_dir_all(out.join("verdicts"))?;
+        }
         let mut sink = audita_sinks::sink::VerdictSink::open(
             out,
-            None,
+            Some(origin),
             audita_sinks::tables::Rotation::default(),
             audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
         )?;
         sink.replay()?;
         sink.finish()?;
     }
-    let report = result?;
     let _ = std::fs::remove_dir_all(&work);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
@@ -564,6 +572,7 @@ fn measure(
         .collect();
     let offered = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
+    let first_send_unix_ms = audita_sinks::tables::now_ms();
     // One sample a second: t (s since the first send), envelopes offered and sealed
     // so far, verdicts so far, RSS (MiB) and CPU seconds per stage.
     let samples: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -736,6 +745,7 @@ fn measure(
         .filter(|i| !seen.latencies.contains_key(*i) && !seen.abstained.contains_key(*i))
         .collect();
     Ok(json!({
+        "first_send_unix_ms": first_send_unix_ms,
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "config": {
             "robots": config.robots, "commands_per_s": config.commands_per_s,

@@ -295,7 +295,7 @@ fn the_readme_examples_answer_on_an_audita_load_run() {
     let broker = audita_bus::testing::KafkaBroker::start().unwrap_or_else(|e| panic!("{e}"));
     let out: PathBuf = tempfile::tempdir().unwrap().keep();
     let run = audita()
-        .args(["load", "--quiet", "--robots", "20", "--rate", "2", "--incident-rate", "1", "--duration", "8"])
+        .args(["load", "--quiet", "--robots", "20", "--rate", "2", "--incident-rate", "0.5", "--duration", "30"])
         .args(["--drain-timeout", "120", "--bootstrap", broker.bootstrap(), "--out"])
         .arg(&out)
         .output()
@@ -303,5 +303,15 @@ fn the_readme_examples_answer_on_an_audita_load_run() {
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     assert!(!records(&out).is_empty(), "the load run produced verdicts");
     check_readme_examples(&out);
+    // The load's record time is LIVE_ORIGIN_MS at its first send: t* is today's.
+    let origin = origin_ms(&out);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    for r in records(&out) {
+        let t = r["declaration"]["t_star_ms"].as_i64().unwrap();
+        assert!((origin + t - now).abs() < 600_000, "wall-clock t* of a load run within minutes of now");
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
