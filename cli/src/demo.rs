@@ -66,8 +66,9 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     }
     std::fs::create_dir_all(args.out.join("reports"))?;
     // The fleet's record time starts now (or at the declared origin).
-    let origin = audita_sinks::tables::RecordOrigin::parse(args.record_origin.as_deref().unwrap_or("now"))
-        .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
+    let origin =
+        audita_sinks::tables::RecordOrigin::parse(args.record_origin.as_deref().unwrap_or("now"))
+            .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
     audita_sinks::tables::RecordOrigin::resolve(&args.out.join("verdicts"), Some(origin))?;
     let mut d = Deployment::new(args.cells, args.seed, "")?;
     if let Some(n) = args.max_slice_bytes {

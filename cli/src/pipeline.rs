@@ -483,7 +483,8 @@ pub fn run_sink(
             on_verdict(&record);
             match &record.abstained {
                 Some(reason) if record.verdict.is_none() => {
-                    got.abstained.insert(record.incident.clone(), reason.clone());
+                    got.abstained
+                        .insert(record.incident.clone(), reason.clone());
                 }
                 _ => {
                     got.verdicts.insert(record.incident.clone(), *record);

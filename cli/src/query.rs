@@ -116,7 +116,10 @@ async fn query(args: &QueryArgs) -> Result<()> {
         .next()
         .unwrap_or("")
         .to_ascii_lowercase();
-    if !matches!(first.as_str(), "select" | "with" | "values" | "explain" | "describe" | "show") {
+    if !matches!(
+        first.as_str(),
+        "select" | "with" | "values" | "explain" | "describe" | "show"
+    ) {
         bail!("only queries are allowed (SELECT, WITH, VALUES, EXPLAIN, DESCRIBE, SHOW), not {first:?}");
     }
     let df = ctx.sql(&args.sql).await.context("query")?;

@@ -127,7 +127,10 @@ pub fn run_stage(args: &StageArgs) -> i32 {
                 if let Some(text) = &args.record_origin {
                     let origin = audita_sinks::tables::RecordOrigin::parse(text)
                         .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
-                    audita_sinks::tables::RecordOrigin::resolve(&out.join("verdicts"), Some(origin))?;
+                    audita_sinks::tables::RecordOrigin::resolve(
+                        &out.join("verdicts"),
+                        Some(origin),
+                    )?;
                 }
                 let expect = args.exit_when_complete.then(|| d.incidents());
                 let json_dir = out.join("verdicts-json");

@@ -15,7 +15,9 @@ fn chromium() -> PathBuf {
             return c.into();
         }
     }
-    panic!("Chromium is required for the report screenshot tests (.ci/run installs Debian's chromium)");
+    panic!(
+        "Chromium is required for the report screenshot tests (.ci/run installs Debian's chromium)"
+    );
 }
 
 fn headless(profile: &Path) -> Command {
@@ -41,7 +43,11 @@ fn dom(page: &Path, profile: &Path) -> String {
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap();
-    assert!(out.status.success(), "chromium --dump-dom: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium --dump-dom: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -53,7 +59,11 @@ fn screenshot(page: &Path, profile: &Path, png: &Path, width: u32) -> (u32, u32,
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap();
-    assert!(out.status.success(), "chromium --screenshot: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium --screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bytes = std::fs::read(png).unwrap_or_else(|e| panic!("{}: {e}", png.display()));
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
     let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
@@ -64,23 +74,39 @@ fn screenshot(page: &Path, profile: &Path, png: &Path, width: u32) -> (u32, u32,
 fn reports_of_every_kind_render_in_chromium_at_desktop_and_phone_widths() {
     let dir = tempfile::tempdir().unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_audita"))
-        .args(["demo", "--quiet", "--cells", "24", "--max-slice-bytes", "6000"])
+        .args([
+            "demo",
+            "--quiet",
+            "--cells",
+            "24",
+            "--max-slice-bytes",
+            "6000",
+        ])
         .args(["--record-origin", "2026-11-20T08:00:00Z", "--out"])
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let records: Vec<Value> = std::fs::read_to_string(dir.path().join("journal.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["record"].clone())
         .collect();
     let pick = |f: &dyn Fn(&Value) -> bool| -> String {
-        let r = records.iter().find(|r| f(r)).expect("such an incident in the demo run");
+        let r = records
+            .iter()
+            .find(|r| f(r))
+            .expect("such an incident in the demo run");
         r["incident"].as_str().unwrap().to_string()
     };
     let graded = |family: &'static str| {
-        move |r: &Value| r.get("verdict").is_some() && r["incident"].as_str().unwrap().contains(family)
+        move |r: &Value| {
+            r.get("verdict").is_some() && r["incident"].as_str().unwrap().contains(family)
+        }
     };
     let cases = [
         ("redundancy", pick(&graded("redundancy"))),
@@ -92,7 +118,10 @@ fn reports_of_every_kind_render_in_chromium_at_desktop_and_phone_widths() {
     std::fs::create_dir_all(&shots).unwrap();
     let profile = tempfile::tempdir().unwrap();
     for (kind, incident) in &cases {
-        let page = dir.path().join("reports").join(audita_sinks::report::file_name(incident));
+        let page = dir
+            .path()
+            .join("reports")
+            .join(audita_sinks::report::file_name(incident));
         let text = dom(&page, profile.path());
         let has = |s: &str| assert!(text.contains(s), "{kind} report of {incident} lacks {s:?}");
         has("Summary");
@@ -120,7 +149,10 @@ fn reports_of_every_kind_render_in_chromium_at_desktop_and_phone_widths() {
             }
             "no-cause" => {
                 has("No principal is responsible");
-                assert!(!text.contains("Incident claim"), "no-cause page claims nothing");
+                assert!(
+                    !text.contains("Incident claim"),
+                    "no-cause page claims nothing"
+                );
             }
             "abstained" => {
                 has("Audita abstained on incident");
@@ -133,7 +165,11 @@ fn reports_of_every_kind_render_in_chromium_at_desktop_and_phone_widths() {
             let png = shots.join(format!("{kind}-{label}.png"));
             let (w, h, size) = screenshot(&page, profile.path(), &png, width);
             assert_eq!((w, h), (width, 2000), "{}", png.display());
-            assert!(size > 20_000, "{} is nearly blank ({size} bytes)", png.display());
+            assert!(
+                size > 20_000,
+                "{} is nearly blank ({size} bytes)",
+                png.display()
+            );
         }
     }
     let index = dir.path().join("reports/index.html");

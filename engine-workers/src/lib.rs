@@ -202,7 +202,7 @@ fn anchor(checkpoints: &[Vec<u8>], root: &str, keys: &KeyRegistry) -> Option<Rec
         .filter_map(|b| SignedCheckpoint::parse(b).ok().map(|c| (c, b)))
         .filter(|(c, _)| c.verify_log(keys).is_ok())
         .collect();
-    let hex = |c: &SignedCheckpoint| hex::encode(&c.checkpoint().root);
+    let hex = |c: &SignedCheckpoint| hex::encode(c.checkpoint().root);
     let (c, bytes) = parsed
         .iter()
         .find(|(c, _)| hex(c) == root)

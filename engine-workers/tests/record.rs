@@ -13,8 +13,11 @@ use std::time::Duration;
 
 fn publish(payload: Vec<u8>) -> Value {
     let bus = Bus::Embedded(EmbeddedBus::new(1));
-    bus.ensure_topics(&[TopicSpec { name: "audita.verdicts".into(), partitions: 1 }])
-        .unwrap();
+    bus.ensure_topics(&[TopicSpec {
+        name: "audita.verdicts".into(),
+        partitions: 1,
+    }])
+    .unwrap();
     let mut out = bus.producer().unwrap();
     let d = Delivery {
         topic: "audita.slices".into(),
@@ -23,17 +26,25 @@ fn publish(payload: Vec<u8>) -> Value {
         key: b"inc-9".to_vec(),
         payload,
     };
-    audita_engine_workers::handle(&d, &KeyRegistry::default(), &DutyRegistry::default(), "", out.as_mut())
-        .unwrap();
+    audita_engine_workers::handle(
+        &d,
+        &KeyRegistry::default(),
+        &DutyRegistry::default(),
+        "",
+        out.as_mut(),
+    )
+    .unwrap();
     out.flush().unwrap();
     let mut c = bus.consumer("t", &["audita.verdicts"]).unwrap();
-    let rec = c.poll(Duration::from_millis(500)).unwrap().expect("a verdict record");
+    let rec = c
+        .poll(Duration::from_millis(500))
+        .unwrap()
+        .expect("a verdict record");
     serde_json::from_slice(&rec.payload).unwrap()
 }
 
 fn validate(record: &Value) {
-    let schema: Value =
-        serde_json::from_str(audita_sinks::record::RECORD_JSON_SCHEMA).unwrap();
+    let schema: Value = serde_json::from_str(audita_sinks::record::RECORD_JSON_SCHEMA).unwrap();
     let v = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = v.iter_errors(record).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{record}: {errors:?}");
@@ -58,7 +69,13 @@ fn a_refused_declaration_is_a_schema_valid_abstention_carrying_it() {
     };
     let r = publish(bundle.encode());
     validate(&r);
-    assert!(r["abstained"].as_str().unwrap().contains("delta must lie in (0, 1]"), "{r}");
+    assert!(
+        r["abstained"]
+            .as_str()
+            .unwrap()
+            .contains("delta must lie in (0, 1]"),
+        "{r}"
+    );
     assert_eq!(r["declaration"], decl);
     assert_eq!(r["rows"], serde_json::json!([]));
 }

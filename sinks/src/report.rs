@@ -105,7 +105,11 @@ fn offset(ms: i64) -> String {
     if ms == 0 {
         "t*".into()
     } else {
-        format!("t*{}{:.1} s", if ms < 0 { "−" } else { "+" }, ms.abs() as f64 / 1000.0)
+        format!(
+            "t*{}{:.1} s",
+            if ms < 0 { "−" } else { "+" },
+            ms.abs() as f64 / 1000.0
+        )
     }
 }
 
@@ -304,7 +308,12 @@ struct IndexRow {
 }
 
 /// Renders the report of one verdict topic record.
-pub fn render(record: &VerdictRecord, origin: &RecordOrigin, verdict_time: i64, build: &Build) -> String {
+pub fn render(
+    record: &VerdictRecord,
+    origin: &RecordOrigin,
+    verdict_time: i64,
+    build: &Build,
+) -> String {
     let page = match record.verdict.as_ref().map(VerdictView::of) {
         Some(Ok(v)) => graded_page(record, &v, origin),
         Some(Err(e)) => abstention_page(record, &e, origin),
@@ -350,7 +359,9 @@ fn commands(incident: &str, anchor: bool) -> (String, String) {
         } else {
             "audita verify RECORD_DIR".to_string()
         },
-        format!("audita verdict RECORD_DIR --duties duties.json --adverse reports/{file}.adverse.json"),
+        format!(
+            "audita verdict RECORD_DIR --duties duties.json --adverse reports/{file}.adverse.json"
+        ),
     )
 }
 
@@ -381,12 +392,19 @@ fn base(record: &VerdictRecord, origin: &RecordOrigin) -> ReportPage {
         replay: Vec::new(),
         notes: Vec::new(),
         items: Vec::new(),
-        record_root: anchor.map_or("(unknown: no verdict was computed)".into(), |a| a.root.clone()),
+        record_root: anchor.map_or("(unknown: no verdict was computed)".into(), |a| {
+            a.root.clone()
+        }),
         checkpoint_size: anchor.map_or(String::new(), |a| a.size.to_string()),
         log_origin: anchor.map_or(String::new(), |a| a.origin.clone()),
         checkpoint: anchor.map_or(String::new(), |a| a.checkpoint.clone()),
         cosignatures: anchor
-            .map(|a| a.cosignatures.iter().map(|c| (c.keeper.clone(), c.timestamp)).collect())
+            .map(|a| {
+                a.cosignatures
+                    .iter()
+                    .map(|c| (c.keeper.clone(), c.timestamp))
+                    .collect()
+            })
             .unwrap_or_default(),
         declaration: decl.map(pretty).unwrap_or_default(),
         verify_cmd,
@@ -401,7 +419,10 @@ fn base(record: &VerdictRecord, origin: &RecordOrigin) -> ReportPage {
 fn abstention_page(record: &VerdictRecord, reason: &str, origin: &RecordOrigin) -> ReportPage {
     let mut page = base(record, origin);
     page.summary = vec![
-        format!("Audita abstained on incident {}: {reason}.", record.incident),
+        format!(
+            "Audita abstained on incident {}: {reason}.",
+            record.incident
+        ),
         "No finding is made about any principal: an abstention is never an accusation. \
          The commands below compute the verdict offline from the sealed record and the \
          declaration (where the abstention came from a limit of the pipeline, such as \
@@ -523,13 +544,25 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
                 v.abstain_reason().unwrap_or_default()
             ));
         }
-        let culpable: Vec<&String> = v.principals.iter().filter(|(_, f)| f.culpable).map(|(p, _)| p).collect();
+        let culpable: Vec<&String> = v
+            .principals
+            .iter()
+            .filter(|(_, f)| f.culpable)
+            .map(|(p, _)| p)
+            .collect();
         page.summary.push(if culpable.is_empty() {
-            format!("No principal is culpable for {} under the {standard} standard.", v.outcome)
+            format!(
+                "No principal is culpable for {} under the {standard} standard.",
+                v.outcome
+            )
         } else {
             format!(
                 "Under the {standard} standard, {} {} culpable for {} (severity {}).",
-                culpable.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" and "),
+                culpable
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
                 if culpable.len() == 1 { "is" } else { "are" },
                 v.outcome,
                 page.severity
@@ -545,7 +578,8 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
         let mut ordered: Vec<(&String, &FindingView)> = v.principals.iter().collect();
         ordered.sort_by_key(|(p, f)| (rank(&f.status), p.as_str()));
         for (p, f) in ordered {
-            page.summary.push(status_phrase(p, f, &standard, &v.outcome));
+            page.summary
+                .push(status_phrase(p, f, &standard, &v.outcome));
         }
         if v.claim.level != "causal" {
             page.summary.push(format!(
@@ -587,7 +621,11 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
             breach: format!(
                 "specification: {} · reasonable agent: {}",
                 if f.breach.specification { "yes" } else { "no" },
-                if f.breach.reasonable_agent { "yes" } else { "no" }
+                if f.breach.reasonable_agent {
+                    "yes"
+                } else {
+                    "no"
+                }
             ),
             claim: f.claim.level.clone(),
             flags: f.flags.join(", "),
@@ -609,7 +647,11 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
                 .iter()
                 .map(|x| format!("{} [{}]: {}", x.duty, x.standards.join(", "), x.detail))
                 .collect(),
-            evidence: f.evidence.iter().map(|e| (anchor_of(e), short(e))).collect(),
+            evidence: f
+                .evidence
+                .iter()
+                .map(|e| (anchor_of(e), short(e)))
+                .collect(),
             notes: f.notes.clone(),
         })
         .collect();
@@ -661,13 +703,21 @@ fn message_rows(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) 
                     anchor: anchor_of(id),
                     id: id.clone(),
                     wall: rfc3339(origin.wall(m.timestamp_ms)),
-                    rel: format!("{} ms · {}", m.timestamp_ms, offset(m.timestamp_ms as i64 - v.t_star_ms as i64)),
+                    rel: format!(
+                        "{} ms · {}",
+                        m.timestamp_ms,
+                        offset(m.timestamp_ms as i64 - v.t_star_ms as i64)
+                    ),
                     author: m.author.clone(),
                     kind: m.kind.clone(),
                     target: m.target.clone().unwrap_or_default(),
                     params: params_text(m),
                     effect: m.effect.clone(),
-                    cites: m.citations.iter().map(|c| (anchor_of(c), short(c))).collect(),
+                    cites: m
+                        .citations
+                        .iter()
+                        .map(|c| (anchor_of(c), short(c)))
+                        .collect(),
                     role: role_of(id, v),
                 },
             )
@@ -677,8 +727,8 @@ fn message_rows(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) 
     rows.into_iter().map(|(_, r)| r).collect()
 }
 
-const COL_W: i64 = 150;
-const NODE_W: i64 = 130;
+const COL_W: i64 = 160;
+const NODE_W: i64 = 140;
 const LANE_H: i64 = 54;
 const LEFT: i64 = 150;
 const TOP: i64 = 46;
@@ -768,7 +818,11 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
                     a.variable,
                     a.holder,
                     a.duty,
-                    if a.in_outcome { " (enters the outcome)" } else { "" },
+                    if a.in_outcome {
+                        " (enters the outcome)"
+                    } else {
+                        ""
+                    },
                     meaning
                 ),
             }
@@ -777,9 +831,17 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
     // Columns: distinct times, t* last.
     let mut times: BTreeSet<u64> = time.values().copied().collect();
     times.extend(abs.iter().map(|a| a.t));
-    times.insert(v.t_star_ms.max(times.iter().next_back().copied().unwrap_or(0)));
+    if times.is_empty() {
+        times.insert(v.t_star_ms);
+    }
+    // (The outcome gets its own column after these, at t*.)
     let times: Vec<u64> = times.into_iter().collect();
-    let col = |t: u64| times.iter().position(|x| *x >= t).unwrap_or(times.len() - 1) as i64;
+    let col = |t: u64| {
+        times
+            .iter()
+            .position(|x| *x >= t)
+            .unwrap_or(times.len() - 1) as i64
+    };
     // Lanes: authors by first appearance.
     let mut lanes: Vec<String> = Vec::new();
     let mut order: Vec<(u64, String)> = time.iter().map(|(id, t)| (*t, author(id))).collect();
@@ -858,7 +920,13 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
         } else {
             // Same column: loop below.
             let (sx, ex) = (a.0 + NODE_W / 2, b.0 + NODE_W / 2);
-            format!("M{sx},{} C{sx},{} {ex},{} {ex},{}", a.1 + 28, a.1 + 48, b.1 - 20, b.1 - 2)
+            format!(
+                "M{sx},{} C{sx},{} {ex},{} {ex},{}",
+                a.1 + 28,
+                a.1 + 48,
+                b.1 - 20,
+                b.1 - 2
+            )
         }
     };
     for e in &v.slice.edges {
@@ -875,7 +943,12 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
             dash,
             colour,
             marker: "arrow",
-            tip: format!("{} cites {} ({})", short(&e.child), short(&e.parent), e.kind.replace('_', " ")),
+            tip: format!(
+                "{} cites {} ({})",
+                short(&e.child),
+                short(&e.parent),
+                e.kind.replace('_', " ")
+            ),
         });
     }
     // Outcome node.
@@ -900,7 +973,10 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
                 dash: "2,3",
                 colour: "#c62828",
                 marker: "arrow-red",
-                tip: format!("{} triggers the duty whose halt never came", short(&a.trigger)),
+                tip: format!(
+                    "{} triggers the duty whose halt never came",
+                    short(&a.trigger)
+                ),
             });
         }
         if a.in_outcome {
@@ -916,7 +992,7 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
             x,
             y,
             w: NODE_W,
-            line1: fit(&format!("absent: {}", a.holder), 22),
+            line1: fit(&format!("absent: {}", a.holder), 21),
             line2: fit(&a.label, 24),
             fill: "#fff3e0",
             stroke: "#c62828",
@@ -934,7 +1010,12 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
         fill: "#000000",
         stroke: "#000000",
         dash: "",
-        tip: format!("adverse outcome {} at t* = {} ({} ms record time)", v.outcome, rfc3339(origin.wall(v.t_star_ms)), v.t_star_ms),
+        tip: format!(
+            "adverse outcome {} at t* = {} ({} ms record time)",
+            v.outcome,
+            rfc3339(origin.wall(v.t_star_ms)),
+            v.t_star_ms
+        ),
         href: "#summary".into(),
     });
     let mut lane_views: Vec<Lane> = lanes
@@ -956,13 +1037,19 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
         .map(|(i, t)| Tick {
             x: LEFT + i as i64 * COL_W + NODE_W / 2,
             top: offset(*t as i64 - v.t_star_ms as i64),
-            bottom: rfc3339(origin.wall(*t)).get(11..23).unwrap_or("").to_string(),
+            bottom: rfc3339(origin.wall(*t))
+                .get(11..23)
+                .unwrap_or("")
+                .to_string(),
         })
         .collect();
     ticks.push(Tick {
         x: ox + NODE_W / 2,
         top: "Y".into(),
-        bottom: rfc3339(origin.wall(v.t_star_ms)).get(11..23).unwrap_or("").to_string(),
+        bottom: rfc3339(origin.wall(v.t_star_ms))
+            .get(11..23)
+            .unwrap_or("")
+            .to_string(),
     });
     Some(Graph {
         width: ox + NODE_W + 20,
@@ -980,10 +1067,13 @@ pub fn render_index(rows: &[&IncidentRow], origin: &RecordOrigin, build: &Build)
     let rank = |key: &dyn Fn(&IncidentRow) -> String| -> BTreeMap<String, usize> {
         let mut v: Vec<(String, &String)> = rows.iter().map(|r| (key(r), &r.incident)).collect();
         v.sort();
-        v.into_iter().enumerate().map(|(i, (_, inc))| (inc.clone(), i)).collect()
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (_, inc))| (inc.clone(), i))
+            .collect()
     };
     let by_time = rank(&|r| format!("{:020}", r.t_star.unwrap_or(r.verdict_time)));
-    let by_pred = rank(&|r| format!("{}", r.predicate.clone().unwrap_or_default()));
+    let by_pred = rank(&|r| r.predicate.clone().unwrap_or_default());
     let by_sev = rank(&|r| format!("{:020.3}", 1e12 - r.severity_j.unwrap_or(0.0)));
     let by_status = rank(&|r| r.status.clone());
     let by_culp = rank(&|r| format!("{:010}", u32::MAX - r.culpable));

@@ -56,7 +56,10 @@ fn unwrap_line(line: &[u8]) -> Result<(serde_json::Value, Option<i64>), SinkErro
     let v: serde_json::Value = serde_json::from_slice(line)
         .map_err(|e| SinkError::Encode(format!("journal line is not JSON: {e}")))?;
     if v.get("incident").is_none() {
-        if let (Some(t), Some(r)) = (v.get("received_ms").and_then(|t| t.as_i64()), v.get("record")) {
+        if let (Some(t), Some(r)) = (
+            v.get("received_ms").and_then(|t| t.as_i64()),
+            v.get("record"),
+        ) {
             return Ok((r.clone(), Some(t)));
         }
     }
@@ -141,7 +144,8 @@ impl VerdictSink {
             tables::write_atomic(&beside("checkpoint"), a.checkpoint.as_bytes())?;
         }
         if let Some(d) = &record.declaration {
-            let bytes = serde_json::to_vec_pretty(d).map_err(|e| SinkError::Encode(e.to_string()))?;
+            let bytes =
+                serde_json::to_vec_pretty(d).map_err(|e| SinkError::Encode(e.to_string()))?;
             tables::write_atomic(&beside("adverse.json"), &bytes)?;
         }
         self.index.insert(record.incident.clone(), row);
@@ -161,7 +165,10 @@ impl VerdictSink {
         }
         let rows: Vec<&IncidentRow> = self.index.values().collect();
         let html = report::render_index(&rows, &self.tables.origin, &self.build);
-        tables::write_atomic(&self.dir.join("reports").join("index.html"), html.as_bytes())?;
+        tables::write_atomic(
+            &self.dir.join("reports").join("index.html"),
+            html.as_bytes(),
+        )?;
         self.index_dirty = false;
         Ok(())
     }

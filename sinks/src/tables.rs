@@ -191,9 +191,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SinkError> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SinkError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }
 
 /// One row of the incidents table.
@@ -516,7 +514,9 @@ pub fn findings_batch(rows: &[FindingRow]) -> Result<RecordBatch, SinkError> {
         s(|r| &r.principal),
         s(|r| &r.predicate),
         ts(rows.iter().map(|r| Some(r.t_star))),
-        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.t_star_ms))),
+        Arc::new(UInt64Array::from_iter_values(
+            rows.iter().map(|r| r.t_star_ms),
+        )),
         fl(|r| r.severity_j),
         s(|r| &r.standard),
         s(|r| &r.status),
@@ -807,7 +807,12 @@ impl Table {
                 .map_err(enc)?
                 .sync_all()
                 .map_err(io(&tmp))?;
-            let name = |p: &Path| p.file_name().unwrap_or_default().to_string_lossy().to_string();
+            let name = |p: &Path| {
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string()
+            };
             let intent = Intent {
                 partition: format!("date={date}"),
                 inputs: inputs.iter().map(|p| name(p)).collect(),
@@ -938,7 +943,9 @@ impl Tables {
     pub fn write(&mut self, record: &VerdictRecord, verdict_time: i64) -> Result<usize, SinkError> {
         let (inc, findings) = rows_of(record, &self.origin, verdict_time);
         let date = utc_date(inc.t_star.unwrap_or(inc.verdict_time));
-        if self.opened.is_some_and(|t| t.elapsed() >= self.rotation.max_age)
+        if self
+            .opened
+            .is_some_and(|t| t.elapsed() >= self.rotation.max_age)
             || self.incidents.rows_open() >= self.rotation.max_rows
             || self.findings.rows_open() >= self.rotation.max_rows
         {
@@ -977,7 +984,10 @@ impl Tables {
     /// was completed since the last pass, compacts partitions that have gathered
     /// enough small files. Returns partitions merged.
     pub fn tick(&mut self) -> Result<usize, SinkError> {
-        if self.opened.is_some_and(|t| t.elapsed() >= self.rotation.max_age) {
+        if self
+            .opened
+            .is_some_and(|t| t.elapsed() >= self.rotation.max_age)
+        {
             self.close()?;
         }
         if !self.compact_due {

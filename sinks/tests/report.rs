@@ -23,7 +23,10 @@ fn graded() -> VerdictRecord {
     let mut r = verdict(
         "inc-<7>",
         3_600_000,
-        &[("planner", "culpable", 0.5, 1.0), ("checker", "involved_cleared", 0.5, 0.5)],
+        &[
+            ("planner", "culpable", 0.5, 1.0),
+            ("checker", "involved_cleared", 0.5, 0.5),
+        ],
     );
     let v = r.verdict.as_mut().unwrap();
     let (anchor, cmd, gone) = (id("ctl", 0xaa), id("planner", 0xbb), id("gone", 0xcc));
@@ -41,13 +44,19 @@ fn graded() -> VerdictRecord {
     );
     r.duties.insert(
         "halt-1".into(),
-        serde_json::from_value(json!({"holder": "supervisor", "definition": {"kind": "halt_authority", "id": "halt-1",
-            "target": "agv-1", "trigger_contains": "entered aisle", "deadline_ms": 500}})).unwrap(),
+        serde_json::from_value(
+            json!({"holder": "supervisor", "definition": {"kind": "halt_authority", "id": "halt-1",
+            "target": "agv-1", "trigger_contains": "entered aisle", "deadline_ms": 500}}),
+        )
+        .unwrap(),
     );
     r.record = Some(
-        serde_json::from_value(json!({"origin": "audita.local/fleet-log", "size": 443, "root": common::ROOT,
+        serde_json::from_value(
+            json!({"origin": "audita.local/fleet-log", "size": 443, "root": common::ROOT,
             "checkpoint": "audita.local/fleet-log\n443\nQEYA\n\n— audita.local/fleet-log abc=\n",
-            "cosignatures": [{"keeper": "insurer.example/keeper", "timestamp": 3_600_100}]})).unwrap(),
+            "cosignatures": [{"keeper": "insurer.example/keeper", "timestamp": 3_600_100}]}),
+        )
+        .unwrap(),
     );
     r
 }
@@ -56,49 +65,100 @@ fn graded() -> VerdictRecord {
 fn report_shows_summary_times_graph_messages_and_how_to_verify() {
     let html = render(&graded(), &origin(), 0, &build());
     assert!(html.starts_with("<!doctype html>") && !html.contains("<script"));
-    assert!(html.contains("name=\"viewport\""), "responsive: viewport meta");
-    assert!(html.contains("inc-&#60;7&#62;") && !html.contains("inc-<7>"), "names are escaped");
+    assert!(
+        html.contains("name=\"viewport\""),
+        "responsive: viewport meta"
+    );
+    assert!(
+        html.contains("inc-&#60;7&#62;") && !html.contains("inc-<7>"),
+        "names are escaped"
+    );
     assert!(html.contains("2026-03-01T23:00:00.000Z"), "wall-clock t*");
     assert!(html.contains("3600000 ms"), "record-time t*");
     assert!(
         html.contains("planner is culpable under the reasonable agent standard"),
         "summary names the culpable principal and the standard"
     );
-    assert!(html.contains("set_speed 2000 mm/s above 1000"), "summary says why");
-    assert!(html.contains("checker was involved") && html.contains("cleared"), "and who was cleared");
-    assert!(html.contains("marker-end=\"url(#arrow)\""), "edges carry arrowheads");
+    assert!(
+        html.contains("set_speed 2000 mm/s above 1000"),
+        "summary says why"
+    );
+    assert!(
+        html.contains("checker was involved") && html.contains("cleared"),
+        "and who was cleared"
+    );
+    assert!(
+        html.contains("marker-end=\"url(#arrow)\""),
+        "edges carry arrowheads"
+    );
     assert!(html.contains("time (to t*)"), "the graph has a time axis");
-    assert!(html.contains("absent: supervisor"), "absence variables are nodes");
+    assert!(
+        html.contains("absent: supervisor"),
+        "absence variables are nodes"
+    );
     assert!(html.contains("mm_per_s=2000"), "the message behind a node");
-    assert!(html.contains(&id("planner", 0xbb)), "full ids in the message table");
+    assert!(
+        html.contains(&id("planner", 0xbb)),
+        "full ids in the message table"
+    );
     assert!(
         html.contains("after a certified sensor report containing “entered aisle”"),
         "duties with their meaning"
     );
-    assert!(html.contains("insurer.example/keeper"), "keeper co-signatures");
+    assert!(
+        html.contains("insurer.example/keeper"),
+        "keeper co-signatures"
+    );
     assert!(html.contains(common::ROOT), "record root");
-    assert!(html.contains("audita verify RECORD_DIR --checkpoint reports/inc-_7_-"), "verify command");
-    assert!(html.contains("audita verdict RECORD_DIR --duties duties.json --adverse reports/"), "verdict command");
-    assert!(html.contains("by audita 9.9.9") && html.contains("Generated 1970-01-01T00:00:00.000Z"));
+    assert!(
+        html.contains("audita verify RECORD_DIR --checkpoint reports/inc-_7_-"),
+        "verify command"
+    );
+    assert!(
+        html.contains("audita verdict RECORD_DIR --duties duties.json --adverse reports/"),
+        "verdict command"
+    );
+    assert!(
+        html.contains("by audita 9.9.9") && html.contains("Generated 1970-01-01T00:00:00.000Z")
+    );
     assert!(html.contains("a note"));
 }
 
 #[test]
 fn a_no_cause_report_says_nobody_is_responsible_and_claims_nothing() {
-    let html = render(&verdict("cell7-no_cause-8", 70_004_599, &[]), &origin(), 0, &build());
-    assert!(html.contains("No principal is responsible"), "meaningful no-cause page");
+    let html = render(
+        &verdict("cell7-no_cause-8", 70_004_599, &[]),
+        &origin(),
+        0,
+        &build(),
+    );
+    assert!(
+        html.contains("No principal is responsible"),
+        "meaningful no-cause page"
+    );
     assert!(html.contains("no causal claim is made"));
-    assert!(!html.contains("Incident claim"), "no bare 'claim causal' on a no-cause page");
+    assert!(
+        !html.contains("Incident claim"),
+        "no bare 'claim causal' on a no-cause page"
+    );
     assert!(html.contains("b-no-cause"));
 }
 
 #[test]
 fn an_abstention_report_says_why_and_accuses_nobody() {
     let html = render(&abstention("inc-x", Some(5_000)), &origin(), 0, &build());
-    assert!(html.contains("Audita abstained on incident inc-x: adverse declaration: delta must lie in (0, 1]"));
+    assert!(html.contains(
+        "Audita abstained on incident inc-x: adverse declaration: delta must lie in (0, 1]"
+    ));
     assert!(html.contains("never an accusation"));
-    assert!(html.contains("2026-03-01T22:00:05.000Z"), "the declared t* in wall-clock time");
-    assert!(html.contains("&#34;delta&#34;: 1.5"), "the declaration is shown");
+    assert!(
+        html.contains("2026-03-01T22:00:05.000Z"),
+        "the declared t* in wall-clock time"
+    );
+    assert!(
+        html.contains("&#34;delta&#34;: 1.5"),
+        "the declaration is shown"
+    );
 }
 
 #[test]
@@ -106,10 +166,17 @@ fn report_file_names_never_leave_the_reports_directory() {
     assert_eq!(file_name("cell1-redundancy-2"), "cell1-redundancy-2.html");
     for hostile in ["../../etc/passwd", "a/b", ".hidden", "index", "", "x\0y"] {
         let f = file_name(hostile);
-        assert!(!f.contains('/') && !f.starts_with('.') && f != "index.html", "{hostile:?} -> {f}");
+        assert!(
+            !f.contains('/') && !f.starts_with('.') && f != "index.html",
+            "{hostile:?} -> {f}"
+        );
         assert!(f.ends_with(".html"));
     }
-    assert_ne!(file_name("a/b"), file_name("a_b"), "a sanitized name cannot collide with a clean one");
+    assert_ne!(
+        file_name("a/b"),
+        file_name("a_b"),
+        "a sanitized name cannot collide with a clean one"
+    );
 }
 
 #[test]
@@ -128,7 +195,9 @@ fn index_lists_every_incident_with_css_only_sorting() {
         assert!(html.contains(&format!(">{s}</span>")), "status {s}");
     }
     assert!(html.contains("href=\"cell7-no_cause-8.html\""));
-    assert!(html.contains("#s-s:checked~.scroll .row:not(.head){order:var(--s)}"), "sort by severity");
+    assert!(
+        html.contains("#s-s:checked~.scroll .row:not(.head){order:var(--s)}"),
+        "sort by severity"
+    );
     assert!(html.contains("planner") && html.contains("2026-03-01T23:00:00.000Z"));
 }
-

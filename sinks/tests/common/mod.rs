@@ -13,7 +13,11 @@ pub fn id(author: &str, n: u8) -> String {
 
 /// A graded verdict record of `incident` at `t_star_ms` with one finding per
 /// `(principal, status, rho_lo, rho_hi)`.
-pub fn verdict(incident: &str, t_star_ms: u64, findings: &[(&str, &str, f64, f64)]) -> VerdictRecord {
+pub fn verdict(
+    incident: &str,
+    t_star_ms: u64,
+    findings: &[(&str, &str, f64, f64)],
+) -> VerdictRecord {
     let mut principals = serde_json::Map::new();
     for (i, (p, status, lo, hi)) in findings.iter().enumerate() {
         let culpable = *status == "culpable";
@@ -30,7 +34,11 @@ pub fn verdict(incident: &str, t_star_ms: u64, findings: &[(&str, &str, f64, f64
             }),
         );
     }
-    let anchors: Vec<String> = if findings.is_empty() { vec![] } else { vec![id("ctl", 0xaa)] };
+    let anchors: Vec<String> = if findings.is_empty() {
+        vec![]
+    } else {
+        vec![id("ctl", 0xaa)]
+    };
     let v: Value = json!({
         "schema": "audita.verdict/v1", "incident": incident,
         "outcome": if findings.is_empty() { "batch_parameter_out_of_range" } else { "separation_below_0.5m" },
