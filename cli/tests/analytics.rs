@@ -489,7 +489,7 @@ fn the_commands_a_report_prints_reproduce_its_verdict() {
             let start = html
                 .find(prefix)
                 .unwrap_or_else(|| panic!("{incident}: no {prefix:?} command"));
-            let line = html[start..].lines().next().unwrap();
+            let line = html[start..].split(['\n', '<']).next().unwrap();
             line.split_whitespace()
                 .skip(1)
                 .map(|w| {
