@@ -26,7 +26,7 @@ use std::time::Instant;
 /// Arguments of `audita demo`.
 #[derive(Args)]
 pub struct DemoArgs {
-    /// Output directory (record/, verdicts/, reports/, rows.json).
+    /// Output directory (record/, verdicts/{incidents,findings}/, reports/, rows.json).
     #[arg(long, default_value = "audita-demo")]
     pub out: PathBuf,
     /// Facility cells (each a scenario of the mix: robots, humans, principals).
@@ -50,6 +50,13 @@ pub struct DemoArgs {
     /// every key is fresh and the log's origin names this run alone.
     #[arg(long)]
     pub insecure_demo_keys: bool,
+    /// Wall-clock instant (RFC 3339, UTC) of record time 0 (default: now).
+    #[arg(long)]
+    pub record_origin: Option<String>,
+    /// Largest slice (bytes) the slicer publishes; larger slices become abstentions
+    /// (default: the bus record limit, 16 MiB).
+    #[arg(long)]
+    pub max_slice_bytes: Option<usize>,
 }
 
 /// What `audita demo` writes into its output directory.
@@ -112,6 +119,11 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     prepare(&args.out, args.force)?;
     std::fs::create_dir_all(args.out.join("reports"))?;
+    // The fleet's record time starts now (or at the declared origin).
+    let origin =
+        audita_sinks::tables::RecordOrigin::parse(args.record_origin.as_deref().unwrap_or("now"))
+            .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
+    audita_sinks::tables::RecordOrigin::resolve(&args.out.join("verdicts"), Some(origin))?;
     // A throw-away deployment the simulated fleet is a client of: fresh keys (one
     // file per principal), a per-run origin, the fleet registered through the same
     // code as `audita principal add`.
@@ -125,7 +137,11 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         args.insecure_demo_keys.then_some(args.seed),
     )?;
     let fleet = crate::deployment::fleet_of(&cfg, &shape)?;
-    let d = Arc::new(Deployment::from_config(&cfg, true)?.with_fleet(fleet));
+    let mut d = Deployment::from_config(&cfg, true)?.with_fleet(fleet);
+    if let Some(n) = args.max_slice_bytes {
+        d.max_slice_bytes = n;
+    }
+    let d = Arc::new(d);
     let total = d.fleet.messages() as u64;
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -140,7 +156,6 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     );
     let bus = Bus::Embedded(EmbeddedBus::new(4).with_pending_limit(50_000));
     let metrics = Metrics::new();
-    let reports = args.out.join("reports");
     let mut verdicts = 0usize;
     let expect = d.incidents();
     let collected = pipeline::run_all(
@@ -154,13 +169,9 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
                 bar.set_position(n as u64);
             }
         },
-        |v| {
+        |_| {
             verdicts += 1;
             bar.set_message(format!("{verdicts}/{expect} verdicts"));
-            let path = reports.join(format!("{}.html", v.incident));
-            if let Err(e) = std::fs::write(&path, audita_sinks::report::render(&v.verdict)) {
-                eprintln!("audita demo: cannot write {}: {e}", path.display());
-            }
         },
     )?;
     bar.finish_and_clear();
@@ -219,18 +230,22 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         }
     );
     println!("  {} adverse incidents → {} verdicts ({} abstained), {} verdict rows in {} Parquet file(s)", expect, collected.verdicts.len(), collected.abstained.len(), rows.len(), collected.files.len());
+    for (incident, reason) in collected.abstained.iter().take(4) {
+        println!("    abstained: {incident}: {reason}");
+    }
     println!("  culpable findings: {}", culpable.len());
     for c in culpable.iter().take(8) {
         println!("    {c}");
     }
     println!(
-        "  reports: {}/reports/*.html · record: {}/record (audita verify) · {:.1}s",
+        "  reports: {}/reports/index.html · tables: {}/verdicts/{{incidents,findings}} (audita query) · record: {}/record (audita verify) · {:.1}s",
+        args.out.display(),
         args.out.display(),
         args.out.display(),
         started.elapsed().as_secs_f64()
     );
     Ok(
-        if partition.is_clean() && collected.verdicts.len() == expect {
+        if partition.is_clean() && collected.verdicts.len() + collected.abstained.len() == expect {
             0
         } else {
             1

@@ -114,6 +114,10 @@ pub struct LoadArgs {
     /// No progress display.
     #[arg(long)]
     pub quiet: bool,
+    /// Keep the sink's output here (verdict tables, reports, journal) instead of
+    /// discarding it with the run's scratch directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Render a measurement saved with `--json` again (table to stdout, `--svg`)
     /// instead of running one.
     #[arg(long)]
@@ -300,7 +304,10 @@ fn spawn_stage(
 ) -> anyhow::Result<StageProc> {
     let exe = std::env::current_exe()?;
     let log = work.join(format!("{name}.log"));
-    let dir = work.join(name);
+    let dir = match (&args.out, stage) {
+        (Some(out), LoadStage::Sink) => out.clone(),
+        _ => work.join(name),
+    };
     std::fs::create_dir_all(&dir)?;
     let child = Command::new(exe)
         .arg("load")
@@ -419,6 +426,26 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
         let _ = p.child.wait();
     }
     let report = result?;
+    if let Some(out) = &args.out {
+        // The sink was killed with its files open. Rebuild its tables and reports
+        // from its journal under the run's record origin: the fleet's record time
+        // is LIVE_ORIGIN_MS at the first send.
+        let first = report["first_send_unix_ms"].as_i64().unwrap_or(0);
+        let origin = audita_sinks::tables::RecordOrigin {
+            unix_ms: first - audita_load_tests::load::LIVE_ORIGIN_MS as i64,
+        };
+        if out.join("verdicts").exists() {
+            std::fs::remove_dir_all(out.join("verdicts"))?;
+        }
+        let mut sink = audita_sinks::sink::VerdictSink::open(
+            out,
+            Some(origin),
+            audita_sinks::tables::Rotation::default(),
+            audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
+        )?;
+        sink.replay()?;
+        sink.finish()?;
+    }
     let _ = std::fs::remove_dir_all(&work);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
@@ -545,6 +572,7 @@ fn measure(
         .collect();
     let offered = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
+    let first_send_unix_ms = audita_sinks::tables::now_ms();
     // One sample a second: t (s since the first send), envelopes offered and sealed
     // so far, verdicts so far, RSS (MiB) and CPU seconds per stage.
     let samples: Arc<Mutex<Vec<Value>>> = Arc::default();
@@ -717,6 +745,7 @@ fn measure(
         .filter(|i| !seen.latencies.contains_key(*i) && !seen.abstained.contains_key(*i))
         .collect();
     Ok(json!({
+        "first_send_unix_ms": first_send_unix_ms,
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "config": {
             "robots": config.robots, "commands_per_s": config.commands_per_s,

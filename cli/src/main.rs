@@ -14,6 +14,7 @@ mod deployment;
 mod inputs;
 mod load;
 mod pipeline;
+mod query;
 mod sample_record;
 mod stage;
 mod verdict;
@@ -57,6 +58,8 @@ enum Command {
     Verify(verify::VerifyArgs),
     /// Graded, evidence-linked verdict of a declared adverse outcome over a record.
     Verdict(verdict::VerdictArgs),
+    /// SQL over the verdict tables (incidents, findings) with Apache DataFusion.
+    Query(query::QueryArgs),
     /// Write a small signed, sealed sample fleet record.
     SampleRecord(sample_record::SampleRecordArgs),
 }
@@ -93,6 +96,7 @@ fn main() {
         Command::Verify(args) => verify::run(args),
         Command::Verdict(args) => verdict::run(args),
         Command::SampleRecord(args) => sample_record::run(args),
+        Command::Query(args) => query::run(args),
     };
     std::process::exit(code);
 }

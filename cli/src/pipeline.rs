@@ -15,7 +15,7 @@ use audita_evidence::{derive_signing_key, KeyRegistry, PrincipalRegistry, Signin
 use audita_load_tests::fleet::{self, Fleet};
 use audita_sealer::stage::{SealerConfig, SealerStage};
 use audita_sinks::metrics::Metrics;
-use audita_sinks::parquet::{ParquetSink, Rotation};
+use audita_sinks::tables::Rotation;
 use audita_sinks::VerdictRow;
 use audita_slicer::stage::SlicerStage;
 use audita_verdict::DutyRegistry;
@@ -142,6 +142,8 @@ pub struct Deployment {
     pub epoch_messages: usize,
     /// Age of the oldest pending message that closes an epoch.
     pub epoch_age: Duration,
+    /// Slicer: largest slice bundle published; a larger slice is an abstention.
+    pub max_slice_bytes: usize,
 }
 
 impl Deployment {
@@ -185,6 +187,7 @@ impl Deployment {
             hold: audita_slicer::stage::DEFAULT_HOLD,
             epoch_messages: EPOCH_MESSAGES,
             epoch_age: Duration::from_millis(200),
+            max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
         })
     }
 
@@ -223,6 +226,7 @@ impl Deployment {
             hold: Duration::from_millis(c.slicer_hold_ms),
             epoch_messages: c.epoch_messages,
             epoch_age: Duration::from_millis(c.epoch_age_ms),
+            max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
         })
     }
 
@@ -466,6 +470,7 @@ pub fn run_slicer(
     let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
         .with_horizon(d.horizon_ms, d.hold)
         .with_registry(d.duties.clone())
+        .with_max_record(d.max_slice_bytes)
         .with_observer(Box::new(move |s, waits| {
             live.slicer_incidents
                 .inc_by((s.emitted - seen.emitted) as u64);
@@ -530,13 +535,16 @@ pub struct Collected {
     pub files: Vec<PathBuf>,
 }
 
-/// Runs the sink: verdicts to Parquet (and to `on_verdict`) until stopped/idle or
-/// until `expect` incidents arrived.
+/// Runs the sink ([`audita_sinks::sink::VerdictSink`]: journal, analytics tables,
+/// reports, index) until stopped/idle or until `expect` incidents arrived, calling
+/// `on_verdict` with every new record (verdict or abstention).
 ///
 /// Each record is journaled durably before its offset is committed; on restart the
-/// journal's verdicts are taken again (`on_verdict` sees them, `expect` counts them)
-/// and those whose rows are not in a completed Parquet file are written again, so a
-/// SIGKILL at any point loses no row and writes none twice.
+/// journal's records are taken again (`on_verdict` sees them, `expect` counts them)
+/// and only rows not in a completed Parquet file are written, so a SIGKILL at any
+/// point loses no row and writes none twice. The tables' record origin is the one
+/// kept in `out_dir/verdicts/record-origin.json` (written by `--record-origin`, else
+/// the first time the sink opens the directory).
 #[allow(clippy::too_many_arguments)]
 pub fn run_sink(
     d: &Deployment,
@@ -548,42 +556,32 @@ pub fn run_sink(
     m: &Metrics,
     mut on_verdict: impl FnMut(&VerdictMessage),
 ) -> Result<Collected> {
+    use audita_sinks::sink::{Taken, VerdictSink};
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let parquet_dir = out_dir.join("verdicts");
-    let mut sink = ParquetSink::new(&parquet_dir, Rotation::default())?;
-    let in_parquet = audita_sinks::parquet::incidents_in(&parquet_dir)?;
-    let (mut journal, past) = audita_sinks::journal::Journal::open(&out_dir.join("journal.jsonl"))?;
+    let mut sink = VerdictSink::open(
+        out_dir,
+        None,
+        Rotation::default(),
+        audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
+    )?;
     let mut got = Collected::default();
-    // Takes one verdict-topic record; `fresh` = not yet in the journal.
-    let mut take = |payload: &[u8],
-                    fresh: bool,
-                    got: &mut Collected,
-                    sink: &mut ParquetSink|
-     -> Result<bool> {
-        let v: serde_json::Value =
-            serde_json::from_slice(payload).context("verdict record is not JSON")?;
-        let incident = v["incident"].as_str().unwrap_or_default().to_string();
-        if got.verdicts.contains_key(&incident) || got.abstained.contains_key(&incident) {
-            return Ok(false);
-        }
-        if fresh {
-            journal.append(payload)?;
-        }
-        if let Some(reason) = v.get("abstained").and_then(|r| r.as_str()) {
-            got.abstained.insert(incident, reason.to_string());
-        } else {
-            let msg: VerdictMessage = serde_json::from_value(v).context("verdict record")?;
-            if fresh || !in_parquet.contains_key(&incident) {
-                sink.write(&msg.rows)?;
-                m.sinks_rows.inc_by(msg.rows.len() as u64);
+    let mut note = |taken: Taken, got: &mut Collected| {
+        if let Taken::New(record, rows) = taken {
+            m.sinks_rows.inc_by(rows as u64);
+            on_verdict(&record);
+            match &record.abstained {
+                Some(reason) if record.verdict.is_none() => {
+                    got.abstained
+                        .insert(record.incident.clone(), reason.clone());
+                }
+                _ => {
+                    got.verdicts.insert(record.incident.clone(), *record);
+                }
             }
-            on_verdict(&msg);
-            got.verdicts.insert(incident, msg);
         }
-        Ok(true)
     };
-    for record in &past {
-        take(record, false, &mut got, &mut sink)?;
+    for taken in sink.replay()? {
+        note(taken, &mut got);
     }
     let mut c = bus.consumer(&d.topic("sinks"), &[&d.topic(topics::VERDICTS)])?;
     let mut idle_since = std::time::Instant::now();
@@ -599,10 +597,10 @@ pub fn run_sink(
             continue;
         };
         idle_since = std::time::Instant::now();
-        take(&del.payload, true, &mut got, &mut sink)?;
+        let taken = sink.take(&del.payload)?;
+        note(taken, &mut got);
         c.commit(&del)?;
     }
-    drop(take);
     got.files = sink.finish()?;
     Ok(got)
 }

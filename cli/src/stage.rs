@@ -51,6 +51,11 @@ pub struct StageArgs {
     /// Sink only: exit once this many incidents have a verdict (or abstention).
     #[arg(long)]
     pub expect: Option<usize>,
+    /// Sink only: the wall-clock instant (RFC 3339, UTC) of record time 0, from which
+    /// the tables' and reports' wall-clock times are derived. Default: the one kept in
+    /// DIR/verdicts/record-origin.json, else the time the sink first opens DIR.
+    #[arg(long)]
+    pub record_origin: Option<String>,
     /// Sealer and slicer memory bounds (override the deployment's `[retention]`).
     #[command(flatten)]
     pub retention: pipeline::Retention,
@@ -121,13 +126,25 @@ pub fn run_stage(args: &StageArgs) -> i32 {
             StageName::Engine => pipeline::run_engine(&d, &bus, &stop, idle, &m).map(|_| ()),
             StageName::Sink => {
                 let out = dir()?;
+                if let Some(text) = &args.record_origin {
+                    let origin = audita_sinks::tables::RecordOrigin::parse(text)
+                        .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
+                    audita_sinks::tables::RecordOrigin::resolve(
+                        &out.join("verdicts"),
+                        Some(origin),
+                    )?;
+                }
                 let expect = args.expect;
                 let json_dir = out.join("verdicts-json");
                 std::fs::create_dir_all(&json_dir)?;
                 let c = pipeline::run_sink(&d, &bus, &out, expect, &stop, idle, &m, |v| {
+                    let stem = audita_sinks::report::stem(&v.incident);
                     let _ = std::fs::write(
-                        json_dir.join(format!("{}.json", v.incident)),
-                        v.verdict.to_string(),
+                        json_dir.join(format!("{stem}.json")),
+                        v.verdict
+                            .as_ref()
+                            .map(|j| j.to_string())
+                            .unwrap_or_else(|| serde_json::to_string(v).unwrap_or_default()),
                     );
                 })?;
                 std::fs::write(

@@ -352,8 +352,10 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
         rows(&embedded.path().join("rows.json")),
         "verdicts after crashes differ from the uninterrupted run"
     );
-    // Across the sink's restart every row landed in Parquet exactly once.
-    let in_parquet = audita_sinks::parquet::incidents_in(&sink_dir.join("verdicts")).unwrap();
+    // Across the sink's restart every row landed in Parquet exactly once: one
+    // incidents row per incident, one findings row per incident and principal.
+    let tables = sink_dir.join("verdicts");
+    let findings = audita_sinks::tables::incidents_in(&tables.join("findings")).unwrap();
     let mut want: std::collections::BTreeMap<String, usize> = Default::default();
     for r in rows(&embedded.path().join("rows.json")) {
         *want
@@ -361,8 +363,17 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
             .or_insert(0) += 1;
     }
     assert_eq!(
-        in_parquet, want,
-        "Parquet rows per incident after the sink's crash"
+        findings, want,
+        "findings rows per incident after the sink's crash"
+    );
+    let incidents = audita_sinks::tables::incidents_in(&tables.join("incidents")).unwrap();
+    let embedded_incidents =
+        audita_sinks::tables::incidents_in(&embedded.path().join("verdicts/incidents")).unwrap();
+    assert!(incidents.values().all(|n| *n == 1), "{incidents:?}");
+    assert_eq!(
+        incidents.keys().collect::<Vec<_>>(),
+        embedded_incidents.keys().collect::<Vec<_>>(),
+        "incidents rows after the sink's crash"
     );
     // Stop the sealer before reading its directory.
     drop(stages);

@@ -10,16 +10,24 @@
 //!   co-signed root of its epoch), never trusting the slicer. Ids that only a receipt
 //!   names are outside the slice, not missing evidence; missing items that a slice
 //!   member cites stay missing and widen intervals as the verdict layer defines.
-//! - A record on `audita.verdicts` is JSON [`VerdictMessage`], keyed by incident name.
+//! - A record on `audita.verdicts` is JSON [`VerdictMessage`]
+//!   (`audita_sinks::record::VerdictRecord`, schema `audita.verdict-record/v1` in
+//!   `sinks/schema/verdict-record.schema.json`), keyed by incident name: the verdict,
+//!   the declaration, the checkpoint it was computed against and the decoded messages
+//!   it names — or an abstention with its reason. Like the verdict, it is a function of
+//!   the bundle and the registries alone.
 
 #![warn(missing_docs)]
 
 use audita_bus::{topics, BusError, Consumer, Delivery, Producer};
-use audita_evidence::{verify_proven, KeyRegistry, Policy, Record};
+use audita_evidence::{
+    verify_proven, Effect, KeyRegistry, Payload, Policy, Record, SignedCheckpoint, SignedEnvelope,
+};
+use audita_sinks::record::{CosignatureView, DutyView, MessageView, RecordAnchor};
 use audita_sinks::VerdictRow;
 use audita_slicer::stage::SliceBundle;
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Verdict};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -37,16 +45,8 @@ pub enum JudgeError {
     Verdict(String),
 }
 
-/// A verdict as published on `audita.verdicts`.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct VerdictMessage {
-    /// Incident name.
-    pub incident: String,
-    /// The full verdict JSON (schema in `verdict/SCHEMA.md`).
-    pub verdict: serde_json::Value,
-    /// The flat per-principal rows (the Parquet columns).
-    pub rows: Vec<VerdictRow>,
-}
+/// A record as published on `audita.verdicts` (a verdict or an abstention).
+pub use audita_sinks::record::VerdictRecord as VerdictMessage;
 
 /// Judges one slice bundle.
 pub fn judge(
@@ -111,7 +111,8 @@ fn names_a_target(v: &serde_json::Value, targets: &BTreeSet<String>) -> bool {
     }
 }
 
-/// Turns a verdict into its bus message.
+/// Turns a verdict into its bus message (verdict and rows; [`record`] adds what the
+/// bundle tells about it).
 pub fn message(v: &Verdict) -> VerdictMessage {
     let rows = v
         .rows()
@@ -136,14 +137,178 @@ pub fn message(v: &Verdict) -> VerdictMessage {
         })
         .collect();
     VerdictMessage {
+        schema: audita_sinks::record::RECORD_SCHEMA.to_string(),
         incident: v.incident.clone(),
-        verdict: serde_json::from_str(&v.to_json()).unwrap_or(serde_json::Value::Null),
+        verdict: Some(serde_json::from_str(&v.to_json()).unwrap_or(serde_json::Value::Null)),
+        abstained: None,
+        declaration: None,
+        record: None,
+        messages: BTreeMap::new(),
+        duties: BTreeMap::new(),
         rows,
     }
 }
 
-/// Handles one slice delivery: judges it and publishes the verdict. A slice that
-/// cannot be judged is published as an abstention with the reason, never dropped.
+/// The full topic record of a verdict judged from `bundle`: [`message`] plus the
+/// declaration, the checkpoint the verdict's record root belongs to, the decoded
+/// certified messages and the registered duties the verdict names.
+pub fn record(
+    v: &Verdict,
+    bundle: &SliceBundle,
+    keys: &KeyRegistry,
+    duties: &DutyRegistry,
+) -> VerdictMessage {
+    let mut m = message(v);
+    m.declaration = serde_json::from_slice(&bundle.declaration).ok();
+    m.record = anchor(&bundle.evidence.checkpoints, &v.record_root, keys);
+    let mut named = BTreeSet::new();
+    if let Some(json) = &m.verdict {
+        strings_in(json, &mut named);
+    }
+    for bytes in &bundle.evidence.envelopes {
+        let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
+            continue;
+        };
+        let id = env.id().to_string();
+        if named.contains(&id) {
+            m.messages.insert(id, view(env.envelope()));
+        }
+    }
+    for (holder, held) in &duties.principals {
+        let Ok(serde_json::Value::Array(list)) =
+            serde_json::to_value(held).map(|mut h| h["duties"].take())
+        else {
+            continue;
+        };
+        for definition in list {
+            if let Some(id) = definition["id"].as_str().filter(|id| named.contains(*id)) {
+                m.duties.insert(
+                    id.to_string(),
+                    DutyView {
+                        holder: holder.clone(),
+                        definition: definition.clone(),
+                    },
+                );
+            }
+        }
+    }
+    m
+}
+
+/// The checkpoint whose root is the verdict's record root (else the largest one).
+fn anchor(checkpoints: &[Vec<u8>], root: &str, keys: &KeyRegistry) -> Option<RecordAnchor> {
+    let parsed: Vec<(SignedCheckpoint, &Vec<u8>)> = checkpoints
+        .iter()
+        .filter_map(|b| SignedCheckpoint::parse(b).ok().map(|c| (c, b)))
+        .filter(|(c, _)| c.verify_log(keys).is_ok())
+        .collect();
+    let hex = |c: &SignedCheckpoint| hex::encode(c.checkpoint().root);
+    let (c, bytes) = parsed
+        .iter()
+        .find(|(c, _)| hex(c) == root)
+        .or_else(|| parsed.iter().max_by_key(|(c, _)| c.checkpoint().size))?;
+    Some(RecordAnchor {
+        origin: c.checkpoint().origin.clone(),
+        size: c.checkpoint().size,
+        root: hex(c),
+        checkpoint: String::from_utf8_lossy(bytes).into_owned(),
+        cosignatures: c
+            .cosignatures(keys)
+            .into_iter()
+            .map(|s| CosignatureView {
+                keeper: s.keeper,
+                timestamp: s.timestamp,
+            })
+            .collect(),
+    })
+}
+
+fn strings_in(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::String(s) => {
+            out.insert(s.clone());
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| {
+            out.insert(k.clone());
+            strings_in(x, out)
+        }),
+        _ => {}
+    }
+}
+
+/// A decoded envelope as the record shows it.
+fn view(env: &audita_evidence::Envelope) -> MessageView {
+    use serde_json::json;
+    let mut params = BTreeMap::new();
+    let mut put = |k: &str, v: serde_json::Value| {
+        params.insert(k.to_string(), v);
+    };
+    match &env.payload {
+        Payload::MoveTo { x_mm, y_mm, .. } => {
+            put("x_mm", json!(x_mm));
+            put("y_mm", json!(y_mm));
+        }
+        Payload::SetSpeed { mm_per_s, .. } => put("mm_per_s", json!(mm_per_s)),
+        Payload::Halt { .. } => {}
+        Payload::SetParam { name, value, .. } => {
+            put("name", json!(name));
+            put("value", json!(value));
+        }
+        Payload::AgentText { text } => put("text", json!(text)),
+        Payload::ToolOutput { tool, output } => {
+            put("tool", json!(tool));
+            put("output", json!(output));
+        }
+        Payload::SensorReport { sensor, reading } => {
+            put("sensor", json!(sensor));
+            put("reading", json!(reading));
+        }
+        Payload::ExternalInput { source, text } => {
+            put("source", json!(source));
+            put("text", json!(text));
+        }
+        Payload::Stored { kind, digest, len } => {
+            put("stored_kind", json!(format!("{kind:?}")));
+            put("digest", json!(hex::encode(digest)));
+            put("len", json!(len));
+        }
+    }
+    MessageView {
+        author: env.author.as_str().to_string(),
+        destination: env.destination.as_str().to_string(),
+        kind: env.payload.kind().to_string(),
+        target: env.payload.target().map(str::to_string),
+        params,
+        effect: effect_text(&env.effect),
+        timestamp_ms: env.timestamp,
+        citations: env.citations.iter().map(|c| c.to_string()).collect(),
+    }
+}
+
+fn effect_text(e: &Effect) -> String {
+    match e {
+        Effect::None => "none".into(),
+        Effect::AtPosition {
+            target,
+            x_mm,
+            y_mm,
+            tolerance_mm,
+        } => format!("{target} within {tolerance_mm} mm of ({x_mm}, {y_mm}) mm"),
+        Effect::Speed { target, mm_per_s } => format!("{target} moves at {mm_per_s} mm/s"),
+        Effect::Halted { target } => format!("{target} halted"),
+        Effect::Param {
+            target,
+            name,
+            value,
+        } => format!("{target}.{name} = {value} milli-units"),
+        Effect::Claim(text) => text.clone(),
+    }
+}
+
+/// Handles one slice delivery: judges it and publishes the verdict record. A slice
+/// that cannot be judged is published as an abstention with the reason (and the
+/// declaration, when the bundle decodes), never dropped.
 pub fn handle(
     d: &Delivery,
     keys: &KeyRegistry,
@@ -152,16 +317,24 @@ pub fn handle(
     out: &mut dyn Producer,
 ) -> Result<(), BusError> {
     let topic = format!("{topic_prefix}{}", topics::VERDICTS);
-    let result = SliceBundle::decode(&d.payload)
+    let bundle = SliceBundle::decode(&d.payload);
+    let result = bundle
+        .as_ref()
         .ok_or(JudgeError::Bundle)
-        .and_then(|b| judge(&b, keys, duties));
+        .and_then(|b| judge(b, keys, duties).map(|v| (v, b)));
     let payload = match result {
-        Ok(v) => serde_json::to_vec(&message(&v)),
+        Ok((v, b)) => serde_json::to_vec(&record(&v, b, keys, duties)),
         Err(e) => {
-            tracing::warn!(incident = %String::from_utf8_lossy(&d.key), error = %e, "abstaining");
-            serde_json::to_vec(&serde_json::json!({
-                "incident": String::from_utf8_lossy(&d.key), "abstained": e.to_string(), "rows": []
-            }))
+            let incident = String::from_utf8_lossy(&d.key);
+            tracing::warn!(incident = %incident, error = %e, "abstaining");
+            let declaration = bundle
+                .as_ref()
+                .and_then(|b| serde_json::from_slice(&b.declaration).ok());
+            serde_json::to_vec(&VerdictMessage::abstention(
+                &incident,
+                &e.to_string(),
+                declaration,
+            ))
         }
     }
     .map_err(|e| BusError::Permanent(e.to_string()))?;

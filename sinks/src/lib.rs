@@ -1,11 +1,15 @@
-//! Sinks: verdict rows to rotated Parquet files, verdicts to the verdict topic (done by
-//! the engine workers through the bus), and Prometheus metrics for every stage.
+//! Sinks: verdict topic records to the analytics tables, HTML reports and the index
+//! ([`sink::VerdictSink`]), and Prometheus metrics for every stage.
 //!
 //! Design constraints:
-//! - One Parquet row per (incident, principal), schema [`parquet::schema`], documented
-//!   column by column in ARCHITECTURE.md; files are written whole (temp name, then
-//!   rename), so a reader never sees a half-written file; a crash loses at most the
-//!   open file, whose verdicts the [`journal`] restores on restart.
+//! - Two Parquet tables, `incidents` (one row per incident, abstentions and no-cause
+//!   controls included) and `findings` (one row per incident × principal), with
+//!   versioned, additive schemas ([`tables`], documented in `sinks/TABLES.md`),
+//!   Hive-partitioned by UTC date, each file committed atomically; a crash loses at
+//!   most the open files, whose rows the [`journal`] restores on restart.
+//! - The verdict topic record has one JSON Schema ([`record`],
+//!   `sinks/schema/verdict-record.schema.json`).
+//! - Reports are self-contained HTML rendered by templates ([`report`]).
 //! - Metric names follow `audita_<stage>_<name>_<unit>[_total]` with a small fixed set
 //!   of label values; never a message id as a label.
 
@@ -14,7 +18,10 @@
 pub mod journal;
 pub mod metrics;
 pub mod parquet;
+pub mod record;
 pub mod report;
+pub mod sink;
+pub mod tables;
 
 /// One verdict finding: an (incident, principal) row.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -1,263 +1,1138 @@
-//! Self-contained HTML incident reports (no scripts, no external assets) rendered from
-//! a verdict JSON (`audita.verdict/v1`): an SVG of the slice with every node coloured
-//! certified / suspect / missing and every edge drawn by its witness grade,
-//! responsibility bars with their intervals, and the duty and breach table.
+//! Self-contained HTML pages for incident responders, rendered with askama templates
+//! (`sinks/templates/`) from a verdict topic record (`crate::record`):
+//!
+//! - one report per incident: wall-clock and record times, a one-paragraph summary
+//!   (who is culpable under which standard and why, who was cleared and why), the slice
+//!   graph on a time axis (arrowheads from cited to citing message, absence variables
+//!   as nodes, the outcome as the sink node, each node's message on hover), the
+//!   messages table, responsibility intervals, findings with the duties' meaning,
+//!   replay receipts, the record root, checkpoint and keeper co-signatures with the
+//!   `audita verify` / `audita verdict` commands that reproduce the verdict, and the
+//!   generation time and version;
+//! - the index of every incident, sortable by time, predicate, severity, status and
+//!   culpable count (CSS only).
+//!
+//! Design constraints:
+//! - One file, no scripts, no external assets; readable at phone width (viewport
+//!   meta, tables and the graph scroll sideways inside their own boxes).
+//! - Every text from the record is escaped by the template engine; rendering never
+//!   fails on input (a template error yields a one-line error page).
+//! - A no-cause incident says so instead of showing an empty analysis; an abstention
+//!   says why and that no finding is made about anyone.
 
-use serde_json::Value;
+use crate::record::{FindingView, MessageView, VerdictRecord, VerdictView};
+use crate::tables::{rfc3339, IncidentRow, RecordOrigin};
+use askama::Template;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// Who rendered a page.
+#[derive(Clone, Debug)]
+pub struct Build {
+    /// Version of the `audita` build.
+    pub version: String,
+    /// Generation time to print (Unix ms); `None`: now.
+    pub generated_ms: Option<i64>,
+}
+
+impl Build {
+    /// The current build, pages stamped at render time.
+    pub fn current(version: &str) -> Build {
+        Build {
+            version: version.to_string(),
+            generated_ms: None,
+        }
+    }
+
+    fn generated(&self) -> String {
+        rfc3339(self.generated_ms.unwrap_or_else(crate::tables::now_ms))
+    }
+}
+
+/// The report file name of an incident: the name restricted to `[A-Za-z0-9._-]`
+/// (leading dots replaced), with a digest suffix when that changed it.
+pub fn file_name(incident: &str) -> String {
+    let clean: String = incident
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || (c == '.' && i > 0) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    if clean == incident && !clean.is_empty() && clean != "index" {
+        format!("{clean}.html")
+    } else {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in incident.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        format!("{clean}-{h:016x}.html")
+    }
 }
 
 fn short(id: &str) -> String {
     match id.rsplit_once(':') {
-        Some((author, hex)) => format!("{author}:{}", &hex[..hex.len().min(8)]),
+        Some((author, hex)) => format!("{author}:{}…", &hex[..hex.len().min(8)]),
         None => id.to_string(),
     }
 }
 
-fn strs(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+fn anchor_of(id: &str) -> String {
+    let hex = id.rsplit_once(':').map_or(id, |(_, h)| h);
+    format!("m-{}", &hex[..hex.len().min(16)])
 }
 
-/// Renders the report of one verdict.
-pub fn render(verdict: &Value) -> String {
-    let incident = verdict["incident"].as_str().unwrap_or("?");
-    let mut html = String::new();
-    let _ = write!(
-        html,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Audita incident {i}</title><style>\
-         body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse}}\
-         td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;font-size:14px}}\
-         .k{{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px}}</style></head><body>\
-         <h1>Incident {i}</h1><p><b>Outcome</b> {o} at t* = {t} ms · severity {s:.1} J · standard <b>{st}</b> · \
-         claim <b>{c}</b> · status {status}</p>",
-        i = esc(incident),
-        o = esc(verdict["outcome"].as_str().unwrap_or("")),
-        t = verdict["t_star_ms"].as_u64().unwrap_or(0),
-        s = verdict["severity_j"].as_f64().unwrap_or(0.0),
-        st = esc(verdict["standard"].as_str().unwrap_or("")),
-        c = esc(verdict["claim"]["level"].as_str().unwrap_or("")),
-        status = esc(verdict["status"].as_str().unwrap_or("")),
-    );
-    html.push_str(&slice_svg(verdict));
-    html.push_str(&responsibility_svg(verdict));
-    html.push_str(&duty_table(verdict));
-    let notes = strs(&verdict["notes"]);
-    if !notes.is_empty() {
-        html.push_str("<h2>Notes</h2><ul>");
-        for n in notes {
-            let _ = write!(html, "<li>{}</li>", esc(&n));
-        }
-        html.push_str("</ul>");
+/// `s` cut to `n` characters (with an ellipsis) so it fits its box.
+fn fit(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
     }
-    html.push_str("</body></html>\n");
-    html
 }
 
-fn slice_svg(v: &Value) -> String {
-    let messages = strs(&v["slice"]["messages"]);
-    let anchors: BTreeSet<String> = strs(&v["anchors"]).into_iter().collect();
-    let mut status: BTreeMap<String, &str> =
-        messages.iter().map(|m| (m.clone(), "certified")).collect();
-    for item in v["completions"]["items"].as_array().into_iter().flatten() {
-        if let Some(id) = item["id"].as_str() {
-            let kind = match item["kind"].as_str() {
-                Some("suspect") => "suspect",
-                _ => "missing",
-            };
-            status.insert(id.to_string(), kind);
-        }
+fn fmt_rho(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+fn offset(ms: i64) -> String {
+    if ms == 0 {
+        "t*".into()
+    } else {
+        format!(
+            "t*{}{:.1} s",
+            if ms < 0 { "−" } else { "+" },
+            ms.abs() as f64 / 1000.0
+        )
     }
-    let edges: Vec<(String, String, String)> = v["slice"]["edges"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            Some((
-                e["child"].as_str()?.to_string(),
-                e["parent"].as_str()?.to_string(),
-                e["kind"].as_str()?.to_string(),
-            ))
-        })
-        .collect();
-    for (c, p, _) in &edges {
-        status.entry(c.clone()).or_insert("missing");
-        status.entry(p.clone()).or_insert("missing");
-    }
-    // Layer = distance from an anchor along citations (anchors at the right).
-    let mut layer: BTreeMap<String, usize> = anchors.iter().map(|a| (a.clone(), 0)).collect();
-    for _ in 0..status.len() {
-        let mut changed = false;
-        for (c, p, _) in &edges {
-            if let Some(&l) = layer.get(c) {
-                if layer.get(p).is_none_or(|&lp| lp < l + 1) && l < status.len() {
-                    layer.insert(p.clone(), l + 1);
-                    changed = true;
-                }
+}
+
+/// What one duty declaration obliges, in a sentence.
+pub fn duty_meaning(holder: &str, d: &serde_json::Value) -> String {
+    let s = |k: &str| d[k].as_str().unwrap_or("?").to_string();
+    let n = |k: &str| d[k].as_i64().map_or("?".into(), |v| v.to_string());
+    match d["kind"].as_str() {
+        Some("safety_envelope") => {
+            let mut parts = Vec::new();
+            if d.get("max_mm_per_s").is_some_and(|v| !v.is_null()) {
+                parts.push(format!("never command {} faster than {} mm/s", s("target"), n("max_mm_per_s")));
             }
+            if let Some(p) = d["param"].as_str() {
+                parts.push(format!(
+                    "keep parameter {p} of {} within [{}, {}] milli-units",
+                    s("target"),
+                    n("min"),
+                    n("max")
+                ));
+            }
+            if parts.is_empty() {
+                parts.push(format!("keep commands to {} within the registered envelope", s("target")));
+            }
+            format!("Safety envelope: {holder} must {}.", parts.join(" and "))
         }
-        if !changed {
-            break;
-        }
+        Some("halt_authority") => format!(
+            "Halt authority: after a certified sensor report containing “{}”{}, {holder} must issue a certified halt of {} within {} ms.",
+            s("trigger_contains"),
+            d["trigger_sensor"]
+                .as_str()
+                .map(|x| format!(" from {x}"))
+                .unwrap_or_default(),
+            s("target"),
+            n("deadline_ms")
+        ),
+        Some("review_required") => format!(
+            "Review required: every derived message of {holder} must cite a certified message of {}.",
+            s("reviewer")
+        ),
+        Some("aggregation") => format!(
+            "Aggregation: a command of {holder} on {} must carry the {} of its consumed certified inputs.",
+            s("target"),
+            s("rule")
+        ),
+        _ => format!("Declared duty of {holder}: {d}"),
     }
-    let depth = layer.values().copied().max().unwrap_or(0) + 1;
-    for n in status.keys() {
-        layer.entry(n.clone()).or_insert(depth);
+}
+
+/// A node of the slice graph.
+struct Node {
+    x: i64,
+    y: i64,
+    w: i64,
+    line1: String,
+    line2: String,
+    fill: &'static str,
+    stroke: &'static str,
+    dash: &'static str,
+    tip: String,
+    href: String,
+}
+
+/// An edge of the slice graph.
+struct Edge {
+    d: String,
+    dash: &'static str,
+    colour: &'static str,
+    marker: &'static str,
+    tip: String,
+}
+
+struct Tick {
+    x: i64,
+    top: String,
+    bottom: String,
+}
+
+struct Lane {
+    y: i64,
+    name: String,
+}
+
+struct Graph {
+    width: i64,
+    height: i64,
+    nodes: Vec<Node>,
+    edges: Vec<Edge>,
+    ticks: Vec<Tick>,
+    lanes: Vec<Lane>,
+    axis_y: i64,
+}
+
+struct MessageRow {
+    anchor: String,
+    id: String,
+    wall: String,
+    rel: String,
+    author: String,
+    kind: String,
+    target: String,
+    params: String,
+    effect: String,
+    cites: Vec<(String, String)>,
+    role: String,
+}
+
+struct Bar {
+    name: String,
+    lo_w: f64,
+    span_x: f64,
+    span_w: f64,
+    label: String,
+    colour: &'static str,
+    y: i64,
+}
+
+struct FindingRowView {
+    name: String,
+    status: String,
+    interval: String,
+    breach: String,
+    claim: String,
+    flags: String,
+    duties: Vec<(String, String)>,
+    violations: Vec<String>,
+    evidence: Vec<(String, String)>,
+    notes: Vec<String>,
+}
+
+struct ReplayRow {
+    vars: String,
+    grade: String,
+    risk: String,
+    runs: u64,
+    certified: bool,
+}
+
+#[derive(Template)]
+#[template(path = "report.html")]
+struct ReportPage {
+    incident: String,
+    kind: &'static str,
+    status: String,
+    predicate: String,
+    t_wall: String,
+    t_record: String,
+    severity: String,
+    standard: String,
+    claim: String,
+    summary: Vec<String>,
+    graph: Option<Graph>,
+    messages: Vec<MessageRow>,
+    bars: Vec<Bar>,
+    bars_height: i64,
+    findings: Vec<FindingRowView>,
+    replay: Vec<ReplayRow>,
+    notes: Vec<String>,
+    items: Vec<String>,
+    record_root: String,
+    checkpoint_size: String,
+    log_origin: String,
+    checkpoint: String,
+    cosignatures: Vec<(String, u64)>,
+    declaration: String,
+    verify_cmd: String,
+    verdict_cmd: String,
+    verdict_time: String,
+    origin: String,
+    generated: String,
+    version: String,
+}
+
+#[derive(Template)]
+#[template(path = "index.html")]
+struct IndexPage {
+    rows: Vec<IndexRow>,
+    count: usize,
+    abstained: usize,
+    culpable: usize,
+    origin: String,
+    generated: String,
+    version: String,
+}
+
+struct IndexRow {
+    href: String,
+    incident: String,
+    time: String,
+    predicate: String,
+    severity: String,
+    status: String,
+    status_class: &'static str,
+    culpable: String,
+    ranks: String,
+}
+
+/// Renders the report of one verdict topic record.
+pub fn render(
+    record: &VerdictRecord,
+    origin: &RecordOrigin,
+    verdict_time: i64,
+    build: &Build,
+) -> String {
+    let page = match record.verdict.as_ref().map(VerdictView::of) {
+        Some(Ok(v)) => graded_page(record, &v, origin),
+        Some(Err(e)) => abstention_page(record, &e, origin),
+        None => abstention_page(
+            record,
+            record.abstained.as_deref().unwrap_or("no verdict"),
+            origin,
+        ),
+    };
+    let page = ReportPage {
+        verdict_time: rfc3339(verdict_time),
+        origin: origin.text(),
+        generated: build.generated(),
+        version: build.version.clone(),
+        ..page
+    };
+    page.render().unwrap_or_else(|e| error_page(&e.to_string()))
+}
+
+fn error_page(e: &str) -> String {
+    let esc = e
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!("<!doctype html><meta charset=\"utf-8\"><title>Audita report error</title><p>report could not be rendered: {esc}</p>\n")
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+/// The stem of the files written next to a report (`<stem>.checkpoint`,
+/// `<stem>.adverse.json`).
+pub fn stem(incident: &str) -> String {
+    file_name(incident).trim_end_matches(".html").to_string()
+}
+
+fn commands(incident: &str, anchor: bool) -> (String, String) {
+    let file = stem(incident);
+    (
+        if anchor {
+            format!("audita verify RECORD_DIR --checkpoint reports/{file}.checkpoint")
+        } else {
+            "audita verify RECORD_DIR".to_string()
+        },
+        format!(
+            "audita verdict RECORD_DIR --duties duties.json --adverse reports/{file}.adverse.json"
+        ),
+    )
+}
+
+fn base(record: &VerdictRecord, origin: &RecordOrigin) -> ReportPage {
+    let anchor = record.record.as_ref();
+    let (verify_cmd, verdict_cmd) = commands(&record.incident, anchor.is_some());
+    let decl = record.declaration.as_ref();
+    let t_ms = decl.and_then(|d| d["t_star_ms"].as_u64());
+    ReportPage {
+        incident: record.incident.clone(),
+        kind: "abstained",
+        status: "abstained".into(),
+        predicate: decl
+            .and_then(|d| d["outcome"].as_str())
+            .unwrap_or("(not declared in the record)")
+            .to_string(),
+        t_wall: t_ms.map_or("unknown".into(), |t| rfc3339(origin.wall(t))),
+        t_record: t_ms.map_or("unknown".into(), |t| format!("{t} ms")),
+        severity: String::new(),
+        standard: String::new(),
+        claim: String::new(),
+        summary: Vec::new(),
+        graph: None,
+        messages: Vec::new(),
+        bars: Vec::new(),
+        bars_height: 0,
+        findings: Vec::new(),
+        replay: Vec::new(),
+        notes: Vec::new(),
+        items: Vec::new(),
+        record_root: anchor.map_or("(unknown: no verdict was computed)".into(), |a| {
+            a.root.clone()
+        }),
+        checkpoint_size: anchor.map_or(String::new(), |a| a.size.to_string()),
+        log_origin: anchor.map_or(String::new(), |a| a.origin.clone()),
+        checkpoint: anchor.map_or(String::new(), |a| a.checkpoint.clone()),
+        cosignatures: anchor
+            .map(|a| {
+                a.cosignatures
+                    .iter()
+                    .map(|c| (c.keeper.clone(), c.timestamp))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        declaration: decl.map(pretty).unwrap_or_default(),
+        verify_cmd,
+        verdict_cmd,
+        verdict_time: String::new(),
+        origin: String::new(),
+        generated: String::new(),
+        version: String::new(),
     }
-    let mut columns: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for (n, l) in &layer {
-        columns.entry(*l).or_default().push(n.clone());
-    }
-    let cols = columns.len().max(1);
-    let rows = columns.values().map(Vec::len).max().unwrap_or(1);
-    let (w, h) = (cols * 210 + 40, rows * 56 + 60);
-    let pos: BTreeMap<String, (usize, usize)> = columns
+}
+
+fn abstention_page(record: &VerdictRecord, reason: &str, origin: &RecordOrigin) -> ReportPage {
+    let mut page = base(record, origin);
+    page.summary = vec![
+        format!(
+            "Audita abstained on incident {}: {reason}.",
+            record.incident
+        ),
+        "No finding is made about any principal: an abstention is never an accusation. \
+         The commands below compute the verdict offline from the sealed record and the \
+         declaration (where the abstention came from a limit of the pipeline, such as \
+         the record size, they give the verdict the pipeline could not publish)."
+            .into(),
+    ];
+    page
+}
+
+fn status_phrase(p: &str, f: &FindingView, standard: &str, predicate: &str) -> String {
+    let interval = format!("ρ ∈ [{}, {}]", fmt_rho(f.rho_lo), fmt_rho(f.rho_hi));
+    let breached: Vec<String> = f
+        .breach
+        .violations
         .iter()
-        .flat_map(|(l, ns)| {
-            let x = w - 220 - l * 210;
-            ns.iter()
-                .enumerate()
-                .map(move |(i, n)| (n.clone(), (x, 40 + i * 56)))
+        .map(|v| {
+            if v.detail.is_empty() {
+                format!("duty {}", v.duty)
+            } else {
+                format!("duty {} ({})", v.duty, v.detail)
+            }
         })
         .collect();
-    let mut s = format!(
-        "<h2>Incident slice</h2><p><span class=\"k\" style=\"background:#2e7d32\"></span>certified\
-         <span class=\"k\" style=\"background:#ef6c00\"></span>suspect<span class=\"k\" style=\"background:#c62828\"></span>missing\
-         · edges: solid = hash match (causal witness), dashed = folded/similarity (temporal), dotted = window exit</p>\
-         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-size=\"11\">"
-    );
-    for (c, p, kind) in &edges {
-        let (Some(a), Some(b)) = (pos.get(c), pos.get(p)) else {
-            continue;
-        };
-        let dash = match kind.as_str() {
-            "hash_match" => "",
-            "window_exit" => " stroke-dasharray=\"2,3\"",
-            _ => " stroke-dasharray=\"6,4\"",
-        };
-        let _ = write!(
-            s,
-            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#555\"{dash}><title>{} cites {} ({kind})</title></line>",
-            a.0 + 20,
-            a.1 + 12,
-            b.0 + 180,
-            b.1 + 12,
-            esc(&short(c)),
-            esc(&short(p))
-        );
-    }
-    for (n, (x, y)) in &pos {
-        let colour = match status.get(n).copied() {
-            Some("certified") => "#2e7d32",
-            Some("suspect") => "#ef6c00",
-            _ => "#c62828",
-        };
-        let stroke = if anchors.contains(n) { "#000" } else { "none" };
-        let _ = write!(
-            s,
-            "<rect x=\"{x}\" y=\"{y}\" width=\"200\" height=\"24\" rx=\"4\" fill=\"{colour}\" stroke=\"{stroke}\" stroke-width=\"2\"/>\
-             <text x=\"{}\" y=\"{}\" fill=\"#fff\">{}</text>",
-            x + 6,
-            y + 16,
-            esc(&short(n))
-        );
-    }
-    s.push_str("</svg>");
-    let absences: Vec<String> = v["slice"]["absences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|a| {
+    let omission = f.flags.iter().any(|x| x == "omission");
+    let conduit = f.flags.iter().any(|x| x == "conduit");
+    match f.status.as_str() {
+        "culpable" => format!(
+            "{p} is culpable under the {standard} standard ({interval}): it breached {} and {} a certified cause of {predicate}{}.",
+            if breached.is_empty() { "a registered duty".into() } else { breached.join("; ") },
+            if omission { "the halt it never issued is" } else { "its own certified conduct is" },
+            if conduit { ", relaying upstream content (flagged conduit)" } else { "" }
+        ),
+        "negligent_but_inert" => format!(
+            "{p} breached {} but is not culpable: its conduct did not cause {predicate} ({interval}) — negligent but inert.",
+            if breached.is_empty() { "a registered duty".into() } else { breached.join("; ") }
+        ),
+        "involved_cleared" => {
+            let other: Vec<&str> = [
+                (f.breach.specification, "specification"),
+                (f.breach.reasonable_agent, "reasonable agent"),
+            ]
+            .into_iter()
+            .filter(|(b, name)| *b && *name != standard)
+            .map(|(_, name)| name)
+            .collect();
             format!(
-                "<li><b>absence</b> <code>{}</code>: {} did not discharge duty {} (trigger {}){}</li>",
-                esc(a["variable"].as_str().unwrap_or("")),
-                esc(a["holder"].as_str().unwrap_or("")),
-                esc(a["duty"].as_str().unwrap_or("")),
-                esc(&short(a["trigger"].as_str().unwrap_or(""))),
-                if a["in_outcome"].as_bool().unwrap_or(false) { " — in the outcome" } else { "" }
+                "{p} was involved ({interval}) but is cleared: {}{}.",
+                if other.is_empty() {
+                    "it breached no duty under either standard".to_string()
+                } else {
+                    format!(
+                        "it breached {} under the {} standard only, not under the {standard} standard culpability uses",
+                        if breached.is_empty() { "a duty".into() } else { breached.join("; ") },
+                        other.join(" and ")
+                    )
+                },
+                if conduit { "; it faithfully relayed upstream content (conduit)" } else { "" }
+            )
+        }
+        "exonerated" => format!(
+            "{p} is exonerated: none of its certified messages has an intact production path to {predicate}{}.",
+            f.notes.first().map(|n| format!(" ({n})")).unwrap_or_default()
+        ),
+        _ => format!(
+            "{p} is unresolved ({interval}): the evidence does not settle it{}.",
+            if f.items.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " — missing or suspect items by {} are named",
+                    f.items.iter().map(|i| i.author.clone()).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(", ")
+                )
+            }
+        ),
+    }
+}
+
+fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> ReportPage {
+    let mut page = base(record, origin);
+    // No actuation anchor: the outcome is exogenous to the record. The slice's
+    // principals may still be listed, each exonerated (ρ = [0, 0]).
+    let no_cause = v.anchors.is_empty()
+        && v
+            .principals
+            .values()
+            .all(|f| !f.culpable && f.rho_hi == 0.0);
+    page.kind = if v.status == "abstained" {
+        "abstained"
+    } else if no_cause {
+        "no-cause"
+    } else if v.principals.values().any(|f| f.culpable) {
+        "culpable"
+    } else {
+        "cleared"
+    };
+    page.status = v.status.clone();
+    page.predicate = v.outcome.clone();
+    page.t_wall = rfc3339(origin.wall(v.t_star_ms));
+    page.t_record = format!("{} ms", v.t_star_ms);
+    page.severity = format!("{:.1} J", v.severity_j);
+    page.standard = v.standard.replace('_', " ");
+    page.claim = v.claim.level.clone();
+    page.record_root = v.record_root.clone();
+    page.notes = v.notes.clone();
+    page.items = v
+        .completions
+        .items
+        .iter()
+        .map(|i| format!("{} ({}, by {})", i.id, i.kind, i.author))
+        .collect();
+    // Summary.
+    let standard = page.standard.clone();
+    if no_cause {
+        page.summary.push(format!(
+            "No principal is responsible for {} at {}: the declaration names no actuation \
+             anchor, so the outcome is exogenous to the certified record (an event no \
+             recorded command produced). Nobody is culpable, nobody is accused, and no \
+             causal claim is made.",
+            v.outcome, page.t_wall
+        ));
+    } else {
+        if v.status == "abstained" {
+            page.summary.push(format!(
+                "Audita abstained: {} No principal is found culpable on this incident.",
+                v.abstain_reason().unwrap_or_default()
+            ));
+        }
+        let culpable: Vec<&String> = v
+            .principals
+            .iter()
+            .filter(|(_, f)| f.culpable)
+            .map(|(p, _)| p)
+            .collect();
+        page.summary.push(if culpable.is_empty() {
+            format!(
+                "No principal is culpable for {} under the {standard} standard.",
+                v.outcome
+            )
+        } else {
+            format!(
+                "Under the {standard} standard, {} {} culpable for {} (severity {}).",
+                culpable
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                if culpable.len() == 1 { "is" } else { "are" },
+                v.outcome,
+                page.severity
+            )
+        });
+        let rank = |status: &str| match status {
+            "culpable" => 0,
+            "unresolved" => 1,
+            "negligent_but_inert" => 2,
+            "involved_cleared" => 3,
+            _ => 4,
+        };
+        let mut ordered: Vec<(&String, &FindingView)> = v.principals.iter().collect();
+        ordered.sort_by_key(|(p, f)| (rank(&f.status), p.as_str()));
+        for (p, f) in ordered {
+            page.summary
+                .push(status_phrase(p, f, &standard, &v.outcome));
+        }
+        if v.claim.level != "causal" {
+            page.summary.push(format!(
+                "The incident-level claim is {}: no causal verdict is made through a non-witness edge.",
+                v.claim.level
+            ));
+        }
+    }
+    page.graph = graph(record, v, origin);
+    page.messages = message_rows(record, v, origin);
+    // Bars.
+    page.bars = v
+        .principals
+        .iter()
+        .enumerate()
+        .map(|(i, (name, f))| Bar {
+            name: name.clone(),
+            lo_w: f.rho_lo.clamp(0.0, 1.0) * 400.0,
+            span_x: 200.0 + f.rho_lo.clamp(0.0, 1.0) * 400.0,
+            span_w: (f.rho_hi - f.rho_lo).clamp(0.0, 1.0) * 400.0,
+            label: format!(
+                "[{}, {}] {}",
+                fmt_rho(f.rho_lo),
+                fmt_rho(f.rho_hi),
+                f.status.replace('_', " ")
+            ),
+            colour: if f.culpable { "#c62828" } else { "#1565c0" },
+            y: 10 + i as i64 * 28,
+        })
+        .collect();
+    page.bars_height = v.principals.len() as i64 * 28 + 20;
+    page.findings = v
+        .principals
+        .iter()
+        .map(|(name, f)| FindingRowView {
+            name: name.clone(),
+            status: f.status.replace('_', " "),
+            interval: format!("[{}, {}]", fmt_rho(f.rho_lo), fmt_rho(f.rho_hi)),
+            breach: format!(
+                "specification: {} · reasonable agent: {}",
+                if f.breach.specification { "yes" } else { "no" },
+                if f.breach.reasonable_agent {
+                    "yes"
+                } else {
+                    "no"
+                }
+            ),
+            claim: f.claim.level.clone(),
+            flags: f.flags.join(", "),
+            duties: f
+                .duties
+                .iter()
+                .map(|d| {
+                    let meaning = record
+                        .duties
+                        .get(d)
+                        .map(|x| duty_meaning(&x.holder, &x.definition))
+                        .unwrap_or_else(|| "(declaration not in the record)".into());
+                    (d.clone(), meaning)
+                })
+                .collect(),
+            violations: f
+                .breach
+                .violations
+                .iter()
+                .map(|x| format!("{} [{}]: {}", x.duty, x.standards.join(", "), x.detail))
+                .collect(),
+            evidence: f
+                .evidence
+                .iter()
+                .map(|e| (anchor_of(e), short(e)))
+                .collect(),
+            notes: f.notes.clone(),
+        })
+        .collect();
+    page.replay = v
+        .replay
+        .iter()
+        .map(|r| ReplayRow {
+            vars: r.vars.join(" ∧ "),
+            grade: fmt_rho(r.grade),
+            risk: format!("{:.3} → {:.3}", r.q0, r.q1),
+            runs: r.runs,
+            certified: r.certified,
+        })
+        .collect();
+    page
+}
+
+fn role_of(id: &str, v: &VerdictView) -> String {
+    if v.anchors.iter().any(|a| a == id) {
+        "anchor".into()
+    } else if v.slice.absences.iter().any(|a| a.trigger == id) {
+        "halt trigger".into()
+    } else if v.slice.messages.iter().any(|m| m == id) {
+        "slice".into()
+    } else {
+        "evidence".into()
+    }
+}
+
+fn params_text(m: &MessageView) -> String {
+    m.params
+        .iter()
+        .map(|(k, x)| match x {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn message_rows(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Vec<MessageRow> {
+    let mut rows: Vec<(u64, MessageRow)> = record
+        .messages
+        .iter()
+        .map(|(id, m)| {
+            (
+                m.timestamp_ms,
+                MessageRow {
+                    anchor: anchor_of(id),
+                    id: id.clone(),
+                    wall: rfc3339(origin.wall(m.timestamp_ms)),
+                    rel: format!(
+                        "{} ms · {}",
+                        m.timestamp_ms,
+                        offset(m.timestamp_ms as i64 - v.t_star_ms as i64)
+                    ),
+                    author: m.author.clone(),
+                    kind: m.kind.clone(),
+                    target: m.target.clone().unwrap_or_default(),
+                    params: params_text(m),
+                    effect: m.effect.clone(),
+                    cites: m
+                        .citations
+                        .iter()
+                        .map(|c| (anchor_of(c), short(c)))
+                        .collect(),
+                    role: role_of(id, v),
+                },
             )
         })
         .collect();
-    if !absences.is_empty() {
-        s.push_str("<p>Duty-indexed absence variables (required messages never issued):</p><ul>");
-        s.push_str(&absences.concat());
-        s.push_str("</ul>");
-    }
-    s
+    rows.sort_by(|a, b| (a.0, &a.1.id).cmp(&(b.0, &b.1.id)));
+    rows.into_iter().map(|(_, r)| r).collect()
 }
 
-fn responsibility_svg(v: &Value) -> String {
-    let Some(principals) = v["principals"].as_object() else {
-        return String::new();
-    };
-    let h = principals.len() * 28 + 30;
-    let mut s = format!(
-        "<h2>Responsibility ρ with interval [ρ_lo, ρ_hi]</h2><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"860\" height=\"{h}\" font-size=\"12\">"
-    );
-    for (i, (name, f)) in principals.iter().enumerate() {
-        let (lo, hi) = (
-            f["rho_lo"].as_f64().unwrap_or(0.0),
-            f["rho_hi"].as_f64().unwrap_or(0.0),
-        );
-        let y = 10 + i * 28;
-        let culpable = f["culpable"].as_bool().unwrap_or(false);
-        let colour = if culpable { "#c62828" } else { "#1565c0" };
-        let _ = write!(
-            s,
-            "<text x=\"0\" y=\"{}\">{}</text><rect x=\"220\" y=\"{y}\" width=\"400\" height=\"18\" fill=\"#eee\"/>\
-             <rect x=\"220\" y=\"{y}\" width=\"{:.1}\" height=\"18\" fill=\"{colour}\"/>\
-             <rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"8\" fill=\"{colour}\" opacity=\"0.4\"/>\
-             <text x=\"630\" y=\"{}\">[{lo:.3}, {hi:.3}]{}</text>",
-            y + 13,
-            esc(name),
-            lo * 400.0,
-            220.0 + lo * 400.0,
-            y + 5,
-            (hi - lo).max(0.0) * 400.0,
-            y + 13,
-            if culpable { " culpable" } else { "" }
-        );
+const COL_W: i64 = 160;
+const NODE_W: i64 = 140;
+const LANE_H: i64 = 54;
+const LEFT: i64 = 150;
+const TOP: i64 = 46;
+
+fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Option<Graph> {
+    // Node set: slice, anchors, edge endpoints, items.
+    let mut ids: BTreeSet<String> = v.slice.messages.iter().cloned().collect();
+    ids.extend(v.anchors.iter().cloned());
+    for e in &v.slice.edges {
+        ids.insert(e.child.clone());
+        ids.insert(e.parent.clone());
     }
-    s.push_str("</svg>");
-    s
+    for a in &v.slice.absences {
+        ids.insert(a.trigger.clone());
+    }
+    if ids.is_empty() && v.slice.absences.is_empty() {
+        return None;
+    }
+    let item_kind: BTreeMap<&str, &str> = v
+        .completions
+        .items
+        .iter()
+        .map(|i| (i.id.as_str(), i.kind.as_str()))
+        .collect();
+    // Times: a message's own; an unknown one just before its earliest citer.
+    let mut time: BTreeMap<String, u64> = BTreeMap::new();
+    for id in &ids {
+        if let Some(m) = record.messages.get(id) {
+            time.insert(id.clone(), m.timestamp_ms);
+        }
+    }
+    for id in &ids {
+        if !time.contains_key(id) {
+            let t = v
+                .slice
+                .edges
+                .iter()
+                .filter(|e| &e.parent == id)
+                .filter_map(|e| time.get(&e.child).copied())
+                .min()
+                .map_or(v.t_star_ms, |t| t.saturating_sub(1));
+            time.insert(id.clone(), t);
+        }
+    }
+    let author = |id: &str| -> String {
+        record
+            .messages
+            .get(id)
+            .map(|m| m.author.clone())
+            .unwrap_or_else(|| id.rsplit_once(':').map_or(id, |(a, _)| a).to_string())
+    };
+    // Absence nodes sit in their holder's lane, at the trigger time.
+    struct Abs {
+        holder: String,
+        t: u64,
+        label: String,
+        trigger: String,
+        in_outcome: bool,
+        tip: String,
+    }
+    let abs: Vec<Abs> = v
+        .slice
+        .absences
+        .iter()
+        .map(|a| {
+            let meaning = record
+                .duties
+                .get(&a.duty)
+                .map(|d| duty_meaning(&d.holder, &d.definition))
+                .unwrap_or_default();
+            // Drawn when the halt was due: the trigger's time plus the deadline.
+            let deadline = record
+                .duties
+                .get(&a.duty)
+                .and_then(|d| d.definition["deadline_ms"].as_u64())
+                .unwrap_or(0);
+            let trigger_t = time.get(&a.trigger).copied().unwrap_or(v.t_star_ms);
+            Abs {
+                holder: a.holder.clone(),
+                t: trigger_t.saturating_add(deadline).min(v.t_star_ms),
+                label: format!("no halt: {}", a.duty),
+                // (due at `t`: trigger + deadline)
+                trigger: a.trigger.clone(),
+                in_outcome: a.in_outcome,
+                tip: format!(
+                    "absence variable {} — {} never issued the message duty {} requires{}. {}",
+                    a.variable,
+                    a.holder,
+                    a.duty,
+                    if a.in_outcome {
+                        " (enters the outcome)"
+                    } else {
+                        ""
+                    },
+                    meaning
+                ),
+            }
+        })
+        .collect();
+    // Columns: distinct times, t* last.
+    let mut times: BTreeSet<u64> = time.values().copied().collect();
+    times.extend(abs.iter().map(|a| a.t));
+    if times.is_empty() {
+        times.insert(v.t_star_ms);
+    }
+    // (The outcome gets its own column after these, at t*.)
+    let times: Vec<u64> = times.into_iter().collect();
+    let col = |t: u64| {
+        times
+            .iter()
+            .position(|x| *x >= t)
+            .unwrap_or(times.len() - 1) as i64
+    };
+    // Lanes: authors by first appearance.
+    let mut lanes: Vec<String> = Vec::new();
+    let mut order: Vec<(u64, String)> = time.iter().map(|(id, t)| (*t, author(id))).collect();
+    order.extend(abs.iter().map(|a| (a.t, a.holder.clone())));
+    order.sort();
+    for (_, a) in order {
+        if !lanes.contains(&a) {
+            lanes.push(a);
+        }
+    }
+    let lane_of = |a: &str| lanes.iter().position(|x| x == a).unwrap_or(0) as i64;
+    let outcome_lane = lanes.len() as i64;
+    // Stack nodes sharing a (column, lane) cell.
+    let mut used: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    let mut place = |c: i64, l: i64| -> (i64, i64) {
+        let k = used.entry((c, l)).or_insert(0);
+        let y = TOP + l * LANE_H + (*k * 10);
+        *k += 1;
+        (LEFT + c * COL_W, y)
+    };
+    let mut pos: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let mut nodes = Vec::new();
+    for (id, t) in &time {
+        let (x, y) = place(col(*t), lane_of(&author(id)));
+        pos.insert(id.clone(), (x, y));
+        let m = record.messages.get(id);
+        let kind = item_kind.get(id.as_str()).copied();
+        let (fill, stroke, dash) = match kind {
+            Some("suspect") => ("#ef6c00", "#ef6c00", ""),
+            Some(_) => ("#ffffff", "#c62828", "4,3"),
+            None if m.is_some() || v.slice.messages.contains(id) => ("#2e7d32", "#2e7d32", ""),
+            None => ("#ffffff", "#c62828", "4,3"),
+        };
+        let anchor = v.anchors.contains(id);
+        let line2 = match m {
+            Some(m) => format!("{} {}", m.kind, m.target.clone().unwrap_or_default()),
+            None => kind.unwrap_or("missing").to_string(),
+        };
+        let hex = id.rsplit_once(':').map_or("", |(_, h)| h);
+        let tip = match m {
+            Some(m) => format!(
+                "{id}\nauthor {} → {}\n{} {} {}\neffect: {}\nrecord time {} ms ({}) · {}\ncites {}",
+                m.author,
+                m.destination,
+                m.kind,
+                m.target.clone().unwrap_or_default(),
+                params_text(m),
+                m.effect,
+                m.timestamp_ms,
+                offset(m.timestamp_ms as i64 - v.t_star_ms as i64),
+                rfc3339(origin.wall(m.timestamp_ms)),
+                if m.citations.is_empty() { "nothing (a root)".into() } else { m.citations.iter().map(|c| short(c)).collect::<Vec<_>>().join(", ") }
+            ),
+            None => format!("{id}\n{}: its author is known from its id, its content is not in the certified record", kind.unwrap_or("missing")),
+        };
+        nodes.push(Node {
+            x,
+            y,
+            w: NODE_W,
+            line1: fit(&format!("{} {}", author(id), &hex[..hex.len().min(6)]), 22),
+            line2: fit(&line2, 24),
+            fill,
+            stroke: if anchor { "#000000" } else { stroke },
+            dash,
+            tip,
+            href: format!("#{}", anchor_of(id)),
+        });
+    }
+    let mut edges = Vec::new();
+    let curve = |a: (i64, i64), b: (i64, i64)| -> String {
+        let (x1, y1) = (a.0 + NODE_W, a.1 + 14);
+        let (x2, y2) = (b.0 - 2, b.1 + 14);
+        if x2 > x1 {
+            let mid = (x1 + x2) / 2;
+            format!("M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}")
+        } else {
+            // Same column: loop below.
+            let (sx, ex) = (a.0 + NODE_W / 2, b.0 + NODE_W / 2);
+            format!(
+                "M{sx},{} C{sx},{} {ex},{} {ex},{}",
+                a.1 + 28,
+                a.1 + 48,
+                b.1 - 20,
+                b.1 - 2
+            )
+        }
+    };
+    for e in &v.slice.edges {
+        let (Some(p), Some(c)) = (pos.get(&e.parent), pos.get(&e.child)) else {
+            continue;
+        };
+        let (dash, colour) = match e.kind.as_str() {
+            "hash_match" => ("", "#444444"),
+            "window_exit" => ("2,3", "#c62828"),
+            _ => ("6,4", "#8e24aa"),
+        };
+        edges.push(Edge {
+            d: curve(*p, *c),
+            dash,
+            colour,
+            marker: "arrow",
+            tip: format!(
+                "{} cites {} ({})",
+                short(&e.child),
+                short(&e.parent),
+                e.kind.replace('_', " ")
+            ),
+        });
+    }
+    // Outcome node.
+    let ycol = times.len() as i64;
+    let (ox, oy) = (LEFT + ycol * COL_W, TOP + outcome_lane * LANE_H);
+    for a in &v.anchors {
+        if let Some(p) = pos.get(a) {
+            edges.push(Edge {
+                d: curve(*p, (ox, oy)),
+                dash: "",
+                colour: "#000000",
+                marker: "arrow",
+                tip: format!("{} realises {}", short(a), v.outcome),
+            });
+        }
+    }
+    for a in &abs {
+        let (x, y) = place(col(a.t), lane_of(&a.holder));
+        if let Some(t) = pos.get(&a.trigger) {
+            edges.push(Edge {
+                d: curve(*t, (x, y)),
+                dash: "2,3",
+                colour: "#c62828",
+                marker: "arrow-red",
+                tip: format!(
+                    "{} triggers the duty whose halt never came",
+                    short(&a.trigger)
+                ),
+            });
+        }
+        if a.in_outcome {
+            edges.push(Edge {
+                d: curve((x, y), (ox, oy)),
+                dash: "6,4",
+                colour: "#c62828",
+                marker: "arrow-red",
+                tip: "the absence enters the outcome".into(),
+            });
+        }
+        nodes.push(Node {
+            x,
+            y,
+            w: NODE_W,
+            line1: fit(&format!("absent: {}", a.holder), 21),
+            line2: fit(&a.label, 24),
+            fill: "#fff3e0",
+            stroke: "#c62828",
+            dash: "4,3",
+            tip: a.tip.clone(),
+            href: "#findings".into(),
+        });
+    }
+    nodes.push(Node {
+        x: ox,
+        y: oy,
+        w: NODE_W,
+        line1: fit(&format!("Y: {}", v.outcome), 22),
+        line2: fit(&format!("t* = {} ms", v.t_star_ms), 24),
+        fill: "#000000",
+        stroke: "#000000",
+        dash: "",
+        tip: format!(
+            "adverse outcome {} at t* = {} ({} ms record time)",
+            v.outcome,
+            rfc3339(origin.wall(v.t_star_ms)),
+            v.t_star_ms
+        ),
+        href: "#summary".into(),
+    });
+    let mut lane_views: Vec<Lane> = lanes
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Lane {
+            y: TOP + i as i64 * LANE_H + 18,
+            name: a.clone(),
+        })
+        .collect();
+    lane_views.push(Lane {
+        y: oy + 18,
+        name: "outcome".into(),
+    });
+    let axis_y = TOP + (outcome_lane + 1) * LANE_H + 6;
+    let mut ticks: Vec<Tick> = times
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Tick {
+            x: LEFT + i as i64 * COL_W + NODE_W / 2,
+            top: offset(*t as i64 - v.t_star_ms as i64),
+            bottom: rfc3339(origin.wall(*t))
+                .get(11..23)
+                .unwrap_or("")
+                .to_string(),
+        })
+        .collect();
+    ticks.push(Tick {
+        x: ox + NODE_W / 2,
+        top: "Y".into(),
+        bottom: rfc3339(origin.wall(v.t_star_ms))
+            .get(11..23)
+            .unwrap_or("")
+            .to_string(),
+    });
+    Some(Graph {
+        width: ox + NODE_W + 20,
+        height: axis_y + 40,
+        nodes,
+        edges,
+        ticks,
+        lanes: lane_views,
+        axis_y,
+    })
 }
 
-fn duty_table(v: &Value) -> String {
-    let Some(principals) = v["principals"].as_object() else {
-        return String::new();
+/// Renders the index of incidents (rows in any order; the page sorts them).
+pub fn render_index(rows: &[&IncidentRow], origin: &RecordOrigin, build: &Build) -> String {
+    let rank = |key: &dyn Fn(&IncidentRow) -> String| -> BTreeMap<String, usize> {
+        let mut v: Vec<(String, &String)> = rows.iter().map(|r| (key(r), &r.incident)).collect();
+        v.sort();
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (_, inc))| (inc.clone(), i))
+            .collect()
     };
-    let mut s = String::from(
-        "<h2>Duty, breach, causation</h2><table><tr><th>principal</th><th>duties</th><th>breach (spec / reasonable)</th>\
-         <th>ρ interval</th><th>status</th><th>claim</th><th>flags</th><th>evidence</th></tr>",
-    );
-    for (name, f) in principals {
-        let _ = write!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td>{} / {}</td><td>[{:.3}, {:.3}]</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(name),
-            esc(&strs(&f["duties"]).join(", ")),
-            f["breach"]["specification"].as_bool().unwrap_or(false),
-            f["breach"]["reasonable_agent"].as_bool().unwrap_or(false),
-            f["rho_lo"].as_f64().unwrap_or(0.0),
-            f["rho_hi"].as_f64().unwrap_or(0.0),
-            esc(f["status"].as_str().unwrap_or("")),
-            esc(f["claim"]["level"].as_str().unwrap_or("")),
-            esc(&strs(&f["flags"]).join(", ")),
-            esc(&strs(&f["evidence"]).iter().map(|e| short(e)).collect::<Vec<_>>().join(" ")),
-        );
-    }
-    s.push_str("</table>");
-    s
+    let by_time = rank(&|r| format!("{:020}", r.t_star.unwrap_or(r.verdict_time)));
+    let by_pred = rank(&|r| r.predicate.clone().unwrap_or_default());
+    let by_sev = rank(&|r| format!("{:020.3}", 1e12 - r.severity_j.unwrap_or(0.0)));
+    let by_status = rank(&|r| r.status.clone());
+    let by_culp = rank(&|r| format!("{:010}", u32::MAX - r.culpable));
+    let mut out: Vec<IndexRow> = rows
+        .iter()
+        .map(|r| {
+            let status = if r.status == "abstained" {
+                "abstained"
+            } else if r.principals == 0 {
+                "no cause"
+            } else if r.culpable > 0 {
+                "culpable"
+            } else {
+                "cleared"
+            };
+            IndexRow {
+                href: file_name(&r.incident),
+                incident: r.incident.clone(),
+                time: r.t_star.map_or("unknown".into(), rfc3339),
+                predicate: r.predicate.clone().unwrap_or_else(|| "?".into()),
+                severity: r.severity_j.map_or("–".into(), |s| format!("{s:.1} J")),
+                status: status.to_string(),
+                status_class: match status {
+                    "culpable" => "st-culpable",
+                    "abstained" => "st-abstained",
+                    "no cause" => "st-nocause",
+                    _ => "st-cleared",
+                },
+                culpable: if r.culpable_principals.is_empty() {
+                    "–".into()
+                } else {
+                    r.culpable_principals.join(", ")
+                },
+                ranks: format!(
+                    "--t:{};--p:{};--s:{};--st:{};--c:{}",
+                    by_time[&r.incident],
+                    by_pred[&r.incident],
+                    by_sev[&r.incident],
+                    by_status[&r.incident],
+                    by_culp[&r.incident]
+                ),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.incident.cmp(&b.incident));
+    let page = IndexPage {
+        count: rows.len(),
+        abstained: rows.iter().filter(|r| r.status == "abstained").count(),
+        culpable: rows.iter().filter(|r| r.culpable > 0).count(),
+        rows: out,
+        origin: origin.text(),
+        generated: build.generated(),
+        version: build.version.clone(),
+    };
+    page.render().unwrap_or_else(|e| error_page(&e.to_string()))
 }

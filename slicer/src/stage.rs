@@ -809,9 +809,14 @@ impl SlicerStage {
                     self.max_record
                 );
                 tracing::error!(incident = %w.name, %reason, "abstaining");
-                let abstain = serde_json::json!({
+                // An `audita.verdict-record/v1` abstention (sinks/schema/).
+                let mut abstain = serde_json::json!({
+                    "schema": "audita.verdict-record/v1",
                     "incident": w.name, "abstained": reason, "rows": []
                 });
+                if let Ok(decl) = serde_json::from_slice::<serde_json::Value>(&w.declaration) {
+                    abstain["declaration"] = decl;
+                }
                 out.send(
                     &format!("{}{}", self.topic_prefix, topics::VERDICTS),
                     w.name.as_bytes(),
