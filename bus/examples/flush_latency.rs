@@ -1,7 +1,7 @@
 //! How long a producer flush of one batch takes on a broker (diagnostics).
 //! `cargo run --release -p audita-bus --example flush_latency -- HOST:PORT`
 use audita_bus::kafka::KafkaBus;
-use audita_bus::{Bus, Producer, TopicSpec};
+use audita_bus::{Bus, TopicSpec};
 use std::time::Instant;
 
 fn main() {

@@ -17,8 +17,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// One record of a partition: key and payload.
+type Record = (Arc<[u8]>, Arc<[u8]>);
+
 struct Topic {
-    partitions: Vec<Vec<(Arc<[u8]>, Arc<[u8]>)>>,
+    partitions: Vec<Vec<Record>>,
     subscribers: BTreeSet<String>,
 }
 

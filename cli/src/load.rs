@@ -290,6 +290,7 @@ fn proc_cpu_s(pid: u32) -> Option<f64> {
     // Fields 14 and 15 of stat (utime, stime), counted after the command name.
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
     // SAFETY: sysconf has no preconditions.
+    #[allow(unsafe_code)]
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     Some(ticks / if hz > 0 { hz as f64 } else { 100.0 })
 }

@@ -69,6 +69,7 @@ fn main() {
     // (`audita verify DIR | head`) instead of panicking on the failed write.
     // SAFETY: called first thing, before any other thread exists; SIG_DFL is a
     // valid disposition for SIGPIPE.
+    #[allow(unsafe_code)]
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }

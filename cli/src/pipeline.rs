@@ -447,7 +447,7 @@ pub fn run_sealer_with(
             live.sealer_duplicates
                 .inc_by(s.duplicates - seen.duplicates);
             live.sealer_late.inc_by(s.late - seen.late);
-            live.sealer_watermark.set(watermark as i64);
+            live.sealer_watermark.set(watermark as f64 / 1000.0);
             seen = *s;
         }));
     let mut c = bus.consumer(&d.topic("sealer"), &[&d.topic(topics::ACCEPTED)])?;

@@ -9,7 +9,8 @@ use audita_bus::Bus;
 use audita_sinks::metrics::Metrics;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The stages that run as processes.
@@ -25,6 +26,32 @@ pub enum StageName {
     Engine,
     /// Parquet verdict files and rows.json.
     Sink,
+}
+
+impl StageName {
+    /// The stage's metric name prefix (`audita_<prefix>_…`).
+    fn metrics_prefix(self) -> &'static str {
+        match self {
+            StageName::Ingest => "ingest",
+            StageName::Sealer => "sealer",
+            StageName::Slicer => "slicer",
+            StageName::Engine => "engine",
+            StageName::Sink => "sinks",
+        }
+    }
+}
+
+/// SIGTERM and SIGINT set `stop`: the stage stops taking input, flushes what it
+/// produced, commits what it took and exits 0. A second signal while it drains exits
+/// at once (status 1), for an operator who will not wait.
+fn stop_on_signals(stop: &Arc<AtomicBool>) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGTERM, SIGINT] {
+        // Order matters: the conditional shutdown sees the flag the first signal set.
+        signal_hook::flag::register_conditional_shutdown(sig, 1, stop.clone())?;
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    Ok(())
 }
 
 /// Arguments shared by `stage` and `feed`.
@@ -101,11 +128,30 @@ pub fn run_stage(args: &StageArgs) -> i32 {
         let sealer = matches!(args.name, StageName::Sealer);
         let (mut d, bus, _) = setup(&args.common, sealer)?;
         args.retention.apply_given(&mut d)?;
-        let m = Metrics::new();
+        let m = Metrics::for_stage(args.name.metrics_prefix());
         if let Some(addr) = args.metrics {
-            m.serve(addr)?;
+            let bound = m
+                .serve(addr)
+                .map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
+            tracing::info!(%bound, "serving /metrics, /healthz, /readyz");
         }
-        let stop = AtomicBool::new(false);
+        let stop = Arc::new(AtomicBool::new(false));
+        stop_on_signals(&stop)?;
+        // Connected (the topics exist on the broker): ready until a signal drains it.
+        m.set_ready(true);
+        {
+            // Signal handlers only set a flag; this watcher turns it into /readyz 503.
+            let (stop, m) = (stop.clone(), m.clone());
+            std::thread::Builder::new()
+                .name("readiness".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    m.set_ready(false);
+                    tracing::info!("signal: draining (stop taking input, flush, commit)");
+                })?;
+        }
         let idle = args.max_idle_ms.map(Duration::from_millis);
         let dir = || {
             args.dir

@@ -250,6 +250,57 @@ fn kafka_run_with_separate_stage_processes_equals_the_embedded_run() {
 
 #[test]
 fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_changes_no_verdict() {
+    interrupted_run(Signal::Kill);
+}
+
+#[test]
+fn sigterm_of_each_stage_mid_stream_exits_0_loses_nothing_seals_nothing_twice_and_changes_no_verdict(
+) {
+    interrupted_run(Signal::Term);
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Signal {
+    /// SIGKILL: a crash.
+    Kill,
+    /// SIGTERM: an orderly stop (a Kubernetes rollout, a node drain).
+    Term,
+}
+
+/// How long a stage may take to drain and exit after SIGTERM.
+const DRAIN_BOUND: Duration = Duration::from_secs(30);
+
+/// Stops `child` with `signal` and waits for it; after SIGTERM the stage must exit 0
+/// within [`DRAIN_BOUND`].
+fn interrupt(child: &mut Child, signal: Signal, what: &str) {
+    match signal {
+        Signal::Kill => {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+        Signal::Term => {
+            let sent = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success(), "kill -TERM {what}");
+            let deadline = Instant::now() + DRAIN_BOUND;
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if Instant::now() >= deadline {
+                    let _ = child.kill();
+                    panic!("{what} did not exit within {DRAIN_BOUND:?} of SIGTERM");
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            assert_eq!(status.code(), Some(0), "{what} after SIGTERM: {status}");
+        }
+    }
+}
+
+fn interrupted_run(signal: Signal) {
     let broker = KafkaBroker::start().unwrap_or_else(|e| panic!("{e}"));
     let embedded = embedded_run();
 
@@ -260,7 +311,14 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
         work.path().to_path_buf()
     };
     eprintln!("work dir {}", work.display());
-    let prefix = format!("{}.", unique_name("crash"));
+    let prefix = format!(
+        "{}.",
+        unique_name(if signal == Signal::Kill {
+            "crash"
+        } else {
+            "term"
+        })
+    );
     let config = deployment(&work, &prefix);
     let expect = incidents(embedded.path());
     let record = work.join("record");
@@ -310,8 +368,11 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
     for (i, victim) in victims.split(',').filter(|v| !v.is_empty()).enumerate() {
         std::thread::sleep(Duration::from_millis(if i == 0 { 900 } else { 600 }));
         let slot = stages.0.iter_mut().find(|(n, _)| n == victim).unwrap();
-        slot.1.kill().unwrap(); // SIGKILL
-        slot.1.wait().unwrap();
+        assert!(
+            slot.1.try_wait().unwrap().is_none(),
+            "{victim} exited before it was interrupted"
+        );
+        interrupt(&mut slot.1, signal, victim);
         slot.1 = match victim {
             "sealer" => stage(&sealer_args),
             "ingest" => stage(&["stage", "ingest"]),
@@ -335,8 +396,7 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
         sink.try_wait().unwrap().is_none(),
         "the sink finished before it could be killed mid-stream"
     );
-    sink.kill().unwrap(); // SIGKILL
-    sink.wait().unwrap();
+    interrupt(&mut sink, signal, "sink");
     assert!(journaled() >= 1, "no verdict reached the sink within 120 s");
     sink = stage(&sink_args);
     let deadline = Instant::now() + Duration::from_secs(240);
@@ -350,7 +410,7 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
     assert_eq!(
         rows(&sink_dir.join("rows.json")),
         rows(&embedded.path().join("rows.json")),
-        "verdicts after crashes differ from the uninterrupted run"
+        "verdicts after {signal:?} interruptions differ from the uninterrupted run"
     );
     // Across the sink's restart every row landed in Parquet exactly once: one
     // incidents row per incident, one findings row per incident and principal.

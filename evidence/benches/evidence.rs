@@ -37,6 +37,7 @@ fn cpu_ns() -> Option<u64> {
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes into the timespec we own.
+    #[allow(unsafe_code)]
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }

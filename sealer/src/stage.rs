@@ -327,7 +327,9 @@ impl SealerStage {
         let mut epochs = disk::Stream::segments(&dir, "epochs", "epoch-", b'H')?;
         let mut envelopes = disk::Stream::segments(&dir, "segments", "envelopes-", b'E')?;
         let mut log = CompactRange::new();
-        let mut last: Option<(EpochHeader, Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Hash>)> = None;
+        // The last epoch read: header, leaves, envelope frames, leaf hashes.
+        type LastEpoch = (EpochHeader, Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Hash>);
+        let mut last: Option<LastEpoch> = None;
         let mut newest = 0u64;
         while let Some(frames) = epochs.next_file() {
             let mut frames = frames?.into_iter();
@@ -380,7 +382,7 @@ impl SealerStage {
                 .unwrap_or(0);
             newest = newest.max(t);
             self.remember_receipt(audita_evidence::sha256(&r), t);
-            if self.receipts_seen.len() % 4096 == 0 {
+            if self.receipts_seen.len().is_multiple_of(4096) {
                 self.prune(newest.saturating_sub(self.horizon_ms));
             }
         }
@@ -618,12 +620,17 @@ impl SealerStage {
         let proof = TailProver::new(&self.log, &hashes)
             .consistency()
             .map_err(|e| StageError::Inconsistent(self.config.dir.clone(), e.to_string()))?;
+        // C2SP cosignature/v1: the time a keeper co-signs is POSIX seconds of the
+        // keeper's clock (wall time), not record time.
+        let cosigned_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         for k in &mut self.keepers {
             k.cosign(
                 &mut epoch.checkpoint,
                 &proof,
                 &self.config.keys,
-                self.clock_ms,
+                cosigned_at,
             )
             .map_err(|e| {
                 StageError::Inconsistent(

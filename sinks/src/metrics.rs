@@ -1,28 +1,51 @@
-//! Prometheus metrics of every stage, and a minimal `/metrics` HTTP endpoint.
+//! Prometheus metrics of every stage, and the stage's HTTP endpoint: `/metrics`,
+//! `/healthz`, `/readyz`.
 //!
-//! Names follow `audita_<stage>_<name>_<unit>[_total]`; labels take values from small
-//! fixed sets (`result`, `reason`, `stage`). A process runs one [`Metrics`]; stages
-//! that share a process share it.
+//! Names follow `audita_<stage>_<name>_<unit>[_total]` in base units (seconds, not
+//! milliseconds) and pass `promtool check metrics`; labels take values from small fixed
+//! sets (`result`, `stage`), never a message id. A stage process exports only its own
+//! stage's metrics ([`Metrics::for_stage`]) plus the bus and process metrics; the
+//! embedded demo, whose stages share a process, registers all of them ([`Metrics::new`]).
+//!
+//! The endpoint is an axum server on its own thread and runtime, so a stage's run loop
+//! never waits on a scrape; every request has a time limit ([`REQUEST_TIMEOUT`]) and
+//! a response is rendered from the registry in memory (bounded by the fixed metric
+//! set). `/healthz` answers 200 while the process serves; `/readyz` answers 200 only
+//! while the stage is connected and taking input ([`Metrics::set_ready`]), 503 before
+//! and while it drains after SIGTERM.
 
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+    Encoder, Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
 };
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest a request to the endpoint may take before it is answered 408.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The stages, as metric name prefixes (`audita_<prefix>_…`).
+pub const STAGES: [&str; 5] = ["ingest", "sealer", "slicer", "engine", "sinks"];
 
 /// The metrics of the pipeline.
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
+    ready: Arc<AtomicBool>,
     /// Envelopes read by ingest, by `result` (`accepted`, `suspect`).
     pub ingest_envelopes: IntCounterVec,
     /// Messages sealed into epochs.
     pub sealer_messages: IntCounter,
     /// Envelopes older than the dedupe horizon, quarantined as late.
     pub sealer_late: IntCounter,
-    /// The sealer's event-time watermark (record time, ms).
-    pub sealer_watermark: IntGauge,
+    /// The sealer's event-time watermark (record time, seconds).
+    pub sealer_watermark: Gauge,
     /// Re-delivered messages the sealer recognised by id and did not seal twice.
     pub sealer_duplicates: IntCounter,
     /// Epochs closed.
@@ -52,8 +75,26 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// A fresh registry with every pipeline metric (and process metrics) registered.
+    /// A fresh registry with every pipeline metric (and process metrics) registered:
+    /// for a process running every stage (the embedded demo, `audita load`).
     pub fn new() -> Metrics {
+        Metrics::registering(|_| true)
+    }
+
+    /// A fresh registry with `stage`'s metrics (one of [`STAGES`]), the bus's and the
+    /// process's: what `audita stage NAME` exports. The other stages' metrics exist
+    /// (the stage code may update them) but are not exported.
+    pub fn for_stage(stage: &str) -> Metrics {
+        let own = format!("audita_{stage}_");
+        Metrics::registering(move |name| {
+            !STAGES
+                .iter()
+                .any(|s| name.starts_with(&format!("audita_{s}_")))
+                || name.starts_with(&own)
+        })
+    }
+
+    fn registering(keep: impl Fn(&str) -> bool) -> Metrics {
         let registry = Registry::new();
         let counter =
             |name: &str, help: &str| IntCounter::new(name, help).expect("static metric name");
@@ -74,9 +115,9 @@ impl Metrics {
                 "audita_sealer_late_total",
                 "Envelopes older than the dedupe horizon, quarantined as late",
             ),
-            sealer_watermark: IntGauge::new(
-                "audita_sealer_watermark_ms",
-                "Event-time watermark of the sealer (record time, ms)",
+            sealer_watermark: Gauge::new(
+                "audita_sealer_watermark_seconds",
+                "Event-time watermark of the sealer (record time, seconds)",
             )
             .expect("static metric name"),
             sealer_duplicates: counter(
@@ -145,6 +186,7 @@ impl Metrics {
             )
             .expect("static metric name"),
             registry,
+            ready: Arc::new(AtomicBool::new(false)),
         };
         let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(m.ingest_envelopes.clone()),
@@ -167,9 +209,27 @@ impl Metrics {
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ];
         for c in collectors {
+            let name = c
+                .desc()
+                .first()
+                .map(|d| d.fq_name.clone())
+                .unwrap_or_default();
+            if name.starts_with("audita_") && !keep(&name) {
+                continue;
+            }
             m.registry.register(c).expect("each metric registered once");
         }
         m
+    }
+
+    /// Marks the stage ready (connected and taking input) or not (starting, draining).
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// Whether `/readyz` answers 200.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
     }
 
     /// The text exposition of every metric.
@@ -179,38 +239,73 @@ impl Metrics {
         String::from_utf8_lossy(&buf).into_owned()
     }
 
-    /// Serves `GET /metrics` on `addr` from a background thread; returns the bound
-    /// address (use port 0 for an ephemeral one).
+    /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` from a background thread
+    /// (its own single-threaded runtime); returns the bound address (port 0: an
+    /// ephemeral one). A bind failure is returned here, before the stage starts.
     pub fn serve(&self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
-        let listener = TcpListener::bind(addr)?;
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
         let bound = listener.local_addr()?;
-        let me = self.clone();
-        std::thread::Builder::new().name("metrics-http".into()).spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(&stream);
-                let mut request_line = String::new();
-                if reader.read_line(&mut request_line).is_err() {
-                    continue;
-                }
-                // Drain headers.
-                let mut line = String::new();
-                while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-                    line.clear();
-                }
-                let (status, body) = if request_line.starts_with("GET /metrics") {
-                    ("200 OK", me.render())
-                } else {
-                    ("404 Not Found", "only /metrics is served\n".to_string())
-                };
-                let mut s = &stream;
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        })?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let app = self.router();
+        std::thread::Builder::new()
+            .name("metrics-http".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            tracing::error!(error = %e, "metrics endpoint: listener");
+                            return;
+                        }
+                    };
+                    if let Err(e) = axum::serve(listener, app).await {
+                        tracing::error!(error = %e, "metrics endpoint stopped");
+                    }
+                })
+            })?;
         Ok(bound)
+    }
+
+    /// The endpoint's routes, with the request time limit.
+    pub fn router(&self) -> Router {
+        let (metrics, ready) = (self.clone(), self.ready.clone());
+        Router::new()
+            .route(
+                "/metrics",
+                get(move || {
+                    let m = metrics.clone();
+                    async move {
+                        (
+                            [(
+                                header::CONTENT_TYPE,
+                                "text/plain; version=0.0.4; charset=utf-8",
+                            )],
+                            m.render(),
+                        )
+                    }
+                }),
+            )
+            .route("/healthz", get(|| async { "ok\n" }))
+            .route(
+                "/readyz",
+                get(move || {
+                    let ready = ready.load(Ordering::SeqCst);
+                    async move {
+                        if ready {
+                            (StatusCode::OK, "ready\n").into_response()
+                        } else {
+                            (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
+                        }
+                    }
+                }),
+            )
+            .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+                StatusCode::REQUEST_TIMEOUT,
+                REQUEST_TIMEOUT,
+            ))
     }
 }
 

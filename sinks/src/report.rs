@@ -505,8 +505,7 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
     // No actuation anchor: the outcome is exogenous to the record. The slice's
     // principals may still be listed, each exonerated (ρ = [0, 0]).
     let no_cause = v.anchors.is_empty()
-        && v
-            .principals
+        && v.principals
             .values()
             .all(|f| !f.culpable && f.rho_hi == 0.0);
     page.kind = if v.status == "abstained" {

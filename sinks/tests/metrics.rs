@@ -1,23 +1,162 @@
-//! The metrics endpoint serves every stage's metrics in the Prometheus text format.
+//! The stage endpoint: `/metrics` in the Prometheus text format with names that pass
+//! `promtool check metrics` (the real promtool; CI installs it), `/healthz`, `/readyz`
+//! following the stage's readiness, each stage process exporting only its own stage's
+//! metrics, and a slow client answered within the request time limit.
 
-#[test]
-fn metrics_endpoint_serves_pipeline_metrics() {
-    use std::io::{Read, Write};
-    let m = audita_sinks::metrics::Metrics::new();
+use audita_sinks::metrics::{Metrics, STAGES};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Runs `promtool check metrics` on an exposition; returns its complaints.
+fn promtool(exposition: &str) -> String {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool on PATH (.ci/run installs Debian's prometheus package)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        String::new()
+    } else {
+        text
+    }
+}
+
+/// Every metric with a value, so each family appears in the exposition.
+fn touch(m: &Metrics) {
     m.ingest_envelopes
         .with_label_values(&["accepted"])
         .inc_by(3);
+    m.ingest_envelopes.with_label_values(&["suspect"]).inc();
+    m.sealer_messages.inc();
+    m.sealer_watermark.set(12.5);
+    m.slicer_slice_wait.observe(0.2);
+    m.engine_judge.observe(0.01);
+    m.sinks_rows.inc();
+    m.backpressure.with_label_values(&["ingest"]).inc();
+}
+
+#[test]
+fn metrics_healthz_and_readyz_are_served_and_names_pass_promtool() {
+    let m = Metrics::new();
+    touch(&m);
     let addr = m.serve("127.0.0.1:0".parse().unwrap()).unwrap();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).unwrap();
-    assert!(body.starts_with("HTTP/1.1 200"), "{body}");
+    let (status, body) = get(addr, "/metrics");
+    assert_eq!(status, 200, "{body}");
     assert!(
         body.contains("audita_ingest_envelopes_total{result=\"accepted\"} 3"),
         "{body}"
     );
     assert!(body.contains("audita_engine_judge_seconds_bucket"));
     assert!(body.contains("audita_slicer_slice_wait_seconds_bucket"));
+    assert!(
+        body.contains("audita_sealer_watermark_seconds 12.5"),
+        "{body}"
+    );
+    assert!(!body.contains("_ms"), "a metric in milliseconds: {body}");
+    let complaints = promtool(&body);
+    assert!(
+        complaints.is_empty(),
+        "promtool check metrics:\n{complaints}"
+    );
+
+    assert_eq!(get(addr, "/healthz").0, 200);
+    assert_eq!(
+        get(addr, "/readyz").0,
+        503,
+        "not ready before the stage says so"
+    );
+    m.set_ready(true);
+    assert_eq!(get(addr, "/readyz").0, 200);
+    m.set_ready(false);
+    assert_eq!(get(addr, "/readyz").0, 503, "draining is not ready");
+    assert_eq!(get(addr, "/nothing").0, 404);
+}
+
+#[test]
+fn a_stage_process_exports_only_its_own_stage_metrics() {
+    for stage in STAGES {
+        let m = Metrics::for_stage(stage);
+        touch(&m);
+        let text = m.render();
+        let families: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| n.starts_with("audita_"))
+            .collect();
+        assert!(
+            families
+                .iter()
+                .any(|n| n.starts_with(&format!("audita_{stage}_"))),
+            "{stage} exports its own metrics: {families:?}"
+        );
+        for n in &families {
+            assert!(
+                n.starts_with(&format!("audita_{stage}_")) || n.starts_with("audita_bus_"),
+                "the {stage} process exports {n}"
+            );
+        }
+        assert!(text.contains("process_"), "process metrics too");
+        let complaints = promtool(&text);
+        assert!(complaints.is_empty(), "{stage}: {complaints}");
+    }
+}
+
+#[test]
+fn a_client_that_never_finishes_its_request_does_not_hold_the_endpoint() {
+    let m = Metrics::new();
+    let addr = m.serve("127.0.0.1:0".parse().unwrap()).unwrap();
+    // Slow clients: connect, send half a request line, never finish.
+    let _stalled: Vec<TcpStream> = (0..32)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"GET /metr").unwrap();
+            s
+        })
+        .collect();
+    let t = Instant::now();
+    assert_eq!(get(addr, "/healthz").0, 200);
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "a health check waited {:?} behind stalled clients",
+        t.elapsed()
+    );
 }

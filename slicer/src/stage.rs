@@ -977,7 +977,9 @@ impl SlicerStage {
                 }
             }
         }
+        // Stopped (SIGTERM) or idle: emit what is complete and deliver it before exit.
         self.emit_ready(out)?;
+        out.flush()?;
         Ok(())
     }
 }
