@@ -59,9 +59,7 @@ fn find_tool(name: &str) -> Option<PathBuf> {
     if let Some(home) = std::env::var_os("HOME") {
         dirs.push(PathBuf::from(home).join("go/bin"));
     }
-    dirs.into_iter()
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 fn helm() -> PathBuf {
@@ -104,6 +102,7 @@ fn deployment() -> Deployment {
     let made = audita_deploy::init(&dir, &origin).unwrap();
     audita_deploy::add_principal(&made.config, "planner-1", "planner", None, Some(0)).unwrap();
     audita_deploy::add_principal(&made.config, "robot-7", "robot", None, Some(0)).unwrap();
+    std::fs::write(dir.join("sasl-password"), PASSWORD).unwrap();
     Deployment {
         _tmp: tmp,
         dir,
@@ -120,7 +119,10 @@ fn identity_args(d: &Deployment) -> Vec<String> {
         "--set-string".into(),
         format!("log.vkey={}", d.vkey),
         "--set-file".into(),
-        format!("registry.principals={}", d.dir.join("principals.json").display()),
+        format!(
+            "registry.principals={}",
+            d.dir.join("principals.json").display()
+        ),
         "--set-file".into(),
         format!("registry.duties={}", d.dir.join("duties.json").display()),
         "--set".into(),
@@ -226,9 +228,14 @@ fn validate(text: &str, all: &[Value]) {
     }
     let warned: Vec<&str> = stdout
         .lines()
-        .filter(|l| l.starts_with("WARN") && !SKIP.iter().any(|k| l.contains(&format!("kind {k} "))))
+        .filter(|l| {
+            l.starts_with("WARN") && !SKIP.iter().any(|k| l.contains(&format!("kind {k} ")))
+        })
         .collect();
-    assert!(warned.is_empty(), "unexpected validator warnings: {warned:?}");
+    assert!(
+        warned.is_empty(),
+        "unexpected validator warnings: {warned:?}"
+    );
 }
 
 /// Secret data and public keys: opaque strings a word check must not look into.
@@ -248,18 +255,36 @@ fn scrub(text: &str, all: &[Value], opaque: &[&str]) -> String {
 fn check_security(what: &str, c: &Value) {
     let s = &c["securityContext"];
     assert_eq!(s["runAsNonRoot"], true, "{what}: runAsNonRoot");
-    assert_eq!(s["readOnlyRootFilesystem"], true, "{what}: readOnlyRootFilesystem");
-    assert_eq!(s["allowPrivilegeEscalation"], false, "{what}: allowPrivilegeEscalation");
+    assert_eq!(
+        s["readOnlyRootFilesystem"], true,
+        "{what}: readOnlyRootFilesystem"
+    );
+    assert_eq!(
+        s["allowPrivilegeEscalation"], false,
+        "{what}: allowPrivilegeEscalation"
+    );
     assert_ne!(s["privileged"], true, "{what}: privileged");
-    assert_eq!(s["seccompProfile"]["type"], "RuntimeDefault", "{what}: seccomp");
+    assert_eq!(
+        s["seccompProfile"]["type"], "RuntimeDefault",
+        "{what}: seccomp"
+    );
     let drop: Vec<&str> = s["capabilities"]["drop"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     assert!(drop.contains(&"ALL"), "{what}: capabilities.drop has ALL");
-    assert!(s["capabilities"]["add"].is_null(), "{what}: no capability added");
-    assert!(c["resources"]["requests"].is_object(), "{what}: resource requests");
-    assert!(c["resources"]["limits"]["memory"].is_string(), "{what}: memory limit");
+    assert!(
+        s["capabilities"]["add"].is_null(),
+        "{what}: no capability added"
+    );
+    assert!(
+        c["resources"]["requests"].is_object(),
+        "{what}: resource requests"
+    );
+    assert!(
+        c["resources"]["limits"]["memory"].is_string(),
+        "{what}: memory limit"
+    );
 }
 
 /// What one render must hold, whatever the values.
@@ -277,7 +302,10 @@ struct Expect<'a> {
 fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     // No seed: not as a key, not as a word, in any manifest (key material aside).
     let words = scrub(text, all, opaque).to_lowercase();
-    assert!(!words.contains("seed"), "the rendered chart mentions a seed");
+    assert!(
+        !words.contains("seed"),
+        "the rendered chart mentions a seed"
+    );
     let config = all
         .iter()
         .find(|v| kind(v) == "ConfigMap" && v["data"]["audita.toml"].is_string())
@@ -285,7 +313,11 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     let toml: toml::Table = v_str(&config["data"]["audita.toml"]).parse().unwrap();
     assert!(!toml.contains_key("insecure"), "[insecure] in audita.toml");
     assert!(
-        toml["kafka"].as_table().unwrap().keys().all(|k| !k.contains("password")),
+        toml["kafka"]
+            .as_table()
+            .unwrap()
+            .keys()
+            .all(|k| !k.contains("password")),
         "a password in the ConfigMap"
     );
 
@@ -301,14 +333,29 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
         let comp = component(v);
         let spec = &v["spec"];
         assert!(
-            selects(&spec["selector"]["matchLabels"], &spec["template"]["metadata"]["labels"]),
+            selects(
+                &spec["selector"]["matchLabels"],
+                &spec["template"]["metadata"]["labels"]
+            ),
             "{comp}: selector matches its pods"
         );
         let pod = &spec["template"]["spec"];
-        assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{comp}: pod runAsNonRoot");
-        assert_eq!(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
-        assert_eq!(pod["automountServiceAccountToken"], false, "{comp}: no API token");
-        assert_eq!(pod["terminationGracePeriodSeconds"], e.grace, "{comp}: grace period");
+        assert_eq!(
+            pod["securityContext"]["runAsNonRoot"], true,
+            "{comp}: pod runAsNonRoot"
+        );
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"],
+            "RuntimeDefault"
+        );
+        assert_eq!(
+            pod["automountServiceAccountToken"], false,
+            "{comp}: no API token"
+        );
+        assert_eq!(
+            pod["terminationGracePeriodSeconds"], e.grace,
+            "{comp}: grace period"
+        );
         let volumes = pod["volumes"].as_array().unwrap();
         let secret_of = |vol: &str| -> Option<String> {
             volumes
@@ -319,7 +366,10 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
         for x in volumes {
             assert!(x["projected"].is_null(), "{comp}: no projected volume");
         }
-        let inits = pod["initContainers"].as_array().cloned().unwrap_or_default();
+        let inits = pod["initContainers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let containers = pod["containers"].as_array().unwrap();
         assert_eq!(containers.len(), 1, "{comp}: one stage container");
         for (init, c) in inits
@@ -330,7 +380,10 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
             let cname = c["name"].as_str().unwrap();
             check_security(&format!("{comp}/{cname}"), c);
             for env in c["env"].as_array().into_iter().flatten() {
-                assert!(env["valueFrom"].is_null(), "{comp}/{cname}: env from a Secret");
+                assert!(
+                    env["valueFrom"].is_null(),
+                    "{comp}/{cname}: env from a Secret"
+                );
             }
             assert!(c["envFrom"].is_null(), "{comp}/{cname}: envFrom");
             for m in c["volumeMounts"].as_array().into_iter().flatten() {
@@ -341,7 +394,10 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
                     log_key_mounts.push(format!("{comp}/{cname}"));
                 }
                 if Some(secret.as_str()) == e.sasl_secret {
-                    assert!(init, "{comp}/{cname}: the SASL password mounted outside init");
+                    assert!(
+                        init,
+                        "{comp}/{cname}: the SASL password mounted outside init"
+                    );
                 }
             }
             if init {
@@ -368,11 +424,17 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
                 ("startupProbe", "/healthz"),
             ] {
                 assert_eq!(c[probe]["httpGet"]["path"], path, "{comp}: {probe}");
-                assert_eq!(c[probe]["httpGet"]["port"], "metrics", "{comp}: {probe} port");
+                assert_eq!(
+                    c[probe]["httpGet"]["port"], "metrics",
+                    "{comp}: {probe} port"
+                );
             }
             let dir = at("--dir");
             match comp {
-                "sealer" | "sink" => assert!(dir.is_some_and(|d| d.starts_with("/data")), "{comp}: --dir on its PVC"),
+                "sealer" | "sink" => assert!(
+                    dir.is_some_and(|d| d.starts_with("/data")),
+                    "{comp}: --dir on its PVC"
+                ),
                 _ => assert_eq!(dir, None, "{comp}: no --dir"),
             }
         }
@@ -387,23 +449,38 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     let sealer = workload(all, "sealer");
     assert_eq!(kind(sealer), "StatefulSet");
     assert_eq!(sealer["spec"]["replicas"], 1, "sealer replicas");
-    assert_eq!(sealer["spec"]["volumeClaimTemplates"][0]["metadata"]["name"], "data");
+    assert_eq!(
+        sealer["spec"]["volumeClaimTemplates"][0]["metadata"]["name"],
+        "data"
+    );
     let sink = workload(all, "sink");
     assert_eq!(kind(sink), "StatefulSet");
     assert_eq!(sink["spec"]["replicas"], 1, "sink replicas");
     let slicer = workload(all, "slicer");
     assert_eq!(kind(slicer), "Deployment");
     assert_eq!(slicer["spec"]["replicas"], 1, "slicer replicas");
-    assert_eq!(slicer["spec"]["strategy"]["type"], "Recreate", "slicer Recreate");
-    assert_eq!(workload(all, "ingest")["spec"]["replicas"], e.ingest_replicas);
+    assert_eq!(
+        slicer["spec"]["strategy"]["type"], "Recreate",
+        "slicer Recreate"
+    );
+    assert_eq!(
+        workload(all, "ingest")["spec"]["replicas"],
+        e.ingest_replicas
+    );
     let engine = workload(all, "engine");
-    let hpas: Vec<&Value> = all.iter().filter(|v| kind(v) == "HorizontalPodAutoscaler").collect();
+    let hpas: Vec<&Value> = all
+        .iter()
+        .filter(|v| kind(v) == "HorizontalPodAutoscaler")
+        .collect();
     if e.hpa {
         assert_eq!(hpas.len(), 1);
         assert_eq!(hpas[0]["apiVersion"], "autoscaling/v2");
         assert_eq!(hpas[0]["spec"]["scaleTargetRef"]["kind"], "Deployment");
         assert_eq!(hpas[0]["spec"]["scaleTargetRef"]["name"], name(engine));
-        assert!(engine["spec"]["replicas"].is_null(), "the HPA owns the engine's replicas");
+        assert!(
+            engine["spec"]["replicas"].is_null(),
+            "the HPA owns the engine's replicas"
+        );
     } else {
         assert!(hpas.is_empty());
         assert!(engine["spec"]["replicas"].is_u64());
@@ -413,7 +490,10 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     for s in [sealer, sink] {
         let svc = find(all, "Service", s["spec"]["serviceName"].as_str().unwrap());
         assert_eq!(svc["spec"]["clusterIP"], "None", "{} headless", name(s));
-        assert!(selects(&svc["spec"]["selector"], &s["spec"]["template"]["metadata"]["labels"]));
+        assert!(selects(
+            &svc["spec"]["selector"],
+            &s["spec"]["template"]["metadata"]["labels"]
+        ));
     }
     let metrics: Vec<&Value> = all
         .iter()
@@ -425,7 +505,10 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     assert_eq!(msvc["spec"]["ports"][0]["targetPort"], "metrics");
     for v in workloads(all) {
         assert!(
-            selects(&msvc["spec"]["selector"], &v["spec"]["template"]["metadata"]["labels"]),
+            selects(
+                &msvc["spec"]["selector"],
+                &v["spec"]["template"]["metadata"]["labels"]
+            ),
             "the metrics Service selects {}",
             name(v)
         );
@@ -435,10 +518,16 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
         assert_eq!(monitors.len(), 1);
         let m = monitors[0];
         assert_eq!(m["apiVersion"], "monitoring.coreos.com/v1");
-        assert!(selects(&m["spec"]["selector"]["matchLabels"], &msvc["metadata"]["labels"]));
+        assert!(selects(
+            &m["spec"]["selector"]["matchLabels"],
+            &msvc["metadata"]["labels"]
+        ));
         for sv in all.iter().filter(|v| kind(v) == "Service" && v != &msvc) {
             assert!(
-                !selects(&m["spec"]["selector"]["matchLabels"], &sv["metadata"]["labels"]),
+                !selects(
+                    &m["spec"]["selector"]["matchLabels"],
+                    &sv["metadata"]["labels"]
+                ),
                 "the ServiceMonitor also selects {} (pods scraped twice)",
                 name(sv)
             );
@@ -446,20 +535,36 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
         let ep = &m["spec"]["endpoints"][0];
         assert_eq!(ep["port"], "metrics");
         assert_eq!(ep["path"], "/metrics");
-        let spec_keys: BTreeSet<&str> =
-            m["spec"].as_object().unwrap().keys().map(String::as_str).collect();
-        assert!(spec_keys.is_subset(&BTreeSet::from(["selector", "namespaceSelector", "endpoints"])));
+        let spec_keys: BTreeSet<&str> = m["spec"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert!(spec_keys.is_subset(&BTreeSet::from([
+            "selector",
+            "namespaceSelector",
+            "endpoints"
+        ])));
     } else {
         assert!(monitors.is_empty(), "ServiceMonitor off by default");
     }
 
     // PodDisruptionBudgets select their stage's pods.
-    let pdbs: Vec<&Value> = all.iter().filter(|v| kind(v) == "PodDisruptionBudget").collect();
+    let pdbs: Vec<&Value> = all
+        .iter()
+        .filter(|v| kind(v) == "PodDisruptionBudget")
+        .collect();
     let mut covered: Vec<&str> = Vec::new();
     for p in &pdbs {
         let targets: Vec<&Value> = workloads(all)
             .into_iter()
-            .filter(|w| selects(&p["spec"]["selector"]["matchLabels"], &w["spec"]["template"]["metadata"]["labels"]))
+            .filter(|w| {
+                selects(
+                    &p["spec"]["selector"]["matchLabels"],
+                    &w["spec"]["template"]["metadata"]["labels"],
+                )
+            })
             .collect();
         assert_eq!(targets.len(), 1, "{} selects one workload", name(p));
         covered.push(component(targets[0]));
@@ -485,8 +590,15 @@ fn lint(extra: &[&Path]) {
     }
     let out = c.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "helm lint --strict {extra:?}:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("1 chart(s) linted, 0 chart(s) failed"), "{text}");
+    assert!(
+        out.status.success(),
+        "helm lint --strict {extra:?}:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("1 chart(s) linted, 0 chart(s) failed"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -499,7 +611,10 @@ fn helm_lint_strict_passes() {
 #[test]
 fn chart_defaults_alone_do_not_render_a_deployment() {
     let err = template(&[]).expect_err("no default identity");
-    assert!(err.contains("required") || err.contains("registry:"), "{err}");
+    assert!(
+        err.contains("required") || err.contains("registry:"),
+        "{err}"
+    );
     // Identity and registries but no log key Secret: refused, naming the value.
     let d = deployment();
     let mut args = identity_args(&d);
@@ -512,16 +627,24 @@ fn chart_defaults_alone_do_not_render_a_deployment() {
 fn values_that_would_leak_a_secret_are_refused() {
     let min = ci_values("minimal-values.yaml").display().to_string();
     for (set, want) in [
-        ("kafka.settings.sasl\\.password=hunter2", "kafka.settings.sasl.password: a secret"),
-        ("kafka.settings.ssl\\.key\\.password=x", "kafka.settings.ssl.key.password: a secret"),
+        (
+            "kafka.settings.sasl\\.password=hunter2",
+            "kafka.settings.sasl.password: a secret",
+        ),
+        (
+            "kafka.settings.ssl\\.key\\.password=x",
+            "kafka.settings.ssl.key.password: a secret",
+        ),
         ("kafka.settings.bootstrap\\.servers=x:1", "set by the chart"),
         ("log.key.insecureValue=KEY", "not both"),
-        ("kafka.securityProtocol=SASL_SSL", "kafka.sasl.mechanism is required"),
+        (
+            "kafka.securityProtocol=SASL_SSL",
+            "kafka.sasl.mechanism is required",
+        ),
         ("kafka.securityProtocol=plaintext", "want one of"),
         ("kafka.tls.existingSecret=t", "does not use TLS"),
     ] {
-        let err = template(&["-f".into(), min.clone(), "--set".into(), set.into()])
-            .expect_err(set);
+        let err = template(&["-f".into(), min.clone(), "--set".into(), set.into()]).expect_err(set);
         assert!(err.contains(want), "{set}: {err}");
     }
     let err = template(&[
@@ -531,7 +654,10 @@ fn values_that_would_leak_a_secret_are_refused() {
         "kafka.securityProtocol=SASL_SSL,kafka.sasl.mechanism=PLAIN".into(),
     ])
     .expect_err("SASL without a password Secret");
-    assert!(err.contains("kafka.sasl.existingSecret is required"), "{err}");
+    assert!(
+        err.contains("kafka.sasl.existingSecret is required"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -542,12 +668,20 @@ fn validator_rejects_an_unknown_field() {
     let f = tmp.path().join("bad.yaml");
     std::fs::write(&f, bad).unwrap();
     let out = validator().arg("--strict").arg(&f).output().unwrap();
-    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
 fn minimal_values_render_validate_and_hold() {
-    let text = template(&["-f".into(), ci_values("minimal-values.yaml").display().to_string()]).unwrap();
+    let text = template(&[
+        "-f".into(),
+        ci_values("minimal-values.yaml").display().to_string(),
+    ])
+    .unwrap();
     let all = docs(&text);
     validate(&text, &all);
     let vkey = all
@@ -572,22 +706,34 @@ fn minimal_values_render_validate_and_hold() {
         &[&vkey],
     );
     // No registry ConfigMap is made when an existing one is named.
-    assert!(!all.iter().any(|v| kind(v) == "ConfigMap" && name(v).ends_with("-registry")));
+    assert!(!all
+        .iter()
+        .any(|v| kind(v) == "ConfigMap" && name(v).ends_with("-registry")));
 }
 
 /// Full values with the fixture deployment's identity; `chart_secrets`: the chart
 /// creates the log key and SASL Secrets from values instead of naming existing ones.
 fn full(d: &Deployment, chart_secrets: bool) -> (String, Vec<Value>) {
-    let mut args = vec!["-f".into(), ci_values("full-values.yaml").display().to_string()];
+    let mut args = vec![
+        "-f".into(),
+        ci_values("full-values.yaml").display().to_string(),
+    ];
     args.extend(identity_args(d));
     if chart_secrets {
         args.extend([
             "--set".into(),
             "log.key.existingSecret=,kafka.sasl.existingSecret=".into(),
             "--set-file".into(),
-            format!("log.key.insecureValue={}", d.dir.join("keys/log.key").display()),
-            "--set-string".into(),
-            format!("kafka.sasl.insecurePassword={PASSWORD}"),
+            format!(
+                "log.key.insecureValue={}",
+                d.dir.join("keys/log.key").display()
+            ),
+            // A file: `--set` would take the backslash as an escape.
+            "--set-file".into(),
+            format!(
+                "kafka.sasl.insecurePassword={}",
+                d.dir.join("sasl-password").display()
+            ),
         ]);
     }
     let text = template(&args).unwrap();
@@ -631,11 +777,18 @@ fn full_values_render_validate_and_hold() {
             ("audita-log-key", "audita-kafka-sasl")
         };
         check_properties(&text, &all, &full_expect(log, sasl), &o);
-        let secrets: Vec<&str> = all.iter().filter(|v| kind(v) == "Secret").map(name).collect();
+        let secrets: Vec<&str> = all
+            .iter()
+            .filter(|v| kind(v) == "Secret")
+            .map(name)
+            .collect();
         if chart_secrets {
             assert_eq!(secrets, vec![log, sasl]);
         } else {
-            assert!(secrets.is_empty(), "existing Secrets named, none created: {secrets:?}");
+            assert!(
+                secrets.is_empty(),
+                "existing Secrets named, none created: {secrets:?}"
+            );
         }
     }
 }
@@ -657,7 +810,9 @@ fn volume_files(
         .iter()
         .map(|(k, d)| {
             let bytes = if kind_ == "Secret" {
-                base64::engine::general_purpose::STANDARD.decode(v_str(d)).unwrap()
+                base64::engine::general_purpose::STANDARD
+                    .decode(v_str(d))
+                    .unwrap()
             } else {
                 v_str(d).as_bytes().to_vec()
             };
@@ -682,9 +837,17 @@ fn run_pod(
         let dir = root.join("vol").join(vname);
         std::fs::create_dir_all(&dir).unwrap();
         let (src_kind, obj, src) = if vol["configMap"].is_object() {
-            ("ConfigMap", v_str(&vol["configMap"]["name"]), &vol["configMap"])
+            (
+                "ConfigMap",
+                v_str(&vol["configMap"]["name"]),
+                &vol["configMap"],
+            )
         } else if vol["secret"].is_object() {
-            ("Secret", v_str(&vol["secret"]["secretName"]), &vol["secret"])
+            (
+                "Secret",
+                v_str(&vol["secret"]["secretName"]),
+                &vol["secret"],
+            )
         } else {
             continue;
         };
@@ -719,13 +882,24 @@ fn run_pod(
         root.join("vol").join(v_str(&m["name"])).join(rest)
     };
     let init = &pod["initContainers"][0];
-    let command: Vec<&str> = init["command"].as_array().unwrap().iter().map(v_str).collect();
+    let command: Vec<&str> = init["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(v_str)
+        .collect();
     assert_eq!(command[0], "/bin/sh");
     let mut run = Command::new("/bin/sh");
-    run.arg(host(init, command[1])).env_clear().env("PATH", "/usr/bin:/bin");
+    run.arg(host(init, command[1]))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin");
     for env in init["env"].as_array().unwrap() {
         let value = v_str(&env["value"]);
-        let value = if value.starts_with('/') { host(init, value) } else { PathBuf::from(value) };
+        let value = if value.starts_with('/') {
+            host(init, value)
+        } else {
+            PathBuf::from(value)
+        };
         run.env(v_str(&env["name"]), value);
     }
     let out = run.output().unwrap();
@@ -794,17 +968,35 @@ fn every_stage_loads_the_configuration_the_chart_renders() {
             assert_eq!(cfg.engine_workers, 4);
             assert_eq!(cfg.quorum, 1);
             assert_eq!(cfg.keepers.len(), 2);
-            assert_eq!(cfg.keepers[1].url.as_deref(), Some("https://keeper-b.example/"));
-            assert!(cfg.principals.get("planner-1").is_some(), "{comp}: the registry");
+            assert_eq!(
+                cfg.keepers[1].url.as_deref(),
+                Some("https://keeper-b.example/")
+            );
+            assert!(
+                cfg.principals.get("planner-1").is_some(),
+                "{comp}: the registry"
+            );
             assert!(cfg.insecure_demo_seed.is_none());
             let k = &cfg.kafka;
-            assert_eq!(k["bootstrap.servers"], "kafka-0.kafka:9093,kafka-1.kafka:9093");
+            assert_eq!(
+                k["bootstrap.servers"],
+                "kafka-0.kafka:9093,kafka-1.kafka:9093"
+            );
             assert_eq!(k["security.protocol"], "SASL_SSL");
             assert_eq!(k["sasl.mechanisms"], "SCRAM-SHA-512");
             assert_eq!(k["sasl.username"], "audita");
-            assert_eq!(k["sasl.password"], PASSWORD, "{comp}: the SASL password, exactly");
-            assert_eq!(k["ssl.ca.location"], "/var/run/secrets/audita/kafka-tls/ca.crt");
-            assert_eq!(k["ssl.key.location"], "/var/run/secrets/audita/kafka-tls/tls.key");
+            assert_eq!(
+                k["sasl.password"], PASSWORD,
+                "{comp}: the SASL password, exactly"
+            );
+            assert_eq!(
+                k["ssl.ca.location"],
+                "/var/run/secrets/audita/kafka-tls/ca.crt"
+            );
+            assert_eq!(
+                k["ssl.key.location"],
+                "/var/run/secrets/audita/kafka-tls/tls.key"
+            );
             assert_eq!(k["message.max.bytes"], "2000000");
             assert_eq!(k["socket.keepalive.enable"], "true");
             assert_eq!(k["client.id"], "audita");
@@ -852,11 +1044,14 @@ fn render_script_refuses_a_password_with_a_control_character() {
             run_pod(&all, w, &external, tmp.path())
         }));
         let msg = r.expect_err(&format!("{bad:?} accepted"));
-        let msg = msg
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
-        assert!(msg.contains("render-config: the Kafka SASL password"), "{bad:?}: {msg}");
-        assert!(!tmp.path().join("vol/config/audita.toml").exists(), "no config written");
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            msg.contains("render-config: the Kafka SASL password"),
+            "{bad:?}: {msg}"
+        );
+        assert!(
+            !tmp.path().join("vol/config/audita.toml").exists(),
+            "no config written"
+        );
     }
 }
