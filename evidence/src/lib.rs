@@ -31,6 +31,7 @@ pub mod principal;
 pub mod proven;
 pub mod receipt;
 pub mod sample;
+mod sig;
 pub mod store;
 pub mod trust;
 pub mod verify;
