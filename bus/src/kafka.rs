@@ -28,6 +28,9 @@ pub struct KafkaBus {
     bootstrap: String,
     replication: i32,
     flush_timeout: Duration,
+    /// librdkafka settings of the deployment (`security.protocol`, `sasl.*`,
+    /// `ssl.*`, …), applied to every client after the defaults.
+    settings: Vec<(String, String)>,
 }
 
 impl KafkaBus {
@@ -47,7 +50,31 @@ impl KafkaBus {
             bootstrap: bootstrap.to_string(),
             replication: 1,
             flush_timeout: Duration::from_secs(30),
+            settings: Vec::new(),
         })
+    }
+
+    /// A bus configured by a deployment's `[kafka]` settings, passed to librdkafka
+    /// as given (`bootstrap.servers` is required; an explicit `bootstrap` overrides
+    /// it). Settings librdkafka rejects fail when the first client is created, with
+    /// its message.
+    pub fn from_settings(
+        settings: &std::collections::BTreeMap<String, String>,
+        bootstrap: Option<&str>,
+    ) -> Result<Self, BusError> {
+        let servers = bootstrap
+            .map(str::to_string)
+            .or_else(|| settings.get("bootstrap.servers").cloned())
+            .ok_or_else(|| {
+                BusError::Permanent("kafka: bootstrap.servers is not configured".into())
+            })?;
+        let mut bus = KafkaBus::new(&servers)?;
+        bus.settings = settings
+            .iter()
+            .filter(|(k, _)| k.as_str() != "bootstrap.servers")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(bus)
     }
 
     /// Sets the replication factor used when this bus creates topics.
@@ -66,6 +93,9 @@ impl KafkaBus {
         c.set("bootstrap.servers", &self.bootstrap)
             .set("socket.timeout.ms", "10000")
             .set("log_level", "3");
+        for (k, v) in &self.settings {
+            c.set(k, v);
+        }
         c
     }
 

@@ -45,10 +45,16 @@ pub struct DemoArgs {
     /// removed; anything else in the directory still refuses the run).
     #[arg(long)]
     pub force: bool,
+    /// TESTS ONLY: derive every key of the throw-away deployment from `--seed` (a
+    /// public value), for runs that must reproduce each other bitwise. By default
+    /// every key is fresh and the log's origin names this run alone.
+    #[arg(long)]
+    pub insecure_demo_keys: bool,
 }
 
 /// What `audita demo` writes into its output directory.
-const OUTPUTS: [&str; 8] = [
+const OUTPUTS: [&str; 9] = [
+    "deployment",
     "record",
     "verdicts",
     "reports",
@@ -106,7 +112,20 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     prepare(&args.out, args.force)?;
     std::fs::create_dir_all(args.out.join("reports"))?;
-    let d = Arc::new(Deployment::new(args.cells, args.seed, "")?);
+    // A throw-away deployment the simulated fleet is a client of: fresh keys (one
+    // file per principal), a per-run origin, the fleet registered through the same
+    // code as `audita principal add`.
+    let shape = crate::deployment::FleetShape {
+        cells: args.cells,
+        seed: args.seed,
+    };
+    let cfg = crate::deployment::demo_deployment(
+        &args.out.join("deployment"),
+        &shape,
+        args.insecure_demo_keys.then_some(args.seed),
+    )?;
+    let fleet = crate::deployment::fleet_of(&cfg, &shape)?;
+    let d = Arc::new(Deployment::from_config(&cfg, true)?.with_fleet(fleet));
     let total = d.fleet.messages() as u64;
     let bar = if args.quiet {
         ProgressBar::hidden()

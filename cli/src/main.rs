@@ -10,6 +10,7 @@ mod attribute;
 mod bench;
 mod bench_pipeline;
 mod demo;
+mod deployment;
 mod inputs;
 mod load;
 mod pipeline;
@@ -38,6 +39,12 @@ enum Command {
     Load(load::LoadArgs),
     /// The main job: the whole pipeline over the embedded bus on a simulated fleet.
     Demo(demo::DemoArgs),
+    /// Create a new deployment (fresh keys, empty registries).
+    Init(deployment::InitArgs),
+    /// Register, rotate or revoke a principal's key in a deployment.
+    Principal(deployment::PrincipalArgs),
+    /// The simulated fleet as a client of a deployment (`fleet register`).
+    Fleet(deployment::FleetArgs),
     /// Run one pipeline stage as its own process over Apache Kafka.
     Stage(stage::StageArgs),
     /// Publish the simulated fleet's commands to Apache Kafka.
@@ -78,6 +85,9 @@ fn main() {
         Command::Load(args) => load::run(args),
         Command::Stage(args) => stage::run_stage(args),
         Command::Feed(args) => stage::run_feed(args),
+        Command::Init(args) => deployment::run_init(args),
+        Command::Principal(args) => deployment::run_principal(args),
+        Command::Fleet(args) => deployment::run_fleet(args),
         Command::Bench(args) => bench::run(args),
         Command::Attribute(args) => attribute::run(args),
         Command::Verify(args) => verify::run(args),

@@ -1,15 +1,17 @@
 //! The pipeline wired from its stages: one code path, two transports.
 //!
 //! `audita demo` runs every stage as a thread of one process over the embedded bus;
-//! `audita stage NAME --bootstrap HOST:PORT` runs one stage as its own process over
-//! Apache Kafka, and `audita feed` publishes the simulated fleet. Both build the same
-//! [`Deployment`] (keys, duty registry, log and keeper keys) from the fleet seed, so a
-//! Kafka run and an embedded run of the same seed produce identical verdict rows.
+//! `audita stage NAME --config DIR/audita.toml` runs one stage as its own process over
+//! Apache Kafka, and `audita feed` publishes the simulated fleet as a client of a
+//! deployment. Every stage builds the same [`Deployment`] from the deployment's files
+//! ([`Deployment::from_config`]: registries, keys, settings, nothing else), so a Kafka
+//! run and an embedded run of one deployment produce identical verdict rows.
 
 use anyhow::{bail, Context, Result};
 use audita_bus::{topics, Bus, Producer, TopicSpec};
+use audita_deploy::Config;
 use audita_engine_workers::VerdictMessage;
-use audita_evidence::{derive_signing_key, KeyRegistry, SigningKey};
+use audita_evidence::{derive_signing_key, KeyRegistry, PrincipalRegistry, SigningKey};
 use audita_load_tests::fleet::{self, Fleet};
 use audita_sealer::stage::{SealerConfig, SealerStage};
 use audita_sinks::metrics::Metrics;
@@ -23,9 +25,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Log origin of the pipeline's record.
-pub const ORIGIN: &str = "audita.local/fleet-log";
-/// Keepers co-signing every checkpoint.
+/// The log origin of a seed-derived (insecure, reproducible) deployment: it names
+/// the seed, so two runs of different seeds never sign under one identity.
+pub fn seeded_origin(seed: u64) -> String {
+    format!("audita.demo/seed-{seed}")
+}
+/// Keepers co-signing every checkpoint of a seed-derived deployment.
 pub const KEEPERS: [&str; 2] = ["operator.example/keeper", "insurer.example/keeper"];
 
 /// Partitions of each source topic (`audita.envelopes`, `audita.receipts`).
@@ -35,20 +40,23 @@ pub const SOURCE_PARTITIONS: u32 = 4;
 pub const ACCEPTED_PARTITIONS: u32 = 4;
 
 /// The sealer's and slicer's memory bounds, as flags (`audita stage`, `audita load`).
-#[derive(clap::Args, Clone, Debug)]
+/// Unset flags keep the deployment's `[retention]` values (or the defaults).
+#[derive(clap::Args, Clone, Debug, Default)]
 pub struct Retention {
     /// Slicer: record time (ms) behind the watermark for which the slicer keeps
     /// messages (the oldest citation and the latest declaration a fleet makes must
-    /// fit in it).
-    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HORIZON_MS)]
-    pub horizon_ms: u64,
+    /// fit in it; default 120000).
+    #[arg(long)]
+    pub horizon_ms: Option<u64>,
     /// Sealer: record time (ms) behind the watermark for which the sealer remembers
-    /// sealed ids (an envelope arriving later is quarantined as `late`).
-    #[arg(long, default_value_t = audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS)]
-    pub dedupe_horizon_ms: u64,
-    /// Slicer: minimum wall time (ms) a message is held before eviction.
-    #[arg(long, default_value_t = audita_slicer::stage::DEFAULT_HOLD.as_millis() as u64)]
-    pub hold_ms: u64,
+    /// sealed ids (an envelope arriving later is quarantined as `late`; default
+    /// 600000).
+    #[arg(long)]
+    pub dedupe_horizon_ms: Option<u64>,
+    /// Slicer: minimum wall time (ms) a message is held before eviction (default
+    /// 60000).
+    #[arg(long)]
+    pub hold_ms: Option<u64>,
 }
 
 impl Retention {
@@ -58,7 +66,7 @@ impl Retention {
             ("--horizon-ms", self.horizon_ms),
             ("--dedupe-horizon-ms", self.dedupe_horizon_ms),
         ] {
-            if ms < 10_000 {
+            if let Some(ms) = ms.filter(|ms| *ms < 10_000) {
                 bail!(
                     "{flag} {ms} is below 10000: re-deliveries and late declarations would \
                      fall outside it"
@@ -68,39 +76,59 @@ impl Retention {
         Ok(())
     }
 
-    /// Validates and sets the deployment's bounds.
-    pub fn apply(&self, d: &mut Deployment) -> Result<()> {
+    /// Validates and sets the bounds given as flags.
+    pub fn apply_given(&self, d: &mut Deployment) -> Result<()> {
         self.validate()?;
-        d.horizon_ms = self.horizon_ms;
-        d.dedupe_ms = self.dedupe_horizon_ms;
-        d.hold = Duration::from_millis(self.hold_ms);
+        if let Some(v) = self.horizon_ms {
+            d.horizon_ms = v;
+        }
+        if let Some(v) = self.dedupe_horizon_ms {
+            d.dedupe_ms = v;
+        }
+        if let Some(v) = self.hold_ms {
+            d.hold = Duration::from_millis(v);
+        }
         Ok(())
     }
 
-    /// The same bounds as flags for a child process.
+    /// Validates and sets the deployment's bounds (unset flags: the defaults).
+    pub fn apply(&self, d: &mut Deployment) -> Result<()> {
+        self.apply_given(d)
+    }
+
+    /// The bounds given as flags, for a child process.
     pub fn flags(&self) -> Vec<String> {
-        vec![
-            "--horizon-ms".into(),
-            self.horizon_ms.to_string(),
-            "--dedupe-horizon-ms".into(),
-            self.dedupe_horizon_ms.to_string(),
-            "--hold-ms".into(),
-            self.hold_ms.to_string(),
-        ]
+        let mut out = Vec::new();
+        for (flag, v) in [
+            ("--horizon-ms", self.horizon_ms),
+            ("--dedupe-horizon-ms", self.dedupe_horizon_ms),
+            ("--hold-ms", self.hold_ms),
+        ] {
+            if let Some(v) = v {
+                out.push(flag.to_string());
+                out.push(v.to_string());
+            }
+        }
+        out
     }
 }
 
 /// Everything the stages of one deployment share.
 pub struct Deployment {
-    /// The simulated fleet.
+    /// The simulated fleet this deployment feeds (empty for a deployment of a real
+    /// fleet: its principals publish themselves).
     pub fleet: Fleet,
-    /// Public keys: principals, keepers, log.
+    /// Public keys: principals (with validity windows), keepers, log.
     pub keys: KeyRegistry,
+    /// The public principal registry in force (bound into every sealed epoch).
+    pub registry: Option<PrincipalRegistry>,
     /// The duty registry.
     pub duties: DutyRegistry,
-    /// The log's signing key (sealer only).
-    pub log_key: SigningKey,
-    /// Keeper signing keys (simulated keepers co-sign in the sealer's process).
+    /// Log origin (the checkpoint origin; the log key's name).
+    pub origin: String,
+    /// The log's signing key (the sealer only; `None` in other stages).
+    pub log_key: Option<SigningKey>,
+    /// Keepers run in this deployment's process (until keepers run as services).
     pub keepers: Vec<(String, SigningKey)>,
     /// Topic name prefix.
     pub prefix: String,
@@ -110,10 +138,16 @@ pub struct Deployment {
     pub dedupe_ms: u64,
     /// Slicer: minimum wall time a message is held.
     pub hold: Duration,
+    /// Messages per epoch.
+    pub epoch_messages: usize,
+    /// Age of the oldest pending message that closes an epoch.
+    pub epoch_age: Duration,
 }
 
 impl Deployment {
-    /// The deployment of a fleet of `cells` cells from `seed`.
+    /// The simulated fleet of `cells` cells from `seed` on keys derived from the seed
+    /// (tests and benchmarks only: the log is `audita.demo/seed-<seed>`, so a
+    /// reproducible run never signs under another run's identity).
     pub fn new(cells: usize, seed: u64, prefix: &str) -> Result<Deployment> {
         if cells == 0 {
             bail!("--cells must be at least 1");
@@ -121,12 +155,13 @@ impl Deployment {
         Deployment::from_fleet(fleet::build(&fleet::DEMO_MIX, cells, seed), seed, prefix)
     }
 
-    /// The deployment of any fleet (e.g. the load generator's), its log and keeper
-    /// keys derived from `seed`.
+    /// The deployment of any fleet signed with seed-derived keys (the load
+    /// generator's): log and keeper keys derived from `seed` too, origin naming it.
     pub fn from_fleet(fleet: Fleet, seed: u64, prefix: &str) -> Result<Deployment> {
+        let origin = seeded_origin(seed);
         let mut keys = fleet.keys.clone();
-        let log_key = derive_signing_key(seed, ORIGIN);
-        keys.add_log(ORIGIN, log_key.verifying_key())
+        let log_key = derive_signing_key(seed, &origin);
+        keys.add_log(&origin, log_key.verifying_key())
             .context("log key")?;
         let mut keepers = Vec::new();
         for k in KEEPERS {
@@ -139,14 +174,63 @@ impl Deployment {
         Ok(Deployment {
             fleet,
             keys,
+            registry: None,
             duties,
-            log_key,
+            origin,
+            log_key: Some(log_key),
             keepers,
             prefix: prefix.to_string(),
             horizon_ms: audita_slicer::stage::DEFAULT_HORIZON_MS,
             dedupe_ms: audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS,
             hold: audita_slicer::stage::DEFAULT_HOLD,
+            epoch_messages: EPOCH_MESSAGES,
+            epoch_age: Duration::from_millis(200),
         })
+    }
+
+    /// The deployment `audita.toml` describes: registries, keys and settings from its
+    /// files, nothing else. `sealer` also reads the private keys only the sealer
+    /// holds (the log's, and those of keepers run in-process).
+    pub fn from_config(c: &Config, sealer: bool) -> Result<Deployment> {
+        let keys = c.keys()?;
+        let (log_key, keepers) = if sealer {
+            (Some(c.log_key()?), c.local_keeper_keys()?)
+        } else {
+            (None, Vec::new())
+        };
+        if let Some(seed) = c.insecure_demo_seed {
+            tracing::warn!(
+                seed,
+                "INSECURE: this deployment's keys derive from a public seed ([insecure] demo_seed): tests and demos only"
+            );
+        }
+        Ok(Deployment {
+            fleet: Fleet {
+                keys: KeyRegistry::new(),
+                roles: BTreeMap::new(),
+                cells: Vec::new(),
+                duties_json: String::new(),
+            },
+            keys,
+            registry: Some(c.principals.clone()),
+            duties: c.duties.clone(),
+            origin: c.origin.clone(),
+            log_key,
+            keepers,
+            prefix: c.topic_prefix.clone(),
+            horizon_ms: c.slicer_horizon_ms,
+            dedupe_ms: c.dedupe_horizon_ms,
+            hold: Duration::from_millis(c.slicer_hold_ms),
+            epoch_messages: c.epoch_messages,
+            epoch_age: Duration::from_millis(c.epoch_age_ms),
+        })
+    }
+
+    /// A deployment of a real fleet that feeds `fleet` as one of its clients: the
+    /// deployment's configuration, with the fleet's envelopes to publish.
+    pub fn with_fleet(mut self, fleet: Fleet) -> Deployment {
+        self.fleet = fleet;
+        self
     }
 
     /// Full name of a topic.
@@ -174,18 +258,21 @@ impl Deployment {
     }
 
     /// The sealer's configuration writing the record into `dir`.
-    pub fn sealer_config(&self, dir: &Path, epoch_messages: usize) -> SealerConfig {
-        SealerConfig {
+    pub fn sealer_config(&self, dir: &Path, epoch_messages: usize) -> Result<SealerConfig> {
+        Ok(SealerConfig {
             dir: dir.to_path_buf(),
-            origin: ORIGIN.to_string(),
-            log_key: self.log_key.clone(),
+            origin: self.origin.clone(),
+            log_key: self.log_key.clone().ok_or_else(|| {
+                anyhow::anyhow!("the sealer needs the log's private key (log.key)")
+            })?,
             keepers: self.keepers.clone(),
             keys: self.keys.clone(),
             epoch_messages,
-            epoch_age: Duration::from_millis(200),
+            epoch_age: self.epoch_age,
             topic_prefix: self.prefix.clone(),
             input_partitions: ACCEPTED_PARTITIONS as usize,
-        }
+            registry: self.registry.clone(),
+        })
     }
 
     /// Number of incidents the fleet will declare.
@@ -333,7 +420,7 @@ pub fn run_sealer(
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
-    run_sealer_with(d, bus, dir, EPOCH_MESSAGES, stop, idle, m)
+    run_sealer_with(d, bus, dir, d.epoch_messages, stop, idle, m)
 }
 
 /// Runs the sealer closing epochs of `epoch_messages` until stopped/idle.
@@ -348,7 +435,7 @@ pub fn run_sealer_with(
 ) -> Result<()> {
     let live = m.clone();
     let mut seen = audita_sealer::stage::SealerStats::default();
-    let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages))?
+    let mut stage = SealerStage::open(d.sealer_config(dir, epoch_messages)?)?
         .with_horizon(d.dedupe_ms)
         .with_observer(Box::new(move |s, watermark| {
             live.sealer_messages.inc_by(s.sealed - seen.sealed);

@@ -1,5 +1,7 @@
-//! `audita stage NAME` and `audita feed`: one pipeline stage as its own process over
-//! Apache Kafka (the same stage code the embedded demo runs as threads).
+//! `audita stage NAME --config DIR/audita.toml` and `audita feed`: one pipeline stage
+//! as its own process over Apache Kafka (the same stage code the embedded demo runs as
+//! threads), configured by the deployment's files alone; the feed publishes the
+//! simulated fleet as a client of the deployment, signed with its registered keys.
 
 use crate::pipeline::{self, Deployment};
 use audita_bus::kafka::KafkaBus;
@@ -46,10 +48,10 @@ pub struct StageArgs {
     /// stream goes quiet (longer than an upstream stage takes to restart).
     #[arg(long, default_value_t = 15_000)]
     pub quiet_wait_ms: u64,
-    /// Sink only: exit once every incident the simulated fleet declares has a verdict.
+    /// Sink only: exit once this many incidents have a verdict (or abstention).
     #[arg(long)]
-    pub exit_when_complete: bool,
-    /// Sealer and slicer memory bounds.
+    pub expect: Option<usize>,
+    /// Sealer and slicer memory bounds (override the deployment's `[retention]`).
     #[command(flatten)]
     pub retention: pipeline::Retention,
 }
@@ -57,18 +59,13 @@ pub struct StageArgs {
 /// Deployment flags.
 #[derive(Args)]
 pub struct Common {
-    /// Kafka bootstrap servers (host:port[,host:port]).
+    /// The deployment's configuration (audita.toml, or its directory): registries,
+    /// keys and settings; a stage reads nothing else about the world.
     #[arg(long)]
-    pub bootstrap: String,
-    /// Topic name prefix.
-    #[arg(long, default_value = "")]
-    pub prefix: String,
-    /// Fleet cells (must match across the deployment's processes).
-    #[arg(long, default_value_t = 64)]
-    pub cells: usize,
-    /// Fleet seed (must match across the deployment's processes).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub config: PathBuf,
+    /// Kafka bootstrap servers, overriding the configuration's `bootstrap.servers`.
+    #[arg(long)]
+    pub bootstrap: Option<String>,
 }
 
 /// Arguments of `audita feed`.
@@ -76,24 +73,29 @@ pub struct Common {
 pub struct FeedArgs {
     #[command(flatten)]
     pub common: Common,
+    /// The simulated fleet (registered with `audita fleet register`).
+    #[command(flatten)]
+    pub fleet: crate::deployment::FleetShape,
     /// Messages per second (unset: as fast as the broker takes them).
     #[arg(long)]
     pub rate: Option<f64>,
 }
 
-fn setup(c: &Common) -> anyhow::Result<(Deployment, Bus)> {
-    let d = Deployment::new(c.cells, c.seed, &c.prefix)?;
-    let bus = Bus::Kafka(KafkaBus::new(&c.bootstrap)?);
+fn setup(c: &Common, sealer: bool) -> anyhow::Result<(Deployment, Bus, audita_deploy::Config)> {
+    let cfg = audita_deploy::Config::load(&crate::deployment::config_path(&c.config))?;
+    let d = Deployment::from_config(&cfg, sealer)?;
+    let bus = Bus::Kafka(KafkaBus::from_settings(&cfg.kafka, c.bootstrap.as_deref())?);
     d.ensure_topics(&bus)?;
-    Ok((d, bus))
+    Ok((d, bus, cfg))
 }
 
 pub fn run_stage(args: &StageArgs) -> i32 {
     let result = (|| -> anyhow::Result<()> {
         // Flags first: a bad value is a one-line error before any connection.
         args.retention.validate()?;
-        let (mut d, bus) = setup(&args.common)?;
-        args.retention.apply(&mut d)?;
+        let sealer = matches!(args.name, StageName::Sealer);
+        let (mut d, bus, _) = setup(&args.common, sealer)?;
+        args.retention.apply_given(&mut d)?;
         let m = Metrics::new();
         if let Some(addr) = args.metrics {
             m.serve(addr)?;
@@ -119,7 +121,7 @@ pub fn run_stage(args: &StageArgs) -> i32 {
             StageName::Engine => pipeline::run_engine(&d, &bus, &stop, idle, &m).map(|_| ()),
             StageName::Sink => {
                 let out = dir()?;
-                let expect = args.exit_when_complete.then(|| d.incidents());
+                let expect = args.expect;
                 let json_dir = out.join("verdicts-json");
                 std::fs::create_dir_all(&json_dir)?;
                 let c = pipeline::run_sink(&d, &bus, &out, expect, &stop, idle, &m, |v| {
@@ -147,7 +149,8 @@ pub fn run_stage(args: &StageArgs) -> i32 {
 
 pub fn run_feed(args: &FeedArgs) -> i32 {
     let result = (|| -> anyhow::Result<()> {
-        let (d, bus) = setup(&args.common)?;
+        let (d, bus, cfg) = setup(&args.common, false)?;
+        let d = d.with_fleet(crate::deployment::fleet_of(&cfg, &args.fleet)?);
         pipeline::feed(&d, &bus, args.rate, |_| {})
     })();
     match result {

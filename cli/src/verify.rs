@@ -24,6 +24,10 @@
 //!   ones verified against, every checkpoint needs the quorum of pinned keepers'
 //!   co-signatures, and every difference between the record's keys and the pins is
 //!   a problem.
+//! - `registries` says which principal registry applied to which epochs: runs of
+//!   epochs whose headers name the same registry digest (SHA-256 of the canonical
+//!   `principals.json`, all zeros when the sealer declared none); each epoch entry
+//!   carries its `registry` too.
 //! - Payload `status`: `available`, `shredded` (key destroyed and recorded so by a
 //!   tombstone: clean), `missing_key` (key gone without a tombstone: a problem),
 //!   `absent`, `corrupted`.
@@ -407,6 +411,7 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
             "leaves": e.leaves,
             "log_root": h.map(|h| hex32(&h.log_root)),
             "prev": h.map(|h| hex32(&h.prev)),
+            "registry": h.map(|h| hex32(&h.registry)),
             "intact": e.intact(),
             "faults": e.faults.iter().take(max).map(epoch_fault).collect::<Vec<_>>(),
             "faults_more": e.faults.len().saturating_sub(max),
@@ -415,6 +420,24 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
     if epoch_faults_more > 0 {
         more.insert("epoch_faults".into(), json!(epoch_faults_more));
     }
+    // Which registry (principal keys with their windows) applied to which epochs:
+    // runs of consecutive decodable headers naming the same digest (zeros: none
+    // declared).
+    let mut runs: Vec<(String, u64, u64)> = Vec::new();
+    for h in p.epochs.iter().filter_map(|e| e.header.as_ref()) {
+        let d = hex32(&h.registry);
+        match runs.last_mut() {
+            Some((last, _, to)) if *last == d && *to + 1 == h.number => *to = h.number,
+            _ => runs.push((d, h.number, h.number)),
+        }
+    }
+    let registries = capped(
+        "registries",
+        runs.iter(),
+        max,
+        &mut more,
+        |(d, from, to)| json!({"digest": d, "from_epoch": from, "to_epoch": to}),
+    );
     let checkpoints = capped("checkpoints", p.checkpoints.iter(), max, &mut more, |c| {
         json!({
             "record_index": c.record_index,
@@ -500,6 +523,7 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
         "missing": missing,
         "receipt_problems": receipts,
         "epochs": epochs,
+        "registries": registries,
         "checkpoints": checkpoints,
         "equivocations": equivocations,
         "held_checkpoints": held,

@@ -5,14 +5,14 @@
 //! incident is judged again from the edited record: every clean interval must be
 //! contained, every lowered `ρ_lo` must name items, nobody compliant may become
 //! culpable and nobody involved may be silently exonerated (the 98 narrowed intervals
-//! the outside pass found on this record). The declarations are the fleet's own.
+//! the outside pass found on this record). The declarations and the duty registry are
+//! the ones the demo wrote next to its record.
 
 use std::collections::BTreeSet;
 use std::process::Command;
 
 use audita_evidence::{verify_record, SignedEnvelope};
 use audita_load_tests::adversary::{check_edit, cut, ids_in};
-use audita_load_tests::fleet::{build, DEMO_MIX};
 use audita_verdict::{verdict, Adverse, VerdictError};
 
 #[test]
@@ -27,15 +27,24 @@ fn deleting_any_message_a_demo_verdict_reads_only_widens() {
     assert!(status.success());
     let (record, keys) =
         audita_sealer::disk::read_record(&out.path().join("record")).expect("demo record");
-    let fleet = build(&DEMO_MIX, cells, 1);
-    let duties = fleet.duties().expect("duties");
+    let duties = audita_verdict::DutyRegistry::from_json(
+        &std::fs::read_to_string(out.path().join("duties.json")).expect("duties.json"),
+    )
+    .expect("duties");
     let part = verify_record(&record, &keys);
     assert!(part.is_clean(), "the demo record verifies clean");
     let mut failures = Vec::new();
     let (mut edits, mut abstained, mut out_of_order) = (0, 0, 0);
-    for cell in &fleet.cells {
-        let Some(decl) = &cell.adverse else { continue };
-        let adverse = Adverse::new(decl.clone()).expect("declaration");
+    let mut declarations: Vec<std::path::PathBuf> = std::fs::read_dir(out.path().join("adverse"))
+        .expect("adverse/")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    declarations.sort();
+    assert_eq!(declarations.len(), cells);
+    for path in declarations {
+        let adverse = Adverse::from_json(&std::fs::read_to_string(&path).expect("declaration"))
+            .expect("declaration");
+        let decl = &adverse.decl;
         let clean = verdict(&record, &part, &duties, &adverse).expect("clean verdict");
         for d in ids_in(&clean) {
             let Some(env) = record

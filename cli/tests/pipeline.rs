@@ -1,6 +1,7 @@
 //! The pipeline end to end: the embedded run (`audita demo`) and the Kafka run (every
-//! stage a separate `audita stage` process, two engine workers, against a real Apache
-//! Kafka broker) of the same fleet seed produce identical verdict rows.
+//! stage a separate `audita stage --config` process of one deployment made with
+//! `audita init` and `audita fleet register`, two engine workers, against a real
+//! Apache Kafka broker) of the same fleet produce identical verdict rows.
 
 use audita_bus::testing::{unique_name, KafkaBroker};
 use serde_json::Value;
@@ -31,7 +32,16 @@ fn rows(path: &Path) -> Vec<Value> {
 fn embedded_run() -> tempfile::TempDir {
     let embedded = tempfile::tempdir().unwrap();
     let st = audita()
-        .args(["demo", "--quiet", "--cells", CELLS, "--seed", SEED, "--out"])
+        .args([
+            "demo",
+            "--quiet",
+            "--insecure-demo-keys",
+            "--cells",
+            CELLS,
+            "--seed",
+            SEED,
+            "--out",
+        ])
         .arg(embedded.path())
         .output()
         .unwrap();
@@ -41,6 +51,45 @@ fn embedded_run() -> tempfile::TempDir {
         String::from_utf8_lossy(&st.stderr)
     );
     embedded
+}
+
+/// A deployment for the Kafka runs, made as an operator makes one (`audita init`,
+/// `audita fleet register`), on the same seed-derived keys as [`embedded_run`]'s
+/// throw-away deployment, so both runs sign identical bytes; topics under `prefix`.
+fn deployment(work: &Path, prefix: &str) -> std::path::PathBuf {
+    let dir = work.join("deployment");
+    let origin = format!("audita.demo/seed-{SEED}");
+    let ok = |c: &mut Command| {
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    ok(audita()
+        .args(["init"])
+        .arg(&dir)
+        .args(["--origin", &origin])
+        .args(["--local-keeper", "operator.example/keeper"])
+        .args(["--local-keeper", "insurer.example/keeper"])
+        .args(["--insecure-demo-keys", "--seed", SEED]));
+    let config = dir.join("audita.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("prefix = \"\"", &format!("prefix = \"{prefix}\"")),
+    )
+    .unwrap();
+    ok(audita()
+        .args(["fleet", "register"])
+        .arg(&dir)
+        .args(["--cells", CELLS, "--seed", SEED]));
+    config
+}
+
+/// Incidents the embedded run judged (the sink's `--expect`).
+fn incidents(embedded: &Path) -> String {
+    std::fs::read_dir(embedded.join("adverse"))
+        .unwrap()
+        .count()
+        .to_string()
 }
 
 struct Stages(Vec<(String, Child)>);
@@ -109,17 +158,12 @@ fn kafka_run_with_separate_stage_processes_equals_the_embedded_run() {
 
     let work = tempfile::tempdir().unwrap();
     let prefix = format!("{}.", unique_name("pipe"));
+    let config = deployment(work.path(), &prefix);
+    let expect = incidents(embedded.path());
     let common = |c: &mut Command| {
-        c.args([
-            "--bootstrap",
-            broker.bootstrap(),
-            "--prefix",
-            &prefix,
-            "--cells",
-            CELLS,
-            "--seed",
-            SEED,
-        ]);
+        c.arg("--config")
+            .arg(&config)
+            .args(["--bootstrap", broker.bootstrap()]);
     };
     let spawn = |args: &[&str], extra: &[&str]| -> Child {
         let mut c = audita();
@@ -148,7 +192,8 @@ fn kafka_run_with_separate_stage_processes_equals_the_embedded_run() {
         &[
             "stage",
             "sink",
-            "--exit-when-complete",
+            "--expect",
+            &expect,
             "--dir",
             sink_dir.to_str().unwrap(),
         ],
@@ -157,6 +202,7 @@ fn kafka_run_with_separate_stage_processes_equals_the_embedded_run() {
     let mut feed = audita();
     feed.arg("feed");
     common(&mut feed);
+    feed.args(["--cells", CELLS, "--seed", SEED]);
     let f = feed.output().unwrap();
     assert!(
         f.status.success(),
@@ -215,23 +261,16 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
     };
     eprintln!("work dir {}", work.display());
     let prefix = format!("{}.", unique_name("crash"));
+    let config = deployment(&work, &prefix);
+    let expect = incidents(embedded.path());
     let record = work.join("record");
     let sink_dir = work.join("sink");
     let stage = |args: &[&str]| -> Child {
         let mut c = audita();
         c.args(args)
-            .args([
-                "--bootstrap",
-                broker.bootstrap(),
-                "--prefix",
-                &prefix,
-                "--cells",
-                CELLS,
-                "--seed",
-                SEED,
-                "--max-idle-ms",
-                "60000",
-            ])
+            .arg("--config")
+            .arg(&config)
+            .args(["--bootstrap", broker.bootstrap(), "--max-idle-ms", "60000"])
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         c.spawn().unwrap()
@@ -247,26 +286,24 @@ fn sigkill_of_each_stage_mid_stream_loses_nothing_seals_nothing_twice_and_change
     let sink_args = [
         "stage",
         "sink",
-        "--exit-when-complete",
+        "--expect",
+        &expect,
         "--dir",
         sink_dir.to_str().unwrap(),
     ];
     let mut sink = stage(&sink_args);
     // A paced feed (about 4 s), so every kill below lands mid-stream.
     let mut feed = audita();
-    feed.args([
-        "feed",
-        "--rate",
-        "15",
-        "--bootstrap",
-        broker.bootstrap(),
-        "--prefix",
-        &prefix,
-        "--cells",
-        CELLS,
-        "--seed",
-        SEED,
-    ]);
+    feed.args(["feed", "--rate", "15", "--config"])
+        .arg(&config)
+        .args([
+            "--bootstrap",
+            broker.bootstrap(),
+            "--cells",
+            CELLS,
+            "--seed",
+            SEED,
+        ]);
     let mut feeder = feed.spawn().unwrap();
     let victims = std::env::var("AUDITA_CRASH_VICTIMS")
         .unwrap_or_else(|_| "sealer,ingest,slicer,engine-1,sealer".into());

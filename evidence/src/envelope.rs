@@ -777,18 +777,59 @@ impl SignedEnvelope {
         Ok(Verified(self))
     }
     /// Like [`Self::verify`] without consuming.
+    ///
+    /// The signature must verify under one of the author's registered keys, and
+    /// that key's validity window must cover the envelope's timestamp (else
+    /// [`SignatureError::KeyNotValid`] says how it fails).
     pub fn check(&self, keys: &KeyRegistry) -> Result<(), MessageCheck> {
         let author = self.envelope.author.as_str();
-        let key = keys.principal(author).ok_or_else(|| {
-            MessageCheck::Signature(SignatureError::UnknownSigner(author.to_owned()))
-        })?;
-        if !dsse::verify(key, ENVELOPE_TYPE, self.body(), &self.signature()) {
-            return Err(MessageCheck::Signature(SignatureError::BadSignature(
-                author.to_owned(),
-            )));
-        }
+        check_signer(
+            keys,
+            author,
+            self.envelope.timestamp,
+            ENVELOPE_TYPE,
+            self.body(),
+            &self.signature(),
+        )
+        .map_err(MessageCheck::Signature)?;
         self.envelope.validate().map_err(MessageCheck::Envelope)
     }
+}
+
+/// Verifies `signature` of `signer` over `PAE(payload_type, body)`: it must verify
+/// under one of the signer's registered keys whose window covers `at_ms`. A signature
+/// that verifies only under a key whose window does not cover `at_ms` is
+/// [`SignatureError::KeyNotValid`].
+pub(crate) fn check_signer(
+    keys: &KeyRegistry,
+    signer: &str,
+    at_ms: u64,
+    payload_type: &str,
+    body: &[u8],
+    signature: &[u8; 64],
+) -> Result<(), SignatureError> {
+    let candidates = keys.principal_keys(signer);
+    if candidates.is_empty() {
+        return Err(SignatureError::UnknownSigner(signer.to_owned()));
+    }
+    if let Some(k) = keys.principal_at(signer, at_ms) {
+        if dsse::verify(k, payload_type, body, signature) {
+            return Ok(());
+        }
+    }
+    for (k, w) in candidates {
+        if dsse::verify(k, payload_type, body, signature) {
+            return match w.check(at_ms) {
+                Ok(()) => Ok(()),
+                Err(validity) => Err(SignatureError::KeyNotValid {
+                    signer: signer.to_owned(),
+                    at_ms,
+                    validity,
+                }),
+            };
+        }
+    }
+    Err(SignatureError::BadSignature(signer.to_owned()))
 }
 
 /// Why a single message failed its own checks.

@@ -1,11 +1,15 @@
 //! Epochs: windows of message ids sealed into the log, chained by header hash.
 //!
-//! Design constraints (epoch header wire format v1, integers varints):
+//! Design constraints (epoch header wire format v2, integers varints):
 //! ```text
 //! signed = body || signature[64]   ; log key's Ed25519 over PAE(EPOCH_TYPE, body)
-//! body   = 0x01 origin:str number:varint prev[32] start:varint size:varint
-//!          window_root[32] log_root[32] closed_at:varint
+//! body   = 0x02 origin:str number:varint prev[32] start:varint size:varint
+//!          window_root[32] log_root[32] closed_at:varint registry[32]
 //! ```
+//! - `registry` is the digest of the registry in force when the epoch was sealed
+//!   (SHA-256 of the canonical principal registry, `crate::registry`; zeros when the
+//!   sealer was given none), so an offline verifier knows which keys applied to every
+//!   epoch. Version-1 headers (no `registry` field) still decode, with zeros.
 //! - The log is one append-only RFC 9162 tree over [`MessageId::leaf_bytes`] of
 //!   every sealed message. Epoch `n` covers leaves `start..size`; `window_root`
 //!   is the root over just those leaves and `log_root` the root over `0..size`,
@@ -27,8 +31,8 @@ use crate::error::{DecodeError, SignatureError};
 use crate::merkle::{leaf_hash, root_from_leaf_hashes, CompactRange};
 use crate::principal::{check_name, KeyRegistry};
 
-/// Epoch header format version.
-pub const EPOCH_VERSION: u8 = 1;
+/// Epoch header format version written.
+pub const EPOCH_VERSION: u8 = 2;
 
 /// The signed header of a sealed epoch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +54,8 @@ pub struct EpochHeader {
     pub log_root: Hash,
     /// Caller-supplied closing time.
     pub closed_at: u64,
+    /// Digest of the registry in force (zeros: none declared).
+    pub registry: Hash,
 }
 
 impl EpochHeader {
@@ -63,6 +69,7 @@ impl EpochHeader {
         window_root: Hash,
         log_root: Hash,
         closed_at: u64,
+        registry: Hash,
         key: &SigningKey,
     ) -> Self {
         let mut w = Writer::new();
@@ -75,6 +82,7 @@ impl EpochHeader {
         w.bytes(&window_root);
         w.bytes(&log_root);
         w.varint(closed_at);
+        w.bytes(&registry);
         let sig = dsse::sign(key, EPOCH_TYPE, &w.buf);
         let mut bytes = w.buf;
         bytes.extend_from_slice(&sig);
@@ -88,6 +96,7 @@ impl EpochHeader {
             window_root,
             log_root,
             closed_at,
+            registry,
         }
     }
     /// Decodes stored bytes (total). Does not check the signature.
@@ -100,7 +109,7 @@ impl EpochHeader {
         }
         let mut r = Reader::new(&bytes[..bytes.len() - SIGNATURE_LEN]);
         let v = r.u8()?;
-        if v != EPOCH_VERSION {
+        if v != 1 && v != EPOCH_VERSION {
             return Err(DecodeError::UnknownVersion(v));
         }
         let at = r.position();
@@ -113,6 +122,7 @@ impl EpochHeader {
         let window_root = r.array32()?;
         let log_root = r.array32()?;
         let closed_at = r.varint()?;
+        let registry = if v >= 2 { r.array32()? } else { [0; 32] };
         r.finish()?;
         Ok(Self {
             bytes,
@@ -124,6 +134,7 @@ impl EpochHeader {
             window_root,
             log_root,
             closed_at,
+            registry,
         })
     }
     /// The exact stored bytes.
@@ -180,6 +191,7 @@ pub struct Sealer {
     window_hashes: Vec<Hash>,
     prev: Hash,
     next_number: u64,
+    registry: Hash,
 }
 
 impl Sealer {
@@ -194,6 +206,7 @@ impl Sealer {
             window_hashes: Vec::new(),
             prev: [0; 32],
             next_number: 0,
+            registry: [0; 32],
         })
     }
     /// Restarts a sealer after a crash or restart from the sealed log: `leaves` are
@@ -235,7 +248,17 @@ impl Sealer {
             window_hashes: Vec::new(),
             prev: last.hash(),
             next_number: last.number + 1,
+            registry: last.registry,
         })
+    }
+    /// Declares the registry in force from the next epoch on (its digest goes into
+    /// every header until changed).
+    pub fn set_registry(&mut self, digest: Hash) {
+        self.registry = digest;
+    }
+    /// The registry digest the next epoch will carry.
+    pub fn registry(&self) -> Hash {
+        self.registry
     }
     /// Appends a message id; returns its leaf index in the log.
     pub fn append(&mut self, id: MessageId) -> u64 {
@@ -272,6 +295,7 @@ impl Sealer {
             window_root,
             log_root,
             closed_at,
+            self.registry,
             &self.key,
         );
         self.prev = header.hash();

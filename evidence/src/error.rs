@@ -145,6 +145,26 @@ pub enum SignatureError {
     /// The Ed25519 signature does not verify over the stored bytes.
     #[error("signature of {0} does not verify")]
     BadSignature(String),
+    /// The signature verifies under a registered key of the signer whose validity
+    /// window does not cover the signing time.
+    #[error("{signer} signed at {at_ms} ms with a key {}", validity_text(.validity))]
+    KeyNotValid {
+        /// The signer.
+        signer: String,
+        /// The signing time it claims (ms).
+        at_ms: u64,
+        /// Why the key does not cover it.
+        validity: crate::principal::KeyValidity,
+    },
+}
+
+fn validity_text(v: &crate::principal::KeyValidity) -> String {
+    use crate::principal::KeyValidity::*;
+    match v {
+        NotYetValid { from_ms } => format!("not valid before {from_ms} ms"),
+        Expired { until_ms } => format!("retired at {until_ms} ms"),
+        Revoked { at_ms } => format!("revoked at {at_ms} ms"),
+    }
 }
 
 impl SignatureError {

@@ -30,6 +30,7 @@ pub mod merkle;
 pub mod principal;
 pub mod proven;
 pub mod receipt;
+pub mod registry;
 pub mod sample;
 mod sig;
 pub mod store;
@@ -50,9 +51,10 @@ pub use error::{
 };
 pub use keeper::{Keeper, KeeperError};
 pub use merkle::{ConsistencyProof, InclusionProof};
-pub use principal::{derive_signing_key, KeyRegistry, PrincipalId};
+pub use principal::{derive_signing_key, KeyRegistry, KeyValidity, KeyWindow, PrincipalId};
 pub use proven::{verify_proven, EpochProofs, ProvenSlice};
 pub use receipt::Receipt;
+pub use registry::{PrincipalRegistry, RegistryError};
 pub use store::{PayloadKey, PayloadStatus, PayloadStore};
 pub use trust::{TrustAnchors, TrustError, TrustProblem};
 pub use verify::{

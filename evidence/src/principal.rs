@@ -77,10 +77,61 @@ pub fn derive_signing_key(seed: u64, name: &str) -> SigningKey {
     SigningKey::from_bytes(&h.finalize().into())
 }
 
-/// Public keys of principals, keepers and logs. Holds no secrets.
+/// When a registered principal key may sign, in record time (ms): from `from_ms`
+/// (inclusive) to `until_ms` (inclusive), each unbounded when absent. A key whose
+/// window closed because it was compromised is `revoked`: the distinction is kept in
+/// the reason a message is suspect.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyWindow {
+    /// First instant the key may sign.
+    pub from_ms: Option<u64>,
+    /// Last instant the key may sign.
+    pub until_ms: Option<u64>,
+    /// Whether the window was closed by revocation (compromise), not rotation.
+    pub revoked: bool,
+}
+
+/// Why a key did not cover a signing time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyValidity {
+    /// Signed before the key's window opened.
+    NotYetValid {
+        /// Start of the window.
+        from_ms: u64,
+    },
+    /// Signed after a rotated key's window closed.
+    Expired {
+        /// End of the window.
+        until_ms: u64,
+    },
+    /// Signed after the key was revoked.
+    Revoked {
+        /// Revocation instant.
+        at_ms: u64,
+    },
+}
+
+impl KeyWindow {
+    /// Whether the window covers `t` (ms), and why not.
+    pub fn check(&self, t: u64) -> Result<(), KeyValidity> {
+        if let Some(from_ms) = self.from_ms {
+            if t < from_ms {
+                return Err(KeyValidity::NotYetValid { from_ms });
+            }
+        }
+        match self.until_ms {
+            Some(until) if t > until && self.revoked => Err(KeyValidity::Revoked { at_ms: until }),
+            Some(until_ms) if t > until_ms => Err(KeyValidity::Expired { until_ms }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Public keys of principals (each with its validity windows), keepers and logs.
+/// Holds no secrets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KeyRegistry {
-    principals: BTreeMap<PrincipalId, VerifyingKey>,
+    principals: BTreeMap<PrincipalId, Vec<(VerifyingKey, KeyWindow)>>,
     keepers: BTreeMap<String, VerifyingKey>,
     logs: BTreeMap<String, VerifyingKey>,
 }
@@ -90,9 +141,15 @@ impl KeyRegistry {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Registers (or replaces) a principal's public key.
+    /// Registers (or replaces) a principal's only public key, valid at all times.
     pub fn add_principal(&mut self, id: PrincipalId, key: VerifyingKey) {
-        self.principals.insert(id, key);
+        self.principals
+            .insert(id, vec![(key, KeyWindow::default())]);
+    }
+    /// Adds one more key of a principal with its validity window (rotation: the
+    /// previous key's window closes where the new one's opens).
+    pub fn add_principal_key(&mut self, id: PrincipalId, key: VerifyingKey, window: KeyWindow) {
+        self.principals.entry(id).or_default().push((key, window));
     }
     /// Registers a keeper (checkpoint co-signer) under its note key name.
     pub fn add_keeper(&mut self, name: &str, key: VerifyingKey) -> Result<(), NameError> {
@@ -106,9 +163,24 @@ impl KeyRegistry {
         self.logs.insert(name.to_owned(), key);
         Ok(())
     }
-    /// A principal's key, if registered.
+    /// A principal's current key (the last registered), if any.
     pub fn principal(&self, name: &str) -> Option<&VerifyingKey> {
-        self.principals.get(name)
+        self.principals
+            .get(name)
+            .and_then(|k| k.last())
+            .map(|(k, _)| k)
+    }
+    /// Every key of a principal with its window, in registration order.
+    pub fn principal_keys(&self, name: &str) -> &[(VerifyingKey, KeyWindow)] {
+        self.principals.get(name).map_or(&[], Vec::as_slice)
+    }
+    /// The key of `name` whose window covers `t` (the last registered such), if any.
+    pub fn principal_at(&self, name: &str, t: u64) -> Option<&VerifyingKey> {
+        self.principal_keys(name)
+            .iter()
+            .rev()
+            .find(|(_, w)| w.check(t).is_ok())
+            .map(|(k, _)| k)
     }
     /// A keeper's key, if registered.
     pub fn keeper(&self, name: &str) -> Option<&VerifyingKey> {
@@ -118,9 +190,17 @@ impl KeyRegistry {
     pub fn log(&self, name: &str) -> Option<&VerifyingKey> {
         self.logs.get(name)
     }
-    /// All principals in name order.
+    /// All principals in name order, each with its current key.
     pub fn principals(&self) -> impl Iterator<Item = (&PrincipalId, &VerifyingKey)> {
-        self.principals.iter()
+        self.principals
+            .iter()
+            .filter_map(|(id, ks)| ks.last().map(|(k, _)| (id, k)))
+    }
+    /// All principals in name order with every key and window.
+    pub fn principal_entries(
+        &self,
+    ) -> impl Iterator<Item = (&PrincipalId, &[(VerifyingKey, KeyWindow)])> {
+        self.principals.iter().map(|(id, ks)| (id, ks.as_slice()))
     }
     /// All keepers in name order.
     pub fn keepers(&self) -> impl Iterator<Item = (&String, &VerifyingKey)> {

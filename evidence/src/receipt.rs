@@ -107,18 +107,14 @@ impl Receipt {
         self.timestamp
     }
     /// Checks the recipient's signature over the stored bytes.
+    ///
+    /// The key must be one of the recipient's registered keys whose window covers
+    /// the receipt's timestamp.
     pub fn verify(&self, keys: &KeyRegistry) -> Result<(), SignatureError> {
         let who = self.recipient.as_str();
-        let key = keys
-            .principal(who)
-            .ok_or_else(|| SignatureError::UnknownSigner(who.to_owned()))?;
         let (body, sig) = self.bytes.split_at(self.bytes.len() - SIGNATURE_LEN);
         let mut s = [0u8; 64];
         s.copy_from_slice(sig);
-        if dsse::verify(key, RECEIPT_TYPE, body, &s) {
-            Ok(())
-        } else {
-            Err(SignatureError::BadSignature(who.to_owned()))
-        }
+        crate::envelope::check_signer(keys, who, self.timestamp, RECEIPT_TYPE, body, &s)
     }
 }

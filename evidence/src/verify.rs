@@ -270,6 +270,11 @@ impl SuspectReason {
             Self::Undecodable(_) => "undecodable",
             Self::Signature(SignatureError::UnknownSigner(_)) => "unknown_author",
             Self::Signature(SignatureError::BadSignature(_)) => "bad_signature",
+            Self::Signature(SignatureError::KeyNotValid { validity, .. }) => match validity {
+                crate::principal::KeyValidity::NotYetValid { .. } => "key_not_yet_valid",
+                crate::principal::KeyValidity::Expired { .. } => "key_retired",
+                crate::principal::KeyValidity::Revoked { .. } => "key_revoked",
+            },
             Self::Rule(_) => "rule_violation",
             Self::Duplicate => "duplicate",
             Self::Unreceipted => "unreceipted",
@@ -741,6 +746,7 @@ pub(crate) fn check_messages(
             present.values().map(|p| {
                 (
                     p.env.envelope().author.as_str(),
+                    p.env.envelope().timestamp,
                     ENVELOPE_TYPE,
                     p.env.body(),
                     p.env.signature(),
@@ -777,6 +783,7 @@ pub(crate) fn check_messages(
             decoded.iter().flatten().map(|r| {
                 (
                     r.recipient().as_str(),
+                    r.timestamp(),
                     RECEIPT_TYPE,
                     r.body(),
                     r.signature(),
@@ -1182,6 +1189,7 @@ pub fn check_envelopes_batch(
         envs.iter().map(|e| {
             (
                 e.envelope().author.as_str(),
+                e.envelope().timestamp,
                 ENVELOPE_TYPE,
                 e.body(),
                 e.signature(),
@@ -1209,6 +1217,7 @@ pub fn check_receipts_batch(
         receipts.iter().map(|r| {
             (
                 r.recipient().as_str(),
+                r.timestamp(),
                 RECEIPT_TYPE,
                 r.body(),
                 r.signature(),
@@ -1225,14 +1234,16 @@ pub fn check_receipts_batch(
 /// One Ed25519 batch over `(signer, payload type, body, signature)`; false if any
 /// signer is unknown or the batch fails (callers then verify one by one).
 fn batch_verify<'a>(
-    items: impl Iterator<Item = (&'a str, &'static str, &'a [u8], [u8; 64])>,
+    items: impl Iterator<Item = (&'a str, u64, &'static str, &'a [u8], [u8; 64])>,
     keys: &KeyRegistry,
 ) -> bool {
     let mut msgs = Vec::new();
     let mut sigs = Vec::new();
     let mut vks = Vec::new();
-    for (signer, payload_type, body, sig) in items {
-        let Some(k) = keys.principal(signer) else {
+    for (signer, at_ms, payload_type, body, sig) in items {
+        // The key valid at the signing time; none (or a signature under a retired
+        // key) fails the batch, and the one-by-one checks give the reason.
+        let Some(k) = keys.principal_at(signer, at_ms) else {
             return false;
         };
         msgs.push(dsse::pae(payload_type, body));

@@ -365,3 +365,80 @@ fn a_held_checkpoint_reveals_truncation_and_forks() {
     );
     assert!(matches!(p.held[0].fault, HeldFault::Unparseable(_)));
 }
+
+/// A message signed with a revoked, retired or not-yet-valid key is suspect with that
+/// reason; one inside its key's window certifies.
+#[test]
+fn a_key_outside_its_window_makes_its_messages_suspect_with_the_reason() {
+    use audita_evidence::{KeyWindow, PrincipalId};
+    let s = audita_evidence::sample::sample_record(3, 6);
+    let part = audita_evidence::verify_record(&s.record, &s.keys);
+    assert!(part.is_clean());
+    // Re-register every principal's key with windows that exclude some timestamps.
+    let times: Vec<(PrincipalId, u64)> = part
+        .certified
+        .values()
+        .map(|c| {
+            (
+                c.envelope.envelope().author.clone(),
+                c.envelope.envelope().timestamp,
+            )
+        })
+        .collect();
+    let (victim, t) = times[times.len() / 2].clone();
+    for (window, code) in [
+        (
+            KeyWindow {
+                from_ms: Some(t + 1),
+                until_ms: None,
+                revoked: false,
+            },
+            "key_not_yet_valid",
+        ),
+        (
+            KeyWindow {
+                from_ms: None,
+                until_ms: Some(t.saturating_sub(1)),
+                revoked: false,
+            },
+            "key_retired",
+        ),
+        (
+            KeyWindow {
+                from_ms: None,
+                until_ms: Some(t.saturating_sub(1)),
+                revoked: true,
+            },
+            "key_revoked",
+        ),
+    ] {
+        let mut keys = audita_evidence::KeyRegistry::new();
+        for (id, k) in s.keys.principals() {
+            if id == &victim {
+                keys.add_principal_key(id.clone(), *k, window);
+            } else {
+                keys.add_principal(id.clone(), *k);
+            }
+        }
+        for (n, k) in s.keys.keepers() {
+            keys.add_keeper(n, *k).unwrap();
+        }
+        for (n, k) in s.keys.logs() {
+            keys.add_log(n, *k).unwrap();
+        }
+        let p = audita_evidence::verify_record(&s.record, &keys);
+        let hit = p
+            .suspect
+            .iter()
+            .find(|x| x.reasons.iter().any(|r| r.code() == code));
+        assert!(hit.is_some(), "{code}: {:?}", p.suspect);
+        // Only the victim's messages outside the window are hit.
+        for x in &p.suspect {
+            if let audita_evidence::SuspectItem::Message { id, .. } = &x.item {
+                if x.reasons.iter().any(|r| r.code() == code) {
+                    assert_eq!(id.author, victim);
+                }
+            }
+        }
+    }
+}

@@ -5,7 +5,9 @@
 //!
 //! Design constraints:
 //! - Cell `i` is the facility scenario of (family, seed), re-signed under cell-local
-//!   principal names (`c<i>.<name>`, keys from `derive_signing_key(fleet_seed, name)`)
+//!   principal names (`c<i>.<name>`) with keys from a [`KeySource`] — the keys a
+//!   deployment registered for the fleet ([`build_with`]), or, for tests and the
+//!   insecure demo mode only, `derive_signing_key(fleet_seed, name)` ([`build`]) —
 //!   and shifted to its own time slot (`i × CELL_SLOT_MS` in [`build`]; any base in
 //!   [`build_cell`]), so one key registry holds the whole fleet. Citations are
 //!   remapped to the re-signed ids in record order (a topological order).
@@ -17,7 +19,7 @@
 
 use audita_evidence::{
     derive_signing_key, Effect, Envelope, KeyRegistry, MessageId, Payload, PrincipalId, Receipt,
-    SignedEnvelope,
+    SignedEnvelope, SigningKey,
 };
 use audita_facility::record::{adverse_json, registry_json, sign_record};
 use audita_facility::scenario::{generate, Family, Scenario};
@@ -47,11 +49,17 @@ pub struct Cell {
     pub planted_causal: BTreeMap<String, f64>,
 }
 
+/// Where a fleet's signing keys come from: called once per principal name.
+pub type KeySource<'a> = &'a mut dyn FnMut(&str) -> SigningKey;
+
 /// A fleet of cells with one key registry and one duty registry.
 #[derive(Clone, Debug)]
 pub struct Fleet {
     /// Public keys of every principal of every cell.
     pub keys: KeyRegistry,
+    /// The role of every principal (registry `role`: planner, controller, sensor,
+    /// actuator, batch, operator, monitor, …).
+    pub roles: BTreeMap<String, String>,
     /// The cells.
     pub cells: Vec<Cell>,
     /// Duty registry JSON (standard `reasonable_agent`).
@@ -106,31 +114,76 @@ pub const DEMO_MIX: [Family; 8] = [
     Family::NoCause,
 ];
 
-/// Builds a fleet of `cells` cells cycling through `mix`, scenario seeds from `seed`.
+/// Builds a fleet of `cells` cells cycling through `mix`, scenario seeds from `seed`,
+/// with keys derived from `seed` (tests and the insecure demo mode only: these keys
+/// are public knowledge).
 pub fn build(mix: &[Family], cells: usize, seed: u64) -> Fleet {
-    let mut keys = KeyRegistry::new();
+    build_with(mix, cells, seed, &mut |name| derive_signing_key(seed, name))
+}
+
+/// Builds a fleet of `cells` cells cycling through `mix`, scenario seeds from `seed`,
+/// signing with the keys `keys` gives each principal.
+pub fn build_with(mix: &[Family], cells: usize, seed: u64, keys: KeySource<'_>) -> Fleet {
+    let mut registry = KeyRegistry::new();
+    let mut roles = BTreeMap::new();
     let mut principals = serde_json::Map::new();
     let mut out = Vec::new();
+    let mut cache: BTreeMap<String, SigningKey> = BTreeMap::new();
+    let mut key = |name: &str| -> SigningKey {
+        cache
+            .entry(name.to_string())
+            .or_insert_with(|| keys(name))
+            .clone()
+    };
     for i in 0..cells {
         let family = mix[i % mix.len().max(1)];
         let sc = generate(family, seed.wrapping_add(i as u64));
         let cell = build_cell(
             i,
             &sc,
-            seed,
+            &mut key,
             i as u64 * CELL_SLOT_MS,
-            &mut keys,
+            &mut registry,
             &mut principals,
         )
         .unwrap_or_else(|e| panic!("facility scenario {} {}: {e}", sc.family, sc.seed));
+        for (name, role) in roles_of(&sc) {
+            roles.insert(cell_name(i, &name), role);
+        }
         out.push(cell);
     }
     let duties_json = json!({"standard": "reasonable_agent", "principals": principals}).to_string();
     Fleet {
-        keys,
+        keys: registry,
+        roles,
         cells: out,
         duties_json,
     }
+}
+
+/// The registry role of every name a scenario's record signs under.
+fn roles_of(sc: &Scenario) -> Vec<(String, String)> {
+    let spec = &sc.spec;
+    let mut out: Vec<(String, String)> = vec![
+        (audita_facility::record::OPERATOR.into(), "operator".into()),
+        (audita_facility::record::MONITOR.into(), "monitor".into()),
+    ];
+    out.extend(
+        spec.principals
+            .iter()
+            .map(|p| (p.name.clone(), p.role.as_str().to_string())),
+    );
+    out.extend(
+        spec.robots
+            .iter()
+            .map(|r| (r.name.clone(), "actuator".into())),
+    );
+    out.extend(
+        spec.batches
+            .iter()
+            .map(|b| (b.name.clone(), "batch".into())),
+    );
+    out
 }
 
 fn cell_name(i: usize, name: &str) -> String {
@@ -188,7 +241,7 @@ pub enum CellError {
 pub fn build_cell(
     i: usize,
     sc: &Scenario,
-    fleet_seed: u64,
+    key_of: &mut dyn FnMut(&str) -> SigningKey,
     base_ms: u64,
     keys: &mut KeyRegistry,
     principals: &mut serde_json::Map<String, Value>,
@@ -225,7 +278,7 @@ pub fn build_cell(
         .with_effect(cell_effect(i, &old.effect))
         .with_pins(old.pins.clone());
         new.timestamp = base + old.timestamp;
-        let key = derive_signing_key(fleet_seed, author.as_str());
+        let key = key_of(author.as_str());
         keys.add_principal(author, key.verifying_key());
         let signed = new
             .sign(&key)
@@ -234,7 +287,7 @@ pub fn build_cell(
             Some(r) => rename(r)?,
             None => signed.envelope().destination.clone(),
         };
-        let rkey = derive_signing_key(fleet_seed, recipient.as_str());
+        let rkey = key_of(recipient.as_str());
         keys.add_principal(recipient.clone(), rkey.verifying_key());
         receipts.push(Receipt::sign(
             signed.id().clone(),

@@ -239,7 +239,15 @@ impl Load {
             let family = fleet::DEMO_MIX[k % fleet::DEMO_MIX.len()];
             let sc = generate(family, config.seed.wrapping_add(k as u64));
             let base = record_base(config, k, offset);
-            let cell = fleet::build_cell(k, &sc, config.seed, base, &mut keys, &mut principals)?;
+            let seed = config.seed;
+            let cell = fleet::build_cell(
+                k,
+                &sc,
+                &mut |n| derive_signing_key(seed, n),
+                base,
+                &mut keys,
+                &mut principals,
+            )?;
             if cell_end(&cell) - base + offset + CELL_TAIL_MS <= duration_ms(config) {
                 cells.push(cell);
             }
@@ -249,6 +257,10 @@ impl Load {
         Ok(Load {
             config: config.clone(),
             fleet: Fleet {
+                roles: keys
+                    .principals()
+                    .map(|(p, _)| (p.to_string(), "principal".to_string()))
+                    .collect(),
                 keys,
                 cells,
                 duties_json,

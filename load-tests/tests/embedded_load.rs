@@ -134,6 +134,7 @@ fn check(placement: Placement) {
             epoch_age: Duration::from_millis(200),
             topic_prefix: prefix.into(),
             input_partitions: 4,
+            registry: None,
         };
         stages.push(std::thread::spawn(move || {
             let mut s = SealerStage::open(config).unwrap();

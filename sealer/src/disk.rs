@@ -7,6 +7,9 @@
 //! DIR/keys/principals.txt            "<name> <base64 Ed25519 public key>\n" per principal
 //! DIR/keys/keepers.txt               same, one line per keeper (checkpoint co-signer)
 //! DIR/keys/logs.txt                  same, one line per log (key name = checkpoint origin)
+//! DIR/keys/registry/<hex>.json       a principal registry an epoch header names (audita.principals/v1;
+//!                                    <hex> = its digest); the latest epoch's gives the principals'
+//!                                    keys with their validity windows
 //! DIR/segments/envelopes-NNNNNN.seg  framed signed envelopes, in append order
 //! DIR/segments/receipts-NNNNNN.seg   framed signed receipts
 //! DIR/epochs/epoch-NNNNNN.seg        frame 0: signed epoch header; frames 1..: leaves
@@ -686,7 +689,63 @@ fn record(dir: &Path, budget: &mut Budget) -> Result<(Record, KeyRegistry), Read
     for path in budget.list(&dir.join("checkpoints"), "checkpoint-", ".txt")? {
         record.checkpoints.push(budget.file(&path)?);
     }
+    let keys = with_registry_in_force(dir, &record, keys, budget)?;
     Ok((record, keys))
+}
+
+/// The principal keys of the registry the record's latest epoch names (its file
+/// `keys/registry/<hex>.json`, whose digest must match its name), with their
+/// validity windows, in place of `keys/principals.txt`'s; keepers and logs are kept.
+/// Registries only ever add keys and close windows, so the latest one judges every
+/// epoch. Without a named registry file the record's own principal list stands
+/// (`audita verify` reports a named registry whose file is absent).
+fn with_registry_in_force(
+    dir: &Path,
+    record: &Record,
+    keys: KeyRegistry,
+    budget: &mut Budget,
+) -> Result<KeyRegistry, ReadError> {
+    let latest = record
+        .epochs
+        .iter()
+        .filter_map(|e| audita_evidence::EpochHeader::decode(e.header.clone()).ok())
+        .max_by_key(|h| h.number)
+        .map(|h| h.registry)
+        .filter(|d| *d != [0u8; 32]);
+    let Some(digest) = latest else {
+        return Ok(keys);
+    };
+    let path = registry_path(dir, &digest);
+    if !path.exists() {
+        return Ok(keys);
+    }
+    let bad = |reason: &'static str| ReadError::NotARecord {
+        path: path.clone(),
+        reason,
+    };
+    let bytes = budget.file(&path)?;
+    let text = String::from_utf8(bytes).map_err(|_| bad("registry is not UTF-8"))?;
+    let reg = audita_evidence::PrincipalRegistry::from_json(&text)
+        .map_err(|_| bad("registry does not parse"))?;
+    if reg.digest() != digest {
+        return Err(bad("registry digest does not match its file name"));
+    }
+    let mut out = reg
+        .key_registry()
+        .map_err(|_| bad("registry keys do not parse"))?;
+    for (n, k) in keys.keepers() {
+        out.add_keeper(n, *k).map_err(|_| bad("keeper name"))?;
+    }
+    for (n, k) in keys.logs() {
+        out.add_log(n, *k).map_err(|_| bad("log name"))?;
+    }
+    Ok(out)
+}
+
+/// Where a record keeps the registry with `digest`.
+pub fn registry_path(dir: &Path, digest: &Hash) -> PathBuf {
+    dir.join("keys/registry")
+        .join(format!("{}.json", hex::encode(digest)))
 }
 
 /// Reads the optional payload store of a record directory (default [`Limits`];
@@ -827,6 +886,28 @@ impl RecordWriter {
             epochs: 0,
             checkpoints: 0,
         })
+    }
+    /// Stores the principal registry `reg` under its digest (`keys/registry/<hex>.json`;
+    /// written once, atomically), so an offline verifier holds every registry an
+    /// epoch header names. Also refreshes `keys/principals.txt` to its current keys.
+    pub fn write_registry(
+        &mut self,
+        reg: &audita_evidence::PrincipalRegistry,
+    ) -> Result<(), ReadError> {
+        let path = registry_path(&self.dir, &reg.digest());
+        if !path.exists() {
+            let rdir = self.dir.join("keys/registry");
+            fs::create_dir_all(&rdir).map_err(io_err(&rdir))?;
+            write_file(&path, reg.to_json_pretty().as_bytes())?;
+        }
+        let keys = reg.key_registry().map_err(|_| ReadError::NotARecord {
+            path: path.clone(),
+            reason: "registry keys do not parse",
+        })?;
+        write_file(
+            &self.dir.join("keys/principals.txt"),
+            key_lines(keys.principals().map(|(n, k)| (n.as_str(), k))).as_bytes(),
+        )
     }
     /// Reopens an existing record directory for appending (e.g. after a restart of
     /// the sealer stage): numbering continues after the files already present, so

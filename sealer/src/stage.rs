@@ -116,6 +116,9 @@ pub struct SealerConfig {
     pub topic_prefix: String,
     /// Partitions of the accepted topic this sealer reads (for the event-time watermark).
     pub input_partitions: usize,
+    /// The public principal registry in force: stored in the record and its digest
+    /// bound into every epoch header sealed from now on (`None`: headers name none).
+    pub registry: Option<audita_evidence::PrincipalRegistry>,
 }
 
 /// An epoch as published on `audita.epochs`: everything a downstream stage needs to
@@ -302,6 +305,12 @@ impl SealerStage {
         };
         if !fresh {
             stage.recover()?;
+        }
+        // The registry in force from the next epoch on (after a restart too: a rotated
+        // key's registry applies to what is sealed after it).
+        if let Some(reg) = stage.config.registry.clone() {
+            stage.writer.write_registry(&reg)?;
+            stage.sealer.set_registry(reg.digest());
         }
         Ok(stage)
     }

@@ -27,6 +27,7 @@ fn config(dir: &std::path::Path, keys: audita_evidence::KeyRegistry) -> SealerCo
         epoch_age: Duration::from_secs(3600),
         topic_prefix: String::new(),
         input_partitions: 4,
+        registry: None,
     }
 }
 

@@ -1,0 +1,298 @@
+//! `audita init`, `audita principal add|rotate|revoke` and `audita fleet register`:
+//! creating and changing a deployment an operator owns (the files are documented in
+//! `audita_deploy`). The simulated fleet is one client of a deployment: `fleet
+//! register` enrols its principals through the same code as `principal add` (fresh
+//! keys, one file each) and installs its duty registry; `audita feed` then signs with
+//! those key files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use audita_deploy::{Config, InitOptions};
+use audita_load_tests::fleet::{self, Fleet};
+use clap::{Args, Subcommand};
+
+/// `audita init DIR --origin ORIGIN`.
+#[derive(Args, Debug)]
+pub struct InitArgs {
+    /// The new deployment's directory.
+    pub dir: PathBuf,
+    /// The log's origin (checkpoint origin line, e.g. `site-7.example/audita`).
+    #[arg(long)]
+    pub origin: String,
+    /// A keeper run in this deployment's process (name; repeatable). Keepers in
+    /// other trust domains are listed in audita.toml by their published vkey.
+    #[arg(long = "local-keeper", value_name = "NAME")]
+    pub local_keepers: Vec<String>,
+    /// TESTS AND DEMOS ONLY: derive every key of the deployment from `--seed`, a
+    /// public value (written into audita.toml as `[insecure] demo_seed`).
+    #[arg(long, requires = "seed")]
+    pub insecure_demo_keys: bool,
+    /// The public seed of `--insecure-demo-keys`.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// `audita principal …`.
+#[derive(Args, Debug)]
+pub struct PrincipalArgs {
+    #[command(subcommand)]
+    pub command: PrincipalCommand,
+}
+
+/// What to do with a principal.
+#[derive(Subcommand, Debug)]
+pub enum PrincipalCommand {
+    /// Register a new principal with a fresh key (its private key in its own file).
+    Add {
+        /// The deployment directory (or its audita.toml).
+        dir: PathBuf,
+        /// Principal name.
+        name: String,
+        /// Role (planner, dispatcher, supervisor, controller, sensor, agent, …).
+        #[arg(long)]
+        role: String,
+        /// Where to write the private key (default keys/principals/NAME.key).
+        #[arg(long)]
+        key_out: Option<PathBuf>,
+        /// Record time (ms) from which the key may sign (default: always).
+        #[arg(long)]
+        valid_from_ms: Option<u64>,
+    },
+    /// Give a principal a fresh key from `--at-ms` on (the old key's window closes).
+    Rotate {
+        /// The deployment directory (or its audita.toml).
+        dir: PathBuf,
+        /// Principal name.
+        name: String,
+        /// Where to write the new private key.
+        #[arg(long)]
+        key_out: Option<PathBuf>,
+        /// Record time (ms) of the rotation (default: now).
+        #[arg(long)]
+        at_ms: Option<u64>,
+    },
+    /// Revoke a principal's current key at `--at-ms` (compromise): nothing it signs
+    /// after certifies.
+    Revoke {
+        /// The deployment directory (or its audita.toml).
+        dir: PathBuf,
+        /// Principal name.
+        name: String,
+        /// Record time (ms) of the revocation (default: now).
+        #[arg(long)]
+        at_ms: Option<u64>,
+    },
+}
+
+/// `audita fleet register DIR`.
+#[derive(Args, Debug)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: FleetCommand,
+}
+
+/// The simulated fleet as a client of a deployment.
+#[derive(Subcommand, Debug)]
+pub enum FleetCommand {
+    /// Register the simulated fleet's principals (fresh keys) and install its duty
+    /// registry in the deployment.
+    Register {
+        /// The deployment directory (or its audita.toml).
+        dir: PathBuf,
+        #[command(flatten)]
+        fleet: FleetShape,
+    },
+}
+
+/// The simulated fleet's shape (the same in `fleet register` and `feed`).
+#[derive(Args, Debug, Clone)]
+pub struct FleetShape {
+    /// Facility cells.
+    #[arg(long, default_value_t = 64)]
+    pub cells: usize,
+    /// Scenario seed (the fleet's content, not its keys).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// The `audita.toml` of a deployment directory argument (a directory or the file).
+pub fn config_path(dir: &Path) -> PathBuf {
+    if dir.is_dir() {
+        dir.join("audita.toml")
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+pub fn run_init(args: &InitArgs) -> i32 {
+    let opts = InitOptions {
+        local_keepers: args.local_keepers.clone(),
+        insecure_demo_seed: args.insecure_demo_keys.then_some(args.seed).flatten(),
+    };
+    match audita_deploy::init_with(&args.dir, &args.origin, &opts) {
+        Ok(made) => {
+            println!("deployment: {}", made.config.display());
+            println!("log vkey:   {}", made.log_vkey);
+            if opts.insecure_demo_seed.is_some() {
+                eprintln!("audita init: INSECURE: every key derives from the public --seed (tests and demos only)");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("audita init: {e}");
+            2
+        }
+    }
+}
+
+pub fn run_principal(args: &PrincipalArgs) -> i32 {
+    let result = match &args.command {
+        PrincipalCommand::Add {
+            dir,
+            name,
+            role,
+            key_out,
+            valid_from_ms,
+        } => audita_deploy::add_principal(
+            &config_path(dir),
+            name,
+            role,
+            key_out.as_deref(),
+            *valid_from_ms,
+        )
+        .map(|k| format!("{}\nprivate key: {}", k.vkey, k.key_file.display())),
+        PrincipalCommand::Rotate {
+            dir,
+            name,
+            key_out,
+            at_ms,
+        } => audita_deploy::rotate_principal(
+            &config_path(dir),
+            name,
+            key_out.as_deref(),
+            at_ms.unwrap_or_else(audita_deploy::now_ms),
+        )
+        .map(|k| format!("{}\nprivate key: {}", k.vkey, k.key_file.display())),
+        PrincipalCommand::Revoke { dir, name, at_ms } => {
+            let at = at_ms.unwrap_or_else(audita_deploy::now_ms);
+            audita_deploy::revoke_principal(&config_path(dir), name, at)
+                .map(|()| format!("{name}: current key revoked at {at} ms"))
+        }
+    };
+    match result {
+        Ok(text) => {
+            println!("{text}");
+            0
+        }
+        Err(e) => {
+            eprintln!("audita principal: {e}");
+            2
+        }
+    }
+}
+
+pub fn run_fleet(args: &FleetArgs) -> i32 {
+    match &args.command {
+        FleetCommand::Register { dir, fleet } => match register(&config_path(dir), fleet) {
+            Ok(n) => {
+                println!("registered {n} fleet principals and its duty registry");
+                0
+            }
+            Err(e) => {
+                eprintln!("audita fleet register: {e:#}");
+                2
+            }
+        },
+    }
+}
+
+/// Registers the simulated fleet in the deployment at `config`: every principal it
+/// signs as gets a fresh key through `principal add`'s code, and the deployment's
+/// duty registry becomes the fleet's. Returns the number of principals.
+pub fn register(config: &Path, shape: &FleetShape) -> Result<usize> {
+    if shape.cells == 0 {
+        bail!("--cells must be at least 1");
+    }
+    // Names and roles first (the content does not depend on the keys).
+    let names = fleet::build(&fleet::DEMO_MIX, shape.cells, shape.seed);
+    let c = Config::load(config)?;
+    let fresh: Vec<(&str, &str)> = names
+        .roles
+        .iter()
+        .filter(|(n, _)| c.principals.get(n).is_none())
+        .map(|(n, r)| (n.as_str(), r.as_str()))
+        .collect();
+    audita_deploy::add_principals(config, &fresh, None)?;
+    audita_deploy::set_duties(config, &names.duties_json)?;
+    Ok(names.roles.len())
+}
+
+/// The simulated fleet signed with the key files the deployment registered for it.
+pub fn fleet_of(c: &Config, shape: &FleetShape) -> Result<Fleet> {
+    let mut missing: Vec<String> = Vec::new();
+    let mut keys: BTreeMap<String, audita_evidence::SigningKey> = BTreeMap::new();
+    let mut source = |name: &str| -> audita_evidence::SigningKey {
+        if let Some(k) = keys.get(name) {
+            return k.clone();
+        }
+        let file = c.dir.join("keys/principals").join(format!("{name}.key"));
+        match audita_deploy::keys::load(
+            file.to_str().unwrap_or_default(),
+            Path::new("/"),
+            Some(name),
+        ) {
+            Ok(k) => {
+                keys.insert(name.to_string(), k.clone());
+                k
+            }
+            Err(_) => {
+                missing.push(name.to_string());
+                audita_deploy::keys::generate()
+            }
+        }
+    };
+    let f = fleet::build_with(&fleet::DEMO_MIX, shape.cells, shape.seed, &mut source);
+    if let Some(first) = missing.first() {
+        bail!(
+            "{} fleet principals have no key file in {} (e.g. {first}): run `audita fleet register` with the same --cells and --seed first",
+            missing.len(),
+            c.dir.join("keys/principals").display()
+        );
+    }
+    Ok(f)
+}
+
+/// A fresh run identifier for a throw-away deployment's origin.
+pub fn run_id() -> String {
+    let k = audita_deploy::keys::generate();
+    k.verifying_key().as_bytes()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()
+}
+
+/// Creates the throw-away deployment of `audita demo` in `dir` and registers the
+/// simulated fleet in it: fresh keys and a per-run origin — or, with `insecure_seed`,
+/// keys derived from that public seed and the origin naming it (reproducible tests).
+pub fn demo_deployment(
+    dir: &Path,
+    shape: &FleetShape,
+    insecure_seed: Option<u64>,
+) -> Result<Config> {
+    let origin = match insecure_seed {
+        Some(seed) => crate::pipeline::seeded_origin(seed),
+        None => format!("audita.demo/run-{}", run_id()),
+    };
+    let opts = InitOptions {
+        local_keepers: crate::pipeline::KEEPERS
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
+        insecure_demo_seed: insecure_seed,
+    };
+    let made = audita_deploy::init_with(dir, &origin, &opts).context("demo deployment")?;
+    register(&made.config, shape)?;
+    Ok(Config::load(&made.config)?)
+}

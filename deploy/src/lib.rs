@@ -1,0 +1,22 @@
+//! A deployment of Audita: files the operator owns — `audita.toml` ([`config`]), the
+//! public principal registry (`audita_evidence::registry`), the duty registry and the
+//! private key files ([`keys`]) — validated once at start-up into a [`Config`] every
+//! stage passes around, and the operations that create and change them ([`init`]).
+//!
+//! Guarantees:
+//! - Every private key is generated from OS randomness and written to its own file
+//!   (mode 0600) or read from one (refused if group/world accessible) or from the
+//!   environment; nothing secret is derived from a public value.
+//! - A bad value is a one-line error naming the file, the field and the reason.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod init;
+pub mod keys;
+
+pub use config::{Config, ConfigError, Keeper, CONFIG_FORMAT};
+pub use init::{
+    add_principal, add_principals, init, init_with, now_ms, revoke_principal, rotate_principal,
+    set_duties, DeployError, InitOptions, NewKey,
+};
+pub use keys::KeyError;
