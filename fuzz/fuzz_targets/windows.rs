@@ -26,7 +26,10 @@ pub fn variants(s: &Sample) -> Vec<(KeyRegistry, Restriction)> {
     let mut by_author: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     for e in &s.envelopes {
         let env = e.envelope();
-        by_author.entry(env.author.as_str()).or_default().push(env.timestamp);
+        by_author
+            .entry(env.author.as_str())
+            .or_default()
+            .push(env.timestamp);
     }
     let (author, mut times) = by_author
         .into_iter()
@@ -35,12 +38,27 @@ pub fn variants(s: &Sample) -> Vec<(KeyRegistry, Restriction)> {
         .unwrap();
     times.sort_unstable();
     let t = times[times.len() / 2];
-    let closed = |revoked| KeyWindow { from_ms: None, until_ms: Some(t - 1), revoked };
-    let not_yet = KeyWindow { from_ms: Some(t), until_ms: None, revoked: false };
+    let closed = |revoked| KeyWindow {
+        from_ms: None,
+        until_ms: Some(t - 1),
+        revoked,
+    };
+    let not_yet = KeyWindow {
+        from_ms: Some(t),
+        until_ms: None,
+        revoked: false,
+    };
     let fresh = derive_signing_key(0xf0e1, &author).verifying_key();
     let mut out = vec![(s.keys.clone(), None)];
     for (window, successor) in [
-        (closed(false), Some(KeyWindow { from_ms: Some(t), until_ms: None, revoked: false })),
+        (
+            closed(false),
+            Some(KeyWindow {
+                from_ms: Some(t),
+                until_ms: None,
+                revoked: false,
+            }),
+        ),
         (closed(true), None),
         (not_yet, None),
     ] {
@@ -82,7 +100,9 @@ pub fn assert_windows<'a>(
     restriction: &Restriction,
     certified: impl Iterator<Item = &'a audita_evidence::Certified>,
 ) {
-    let Some((author, window)) = restriction else { return };
+    let Some((author, window)) = restriction else {
+        return;
+    };
     for c in certified {
         let env = c.envelope.envelope();
         if env.author.as_str() == author {
