@@ -20,9 +20,10 @@
 //!   and differ in root are an [`Equivocation`]: self-contained evidence that any
 //!   third party can re-verify with the log's public key.
 
+use crate::sig;
+use crate::{SigningKey, VerifyingKey};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use sha2::{Digest as _, Sha256};
 
 use crate::envelope::Hash;
@@ -165,7 +166,7 @@ impl SignedCheckpoint {
     /// The log signs `checkpoint` (its key name is the origin).
     pub fn sign(checkpoint: Checkpoint, log_key: &SigningKey) -> Self {
         let body = checkpoint.body();
-        let sig = log_key.sign(body.as_bytes()).to_bytes().to_vec();
+        let sig = sig::sign(log_key, body.as_bytes()).to_vec();
         let name = checkpoint.origin.clone();
         let key_id = key_id(&name, ED25519_NOTE_TYPE, &log_key.verifying_key());
         Self {
@@ -180,7 +181,7 @@ impl SignedCheckpoint {
     pub fn cosign(&mut self, keeper: &str, key: &SigningKey, timestamp: u64) {
         let msg = cosigned_message(&self.body, timestamp);
         let mut sig = timestamp.to_be_bytes().to_vec();
-        sig.extend_from_slice(&key.sign(&msg).to_bytes());
+        sig.extend_from_slice(&sig::sign(key, &msg));
         let key_id = key_id(keeper, COSIGNATURE_V1_TYPE, &key.verifying_key());
         self.signatures.push(NoteSignature {
             name: keeper.to_owned(),
@@ -346,8 +347,7 @@ fn verify_raw(key: &VerifyingKey, msg: &[u8], sig: &[u8]) -> bool {
     let Ok(bytes) = <[u8; 64]>::try_from(sig) else {
         return false;
     };
-    key.verify_strict(msg, &Signature::from_bytes(&bytes))
-        .is_ok()
+    sig::verify(key, msg, &bytes)
 }
 
 /// Two validly log-signed checkpoints with the same origin and size but different

@@ -8,7 +8,8 @@
 //! - `body` is the exact stored byte string; verification reads those bytes and
 //!   never re-serializes a decoded value.
 
-use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
+use crate::sig;
+use crate::{SigningKey, VerifyingKey};
 
 /// DSSE payload type of message envelopes.
 pub const ENVELOPE_TYPE: &str = "application/vnd.audita.envelope.v1";
@@ -33,14 +34,13 @@ pub fn pae(payload_type: &str, body: &[u8]) -> Vec<u8> {
 
 /// Signs `body` under `payload_type`.
 pub fn sign(key: &SigningKey, payload_type: &str, body: &[u8]) -> [u8; 64] {
-    key.sign(&pae(payload_type, body)).to_bytes()
+    sig::sign(key, &pae(payload_type, body))
 }
 
 /// Verifies a signature over `body` under `payload_type` (strict RFC 8032 checks:
-/// canonical `S`, no small-order keys or `R`).
+/// canonical `S`, no small-order keys or `R`; see [`crate::sig`]).
 pub fn verify(key: &VerifyingKey, payload_type: &str, body: &[u8], sig: &[u8; 64]) -> bool {
-    key.verify_strict(&pae(payload_type, body), &Signature::from_bytes(sig))
-        .is_ok()
+    sig::verify(key, &pae(payload_type, body), sig)
 }
 
 #[cfg(test)]

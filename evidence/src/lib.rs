@@ -32,6 +32,7 @@ pub mod proven;
 pub mod receipt;
 pub mod registry;
 pub mod sample;
+mod sig;
 pub mod store;
 pub mod trust;
 pub mod verify;

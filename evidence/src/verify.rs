@@ -42,6 +42,7 @@ use crate::error::{DecodeError, EnvelopeError, NoteError, SignatureError};
 use crate::merkle::{leaf_hash, root_from_leaf_hashes, CompactRange, InclusionProof};
 use crate::principal::{KeyRegistry, PrincipalId};
 use crate::receipt::Receipt;
+use crate::sig;
 use crate::store::{PayloadStatus, PayloadStore};
 
 /// One sealed epoch as stored: header bytes and leaf bytes.
@@ -1246,9 +1247,9 @@ fn batch_verify<'a>(
             return false;
         };
         msgs.push(dsse::pae(payload_type, body));
-        sigs.push(ed25519_dalek::Signature::from_bytes(&sig));
+        sigs.push(sig);
         vks.push(*k);
     }
     let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
-    ed25519_dalek::verify_batch(&refs, &sigs, &vks).is_ok()
+    sig::verify_batch(&refs, &sigs, &vks)
 }

@@ -2,6 +2,11 @@
 //! vector verifies on its own terms (signatures, ids, roots, proofs, checkpoints).
 //! Regenerate after an intended format change with
 //! `cargo run -p audita-evidence --example gen_vectors`.
+//!
+//! The vectors are Ed25519 vectors: a `cfg(fuzzing)` build (cargo-fuzz only)
+//! replaces Ed25519 by the stand-in of `src/sig.rs`, so this file is compiled out
+//! there; every other test of the crate runs under both.
+#![cfg(not(fuzzing))]
 
 #[path = "../testdata/gen.rs"]
 mod gen;

@@ -11,11 +11,18 @@
 //!   never certifies);
 //! - a clean verdict (with the sample's last checkpoint held outside the record)
 //!   certifies exactly the sample's messages: no edit hides or adds one unnoticed.
+//!
+//! Speed: the directory lives on tmpfs (`/dev/shm` when present) and persists
+//! across executions; each execution only rewrites the files whose bytes differ
+//! from what is on disk, removes the files (and then-empty directories) it no
+//! longer has, and creates the new ones, so the reader sees exactly the edited
+//! file set (as if freshly written) at the cost of the few files an input edits.
+//! Signatures are the `cfg(fuzzing)` stand-in of `audita-evidence` (`src/sig.rs`).
 #![no_main]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use arbitrary::Arbitrary;
 use audita_evidence::sample::sample_record;
@@ -71,16 +78,79 @@ fn collect(dir: &Path, base: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     }
 }
 
-fn work_dir() -> PathBuf {
+const WORK_PREFIX: &str = "audita-fuzz-record-dir-";
+
+fn work_root() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    let root = if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() };
-    root.join(format!("audita-fuzz-record-dir-{}", std::process::id()))
+    if shm.is_dir() { shm.to_path_buf() } else { std::env::temp_dir() }
+}
+
+fn work_dir() -> PathBuf {
+    work_root().join(format!("{WORK_PREFIX}{}", std::process::id()))
+}
+
+/// Removes the work directories of earlier runs whose process is gone (the
+/// fuzzer exits without a hook to clean up after itself).
+fn remove_stale_work_dirs() {
+    let Ok(entries) = std::fs::read_dir(work_root()) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix(WORK_PREFIX) {
+            if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+/// The files currently in the work directory (relative name → bytes).
+static ON_DISK: Mutex<BTreeMap<String, Vec<u8>>> = Mutex::new(BTreeMap::new());
+
+/// Makes the work directory hold exactly `files` (plus the directories that
+/// contain them, and the root), touching only what differs from `on_disk`.
+fn sync_dir(dir: &Path, on_disk: &mut BTreeMap<String, Vec<u8>>, files: &[(String, Vec<u8>)]) {
+    let want: BTreeMap<&str, &[u8]> = files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+    let parents = |names: &mut dyn Iterator<Item = &str>| -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for n in names {
+            let mut p = n;
+            while let Some((d, _)) = p.rsplit_once('/') {
+                out.insert(d.to_owned());
+                p = d;
+            }
+        }
+        out
+    };
+    let old_dirs = parents(&mut on_disk.keys().map(String::as_str));
+    let new_dirs = parents(&mut want.keys().copied());
+    on_disk.retain(|name, _| {
+        let keep = want.contains_key(name.as_str());
+        if !keep {
+            std::fs::remove_file(dir.join(name)).unwrap();
+        }
+        keep
+    });
+    // Deepest first, so a parent is empty when its turn comes.
+    let gone: Vec<&String> = old_dirs.difference(&new_dirs).collect();
+    for d in gone.into_iter().rev() {
+        std::fs::remove_dir(dir.join(d)).unwrap();
+    }
+    for d in new_dirs.difference(&old_dirs) {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    for (name, bytes) in want {
+        if on_disk.get(name).map(Vec::as_slice) != Some(bytes) {
+            std::fs::write(dir.join(name), bytes).unwrap();
+            on_disk.insert(name.to_owned(), bytes.to_vec());
+        }
+    }
 }
 
 fn template() -> &'static Template {
     static T: OnceLock<Template> = OnceLock::new();
     T.get_or_init(|| {
         let s = sample_record(5, 16);
+        remove_stale_work_dirs();
         let dir = work_dir();
         let _ = std::fs::remove_dir_all(&dir);
         let mut w = RecordWriter::create(&dir, &s.keys).unwrap();
@@ -96,6 +166,7 @@ fn template() -> &'static Template {
         w.write_payloads(&s.payloads).unwrap();
         let mut files = Vec::new();
         collect(&dir, &dir, &mut files);
+        *ON_DISK.lock().unwrap() = files.iter().cloned().collect();
         let ids = audita_evidence::verify_record(&s.record, &s.keys)
             .certified
             .keys()
@@ -275,12 +346,7 @@ fuzz_target!(|input: Input| {
         apply(&mut files, e);
     }
     let dir = work_dir();
-    let _ = std::fs::remove_dir_all(&dir);
-    for (name, bytes) in &files {
-        let p = dir.join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, bytes).unwrap();
-    }
+    sync_dir(&dir, &mut ON_DISK.lock().unwrap(), &files);
     let Ok(read) = disk::read_dir(&dir, &LIMITS) else {
         return;
     };
