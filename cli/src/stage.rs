@@ -9,7 +9,7 @@ use audita_bus::Bus;
 use audita_sinks::metrics::Metrics;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -138,20 +138,8 @@ pub fn run_stage(args: &StageArgs) -> i32 {
         let stop = Arc::new(AtomicBool::new(false));
         stop_on_signals(&stop)?;
         // Connected (the topics exist on the broker): ready until a signal drains it.
+        m.drain_on(&stop);
         m.set_ready(true);
-        {
-            // Signal handlers only set a flag; this watcher turns it into /readyz 503.
-            let (stop, m) = (stop.clone(), m.clone());
-            std::thread::Builder::new()
-                .name("readiness".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::SeqCst) {
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    m.set_ready(false);
-                    tracing::info!("signal: draining (stop taking input, flush, commit)");
-                })?;
-        }
         let idle = args.max_idle_ms.map(Duration::from_millis);
         let dir = || {
             args.dir

@@ -229,34 +229,8 @@ fn a_deleted_payload_key_is_missing_key_not_shredded() {
 /// the reason in `notes`, exit 1.
 #[test]
 fn an_abstaining_verdict_prints_json_with_status_abstained_and_exits_1() {
-    use common::{adverse, fast, Fleet};
-    let mut f = Fleet::new();
-    let o = f.order("operator", 0, "shift");
-    let ms: Vec<_> = (0..18)
-        .map(|i| {
-            f.cmd(
-                &format!("p{i}"),
-                "dispatcher",
-                10 + i,
-                fast("agv-1"),
-                &[&o],
-                "origin",
-                None,
-            )
-        })
-        .collect();
-    let refs: Vec<&_> = ms.iter().collect();
-    let a = f.cmd(
-        "controller",
-        "agv-1",
-        100,
-        fast("agv-1"),
-        &refs,
-        "relay-any",
-        None,
-    );
-    let (mut rec, keys) = f.seal(8);
-    rec.envelopes.drain(1..19);
+    use common::{adverse, eighteen_deleted_relays};
+    let (a, rec, keys) = eighteen_deleted_relays();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("rec");
     audita_sealer::disk::write_record(&dir, &rec, &keys).unwrap();

@@ -12,7 +12,7 @@
 //! a response is rendered from the registry in memory (bounded by the fixed metric
 //! set). `/healthz` answers 200 while the process serves; `/readyz` answers 200 only
 //! while the stage is connected and taking input ([`Metrics::set_ready`]), 503 before
-//! and while it drains after SIGTERM.
+//! and once its stop flag is set ([`Metrics::drain_on`]: it drains after SIGTERM).
 
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -24,7 +24,7 @@ use prometheus::{
 };
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The longest a request to the endpoint may take before it is answered 408.
@@ -38,6 +38,7 @@ pub const STAGES: [&str; 5] = ["ingest", "sealer", "slicer", "engine", "sinks"];
 pub struct Metrics {
     registry: Registry,
     ready: Arc<AtomicBool>,
+    stop: Arc<OnceLock<Arc<AtomicBool>>>,
     /// Envelopes read by ingest, by `result` (`accepted`, `suspect`).
     pub ingest_envelopes: IntCounterVec,
     /// Messages sealed into epochs.
@@ -187,6 +188,7 @@ impl Metrics {
             .expect("static metric name"),
             registry,
             ready: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(OnceLock::new()),
         };
         let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(m.ingest_envelopes.clone()),
@@ -227,9 +229,16 @@ impl Metrics {
         self.ready.store(ready, Ordering::SeqCst);
     }
 
-    /// Whether `/readyz` answers 200.
+    /// Ties readiness to the stage's stop flag: once it is set (a signal), the stage
+    /// drains and `/readyz` answers 503. A second call keeps the first flag.
+    pub fn drain_on(&self, stop: &Arc<AtomicBool>) {
+        let _ = self.stop.set(stop.clone());
+    }
+
+    /// Whether `/readyz` answers 200: marked ready and not draining.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::SeqCst)
+            && !self.stop.get().is_some_and(|s| s.load(Ordering::SeqCst))
     }
 
     /// The text exposition of every metric.
@@ -271,7 +280,7 @@ impl Metrics {
 
     /// The endpoint's routes, with the request time limit.
     pub fn router(&self) -> Router {
-        let (metrics, ready) = (self.clone(), self.ready.clone());
+        let (metrics, ready) = (self.clone(), self.clone());
         Router::new()
             .route(
                 "/metrics",
@@ -292,7 +301,7 @@ impl Metrics {
             .route(
                 "/readyz",
                 get(move || {
-                    let ready = ready.load(Ordering::SeqCst);
+                    let ready = ready.is_ready();
                     async move {
                         if ready {
                             (StatusCode::OK, "ready\n").into_response()

@@ -90,33 +90,7 @@ fn exogenous_outcome_exonerates_everyone() {
 
 #[test]
 fn too_many_missing_items_is_a_clear_abstention_error() {
-    let mut f = Fleet::new();
-    let o = f.order("operator", 0, "shift");
-    let ms: Vec<_> = (0..18)
-        .map(|i| {
-            f.cmd(
-                &format!("p{i}"),
-                "dispatcher",
-                10 + i,
-                fast("agv-1"),
-                &[&o],
-                "origin",
-                None,
-            )
-        })
-        .collect();
-    let refs: Vec<&_> = ms.iter().collect();
-    let a = f.cmd(
-        "controller",
-        "agv-1",
-        100,
-        fast("agv-1"),
-        &refs,
-        "relay-any",
-        None,
-    );
-    let (mut rec, keys) = f.seal(8);
-    rec.envelopes.drain(1..19);
+    let (a, rec, keys) = eighteen_deleted_relays();
     let p = verify(&rec, &keys);
     assert_eq!(p.missing.len(), 18);
     let err = verdict(

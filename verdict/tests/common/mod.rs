@@ -226,3 +226,37 @@ pub fn judge(
     let p = verify(record, keys);
     audita_verdict::verdict(record, &p, duties, adv).expect("verdict")
 }
+
+/// A controller actuating on eighteen dispatcher relays of one order, the relays then
+/// deleted from the sealed record: more missing items than a verdict enumerates (an
+/// abstention). Returns the actuation, the record and its keys.
+pub fn eighteen_deleted_relays() -> (MessageId, Record, KeyRegistry) {
+    let mut f = Fleet::new();
+    let o = f.order("operator", 0, "shift");
+    let ms: Vec<_> = (0..18)
+        .map(|i| {
+            f.cmd(
+                &format!("p{i}"),
+                "dispatcher",
+                10 + i,
+                fast("agv-1"),
+                &[&o],
+                "origin",
+                None,
+            )
+        })
+        .collect();
+    let refs: Vec<&_> = ms.iter().collect();
+    let a = f.cmd(
+        "controller",
+        "agv-1",
+        100,
+        fast("agv-1"),
+        &refs,
+        "relay-any",
+        None,
+    );
+    let (mut rec, keys) = f.seal(8);
+    rec.envelopes.drain(1..19);
+    (a, rec, keys)
+}
