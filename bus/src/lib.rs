@@ -24,26 +24,6 @@ pub mod testing;
 
 use std::time::Duration;
 
-/// The topics of the pipeline. Keys and partitioning are documented in ARCHITECTURE.md.
-pub mod topics {
-    /// Signed envelopes as submitted by fleet principals (key: author principal).
-    pub const ENVELOPES: &str = "audita.envelopes";
-    /// Delivery receipts signed by recipients (key: recipient principal).
-    pub const RECEIPTS: &str = "audita.receipts";
-    /// Input that failed a form or signature check, with the reason (key: source topic).
-    pub const SUSPECT: &str = "audita.suspect";
-    /// Envelopes that passed ingest checks, in acceptance order (key: author).
-    pub const ACCEPTED: &str = "audita.accepted";
-    /// Sealed epochs: headers and checkpoints (key: log origin).
-    pub const EPOCHS: &str = "audita.epochs";
-    /// Adverse-outcome declarations from the world/work state (key: incident id).
-    pub const ADVERSE: &str = "audita.adverse";
-    /// Incident slices fanned out to engine workers (key: incident id).
-    pub const SLICES: &str = "audita.slices";
-    /// Verdicts for alerting and analytics (key: incident id).
-    pub const VERDICTS: &str = "audita.verdicts";
-}
-
 /// A record read from the bus.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {

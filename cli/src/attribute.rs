@@ -64,7 +64,7 @@ pub struct AttributeArgs {
     pub max_memory_mb: Option<u64>,
     /// Refuse a model larger than this many bytes (bounded read: `/dev/zero` or an
     /// endless pipe ends here with one line).
-    #[arg(long, value_name = "BYTES", default_value_t = audita_sealer::disk::DEFAULT_INPUT_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = audita_record::DEFAULT_INPUT_BYTES)]
     pub max_input_bytes: u64,
 }
 

@@ -2,12 +2,13 @@
 //! resident memory of the pipeline, next to the single-core Ed25519 verification limit
 //! measured in the same run (every accepted message costs at least one verification).
 
-use crate::pipeline::{self, Deployment};
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::kafka::KafkaBus;
 use audita_bus::Bus;
 use audita_evidence::derive_signing_key;
-use audita_sinks::metrics::Metrics;
+use audita_load_tests::fleet;
+use audita_pipeline::metrics::Metrics;
+use audita_pipeline::Deployment;
 use clap::{Args, ValueEnum};
 use ed25519_dalek::Signer as _;
 use std::collections::BTreeMap;
@@ -88,8 +89,19 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
     let limit = ed25519_single_core_per_s();
     let prefix = format!("bench{}.", std::process::id());
     let built = Instant::now();
-    let d = Arc::new(Deployment::new(args.cells, args.seed, &prefix)?);
-    let messages = d.fleet.messages();
+    if args.cells == 0 {
+        anyhow::bail!("--cells must be at least 1");
+    }
+    // The benchmark's fleet signs with seed-derived keys (a reproducible client); the
+    // deployment it feeds is a throw-away one with fresh log and keeper keys.
+    let fleet = fleet::build(&fleet::DEMO_MIX, args.cells, args.seed);
+    let d = Arc::new(Deployment::ephemeral(
+        fleet.keys.clone(),
+        fleet.duties()?,
+        &prefix,
+        &audita_load_tests::client::DEMO_KEEPERS,
+    )?);
+    let messages = fleet.messages();
     eprintln!(
         "fleet: {} cells, {messages} messages, built in {:.1}s",
         args.cells,
@@ -106,8 +118,7 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
     // Declaration publish instants (from the feed's progress) and verdict arrivals.
     let published: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
     let t_star: Vec<(u64, String)> = {
-        let mut v: Vec<(u64, String)> = d
-            .fleet
+        let mut v: Vec<(u64, String)> = fleet
             .cells
             .iter()
             .filter_map(|c| {
@@ -119,8 +130,7 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         v.sort();
         v
     };
-    let order: Vec<u64> = d
-        .fleet
+    let order: Vec<u64> = fleet
         .envelopes_in_time_order()
         .iter()
         .map(|(e, _)| e.envelope().timestamp)
@@ -142,20 +152,24 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
     };
     let started = Instant::now();
     let mut next_decl = 0;
-    let collected = pipeline::run_all(
+    let collected = audita_pipeline::run_all(
         d.clone(),
         &bus,
         &out,
         args.workers,
         &metrics,
-        |n| {
-            // Declarations go out right after the messages up to their t*.
-            let t = order.get(n).copied().unwrap_or(u64::MAX);
-            let mut p = published.lock().unwrap_or_else(|e| e.into_inner());
-            while next_decl < t_star.len() && t_star[next_decl].0 < t {
-                p.insert(t_star[next_decl].1.clone(), Instant::now());
-                next_decl += 1;
-            }
+        |bus| {
+            let mut producer = bus.producer()?;
+            fleet.publish(producer.as_mut(), &d.prefix, None, |n| {
+                // Declarations go out right after the messages up to their t*.
+                let t = order.get(n).copied().unwrap_or(u64::MAX);
+                let mut p = published.lock().unwrap_or_else(|e| e.into_inner());
+                while next_decl < t_star.len() && t_star[next_decl].0 < t {
+                    p.insert(t_star[next_decl].1.clone(), Instant::now());
+                    next_decl += 1;
+                }
+            })?;
+            Ok(fleet.incidents())
         },
         |v| {
             if let Some(at) = published

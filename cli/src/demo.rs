@@ -13,10 +13,11 @@
 //!   JSON), so `audita verdict DIR/record --duties DIR/duties.json --adverse
 //!   DIR/adverse/<incident>.json` prints the same bytes.
 
-use crate::pipeline::{self, Deployment};
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::Bus;
-use audita_sinks::metrics::Metrics;
+use audita_load_tests::client;
+use audita_pipeline::metrics::Metrics;
+use audita_pipeline::Deployment;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -127,22 +128,22 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     // A throw-away deployment the simulated fleet is a client of: fresh keys (one
     // file per principal), a per-run origin, the fleet registered through the same
     // code as `audita principal add`.
-    let shape = crate::deployment::FleetShape {
+    let shape = client::Shape {
         cells: args.cells,
         seed: args.seed,
     };
-    let cfg = crate::deployment::demo_deployment(
+    let cfg = client::demo_deployment(
         &args.out.join("deployment"),
         &shape,
         args.insecure_demo_keys.then_some(args.seed),
     )?;
-    let fleet = crate::deployment::fleet_of(&cfg, &shape)?;
-    let mut d = Deployment::from_config(&cfg, true)?.with_fleet(fleet);
+    let fleet = client::fleet_of(&cfg, &shape)?;
+    let mut d = Deployment::from_config(&cfg, true)?;
     if let Some(n) = args.max_slice_bytes {
         d.max_slice_bytes = n;
     }
     let d = Arc::new(d);
-    let total = d.fleet.messages() as u64;
+    let total = fleet.messages() as u64;
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -157,17 +158,21 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let bus = Bus::Embedded(EmbeddedBus::new(4).with_pending_limit(50_000));
     let metrics = Metrics::new();
     let mut verdicts = 0usize;
-    let expect = d.incidents();
-    let collected = pipeline::run_all(
+    let expect = fleet.incidents();
+    let collected = audita_pipeline::run_all(
         d.clone(),
         &bus,
         &args.out,
         args.workers,
         &metrics,
-        |n| {
-            if n % 64 == 0 || n as u64 == total {
-                bar.set_position(n as u64);
-            }
+        |bus| {
+            let mut p = bus.producer()?;
+            fleet.publish(p.as_mut(), &d.prefix, None, |n| {
+                if n % 64 == 0 || n as u64 == total {
+                    bar.set_position(n as u64);
+                }
+            })?;
+            Ok(expect)
         },
         |_| {
             verdicts += 1;
@@ -175,16 +180,16 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         },
     )?;
     bar.finish_and_clear();
-    let rows = pipeline::rows(&collected);
+    let rows = collected.rows();
     std::fs::write(
         args.out.join("rows.json"),
         serde_json::to_vec_pretty(&rows)?,
     )?;
-    std::fs::write(args.out.join("duties.json"), &d.fleet.duties_json)?;
+    std::fs::write(args.out.join("duties.json"), &fleet.duties_json)?;
     // What each verdict was judged on and what it said, for re-checking offline.
     let adverse_dir = args.out.join("adverse");
     std::fs::create_dir_all(&adverse_dir)?;
-    for a in d.fleet.cells.iter().filter_map(|c| c.adverse.as_ref()) {
+    for a in fleet.cells.iter().filter_map(|c| c.adverse.as_ref()) {
         std::fs::write(
             adverse_dir.join(format!("{}.json", a.incident)),
             serde_json::to_vec_pretty(a)?,
@@ -198,15 +203,12 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         )?;
     }
     // The planted causal profile of every incident (for checking, never read by the pipeline).
-    let planted = d.fleet.planted();
+    let planted = fleet.planted();
     std::fs::write(
         args.out.join("planted.json"),
         serde_json::to_vec_pretty(&planted)?,
     )?;
-    let dir = audita_sealer::disk::read_dir(
-        &args.out.join("record"),
-        &audita_sealer::disk::Limits::default(),
-    )?;
+    let dir = audita_record::read_dir(&args.out.join("record"), &audita_record::Limits::default())?;
     let partition = audita_evidence::verify_record_with(
         &dir.record,
         &dir.keys,

@@ -1,16 +1,14 @@
 //! `audita init`, `audita principal add|rotate|revoke` and `audita fleet register`:
 //! creating and changing a deployment an operator owns (the files are documented in
-//! `audita_deploy`). The simulated fleet is one client of a deployment: `fleet
-//! register` enrols its principals through the same code as `principal add` (fresh
-//! keys, one file each) and installs its duty registry; `audita feed` then signs with
-//! those key files.
+//! `audita_deploy`). The simulated fleet is one client of a deployment
+//! (`audita_load_tests::client`): `fleet register` enrols its principals through the
+//! same code as `principal add` (fresh keys, one file each) and installs its duty
+//! registry; `audita feed` then signs with those key files.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
-use audita_deploy::{Config, InitOptions};
-use audita_load_tests::fleet::{self, Fleet};
+use audita_deploy::InitOptions;
+use audita_load_tests::client;
 use clap::{Args, Subcommand};
 
 /// `audita init DIR --origin ORIGIN`.
@@ -117,14 +115,17 @@ pub struct FleetShape {
     pub seed: u64,
 }
 
-/// The `audita.toml` of a deployment directory argument (a directory or the file).
-pub fn config_path(dir: &Path) -> PathBuf {
-    if dir.is_dir() {
-        dir.join("audita.toml")
-    } else {
-        dir.to_path_buf()
+impl FleetShape {
+    /// The shape as the fleet client takes it.
+    pub fn shape(&self) -> client::Shape {
+        client::Shape {
+            cells: self.cells,
+            seed: self.seed,
+        }
     }
 }
+
+use audita_pipeline::process::config_path;
 
 pub fn run_init(args: &InitArgs) -> i32 {
     let opts = InitOptions {
@@ -195,104 +196,17 @@ pub fn run_principal(args: &PrincipalArgs) -> i32 {
 
 pub fn run_fleet(args: &FleetArgs) -> i32 {
     match &args.command {
-        FleetCommand::Register { dir, fleet } => match register(&config_path(dir), fleet) {
-            Ok(n) => {
-                println!("registered {n} fleet principals and its duty registry");
-                0
-            }
-            Err(e) => {
-                eprintln!("audita fleet register: {e:#}");
-                2
-            }
-        },
-    }
-}
-
-/// Registers the simulated fleet in the deployment at `config`: every principal it
-/// signs as gets a fresh key through `principal add`'s code, and the deployment's
-/// duty registry becomes the fleet's. Returns the number of principals.
-pub fn register(config: &Path, shape: &FleetShape) -> Result<usize> {
-    if shape.cells == 0 {
-        bail!("--cells must be at least 1");
-    }
-    // Names and roles first (the content does not depend on the keys).
-    let names = fleet::build(&fleet::DEMO_MIX, shape.cells, shape.seed);
-    let c = Config::load(config)?;
-    let fresh: Vec<(&str, &str)> = names
-        .roles
-        .iter()
-        .filter(|(n, _)| c.principals.get(n).is_none())
-        .map(|(n, r)| (n.as_str(), r.as_str()))
-        .collect();
-    audita_deploy::add_principals(config, &fresh, None)?;
-    audita_deploy::set_duties(config, &names.duties_json)?;
-    Ok(names.roles.len())
-}
-
-/// The simulated fleet signed with the key files the deployment registered for it.
-pub fn fleet_of(c: &Config, shape: &FleetShape) -> Result<Fleet> {
-    let mut missing: Vec<String> = Vec::new();
-    let mut keys: BTreeMap<String, audita_evidence::SigningKey> = BTreeMap::new();
-    let mut source = |name: &str| -> audita_evidence::SigningKey {
-        if let Some(k) = keys.get(name) {
-            return k.clone();
-        }
-        let file = c.dir.join("keys/principals").join(format!("{name}.key"));
-        match audita_deploy::keys::load(
-            file.to_str().unwrap_or_default(),
-            Path::new("/"),
-            Some(name),
-        ) {
-            Ok(k) => {
-                keys.insert(name.to_string(), k.clone());
-                k
-            }
-            Err(_) => {
-                missing.push(name.to_string());
-                audita_deploy::keys::generate()
+        FleetCommand::Register { dir, fleet } => {
+            match client::register(&config_path(dir), &fleet.shape()) {
+                Ok(n) => {
+                    println!("registered {n} fleet principals and its duty registry");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("audita fleet register: {e:#}");
+                    2
+                }
             }
         }
-    };
-    let f = fleet::build_with(&fleet::DEMO_MIX, shape.cells, shape.seed, &mut source);
-    if let Some(first) = missing.first() {
-        bail!(
-            "{} fleet principals have no key file in {} (e.g. {first}): run `audita fleet register` with the same --cells and --seed first",
-            missing.len(),
-            c.dir.join("keys/principals").display()
-        );
     }
-    Ok(f)
-}
-
-/// A fresh run identifier for a throw-away deployment's origin.
-pub fn run_id() -> String {
-    let k = audita_deploy::keys::generate();
-    k.verifying_key().as_bytes()[..6]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>()
-}
-
-/// Creates the throw-away deployment of `audita demo` in `dir` and registers the
-/// simulated fleet in it: fresh keys and a per-run origin — or, with `insecure_seed`,
-/// keys derived from that public seed and the origin naming it (reproducible tests).
-pub fn demo_deployment(
-    dir: &Path,
-    shape: &FleetShape,
-    insecure_seed: Option<u64>,
-) -> Result<Config> {
-    let origin = match insecure_seed {
-        Some(seed) => crate::pipeline::seeded_origin(seed),
-        None => format!("audita.demo/run-{}", run_id()),
-    };
-    let opts = InitOptions {
-        local_keepers: crate::pipeline::KEEPERS
-            .iter()
-            .map(|k| k.to_string())
-            .collect(),
-        insecure_demo_seed: insecure_seed,
-    };
-    let made = audita_deploy::init_with(dir, &origin, &opts).context("demo deployment")?;
-    register(&made.config, shape)?;
-    Ok(Config::load(&made.config)?)
 }

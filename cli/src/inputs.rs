@@ -1,7 +1,7 @@
 //! Reading untrusted input for the subcommands: size-limit flags, bounded reads of
 //! the files named on the command line, and trust files.
 //!
-//! Every read goes through `audita_sealer::disk::read_bounded` (or
+//! Every read goes through `audita_record::read_bounded` (or
 //! `read_bounded_from` for standard input), so `/dev/zero` or an endless FIFO in
 //! place of any input ends at its limit with one line naming the flag that raises
 //! it. The limits and their defaults are documented with the record format
@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use audita_evidence::{KeyRegistry, Policy, TrustAnchors, TrustProblem};
-use audita_sealer::disk::{self, Limit, Limits};
+use audita_record::{self as disk, Limit, Limits};
 
 /// Size limits of every read (see `sealer::disk`).
 #[derive(clap::Args, Clone, Debug)]

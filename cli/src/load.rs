@@ -7,11 +7,14 @@
 //! (p50, p99); and the resident memory and CPU of every stage, sampled each second.
 //!
 //! Design constraints:
-//! - Every stage runs as its own process (`audita load --stage NAME`, the same
-//!   flags), exactly as deployed: ingest, sealer, slicer, `--workers` engine workers,
-//!   sink. Each rebuilds the load's key and duty registry (cheap: no background
-//!   message is signed there), so no secret or state passes between processes except
-//!   through Kafka.
+//! - Every stage runs as its own process (`audita load --stage NAME`), exactly as
+//!   deployed: ingest, sealer, slicer, `--workers` engine workers, sink. The run
+//!   creates a throw-away deployment directory first (`audita init`'s code: fresh
+//!   log and keeper keys from OS randomness, a per-run origin) and registers the
+//!   load's principals by their public keys; each stage reads only that directory,
+//!   and nothing else passes between processes except through Kafka. The generator
+//!   is the fleet, a client: it signs with keys derived from `--seed` (reproducible
+//!   load, public keys — a benchmark's devices, never the deployment's keys).
 //! - The load is pre-signed before the timed phase ([`audita_load_tests::load`]) and
 //!   offered at its record times; the achieved offered rate is what is reported.
 //! - Bounded and loopback only: the bootstrap must be a loopback address, the load is
@@ -20,12 +23,13 @@
 //! - Topics get a fresh prefix per run, so runs never see each other's records.
 
 use crate::bench_pipeline::{ed25519_single_core_per_s, percentile};
-use crate::pipeline::{self, Deployment};
 use audita_bus::kafka::KafkaBus;
-use audita_bus::{topics, Bus};
+use audita_bus::Bus;
 use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
-use audita_sealer::stage::EpochMessage;
-use audita_sinks::metrics::Metrics;
+use audita_pipeline::metrics::Metrics;
+use audita_pipeline::{Deployment, Retention, EPOCH_MESSAGES};
+use audita_topics::names as topics;
+use audita_topics::EpochMessage;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
@@ -91,11 +95,11 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 15_000)]
     pub slicer_wait_ms: u64,
     /// Messages per sealed epoch (the deployed sealer closes 256).
-    #[arg(long, default_value_t = pipeline::EPOCH_MESSAGES)]
+    #[arg(long, default_value_t = EPOCH_MESSAGES)]
     pub epoch_messages: usize,
     /// Sealer and slicer memory bounds (as `audita stage`).
     #[command(flatten)]
-    pub retention: pipeline::Retention,
+    pub retention: Retention,
     /// Kafka bootstrap on this machine (host:port; loopback only).
     #[arg(long)]
     pub bootstrap: Option<String>,
@@ -131,6 +135,49 @@ pub struct LoadArgs {
     /// Internal: the stage's directory.
     #[arg(long, hide = true)]
     pub dir: Option<PathBuf>,
+    /// (internal) The run's deployment (its audita.toml), for a stage process.
+    #[arg(long, hide = true)]
+    pub deployment: Option<PathBuf>,
+}
+
+/// Creates the run's throw-away deployment in `dir`: fresh log and keeper keys (OS
+/// randomness), a per-run origin, the load's principals registered by their public
+/// keys and its duty registry installed. Returns its `audita.toml`.
+fn create_deployment(load: &Load, dir: &Path) -> anyhow::Result<PathBuf> {
+    let origin = format!("audita.load/run-{}", audita_load_tests::client::run_id());
+    let opts = audita_deploy::InitOptions {
+        local_keepers: audita_load_tests::client::DEMO_KEEPERS
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
+        insecure_demo_seed: None,
+    };
+    let made = audita_deploy::init_with(dir, &origin, &opts)?;
+    let public: Vec<(&str, &str, audita_evidence::VerifyingKey)> = load
+        .fleet
+        .roles
+        .iter()
+        .filter_map(|(n, r)| {
+            load.fleet
+                .keys
+                .principal(n)
+                .map(|k| (n.as_str(), r.as_str(), *k))
+        })
+        .collect();
+    audita_deploy::register_public(&made.config, &public)?;
+    audita_deploy::set_duties(&made.config, &load.fleet.duties_json)?;
+    Ok(made.config)
+}
+
+/// The run's deployment as one stage sees it (the sealer also reads its private keys),
+/// with the run's topic prefix, epoch size and retention flags.
+fn open_deployment(args: &LoadArgs, config: &Path, sealer: bool) -> anyhow::Result<Deployment> {
+    let cfg = audita_deploy::Config::load(config)?;
+    let mut d = Deployment::from_config(&cfg, sealer)?;
+    d.prefix = args.prefix.clone();
+    d.epoch_messages = args.epoch_messages;
+    args.retention.apply(&mut d)?;
+    Ok(d)
 }
 
 impl LoadArgs {
@@ -214,10 +261,11 @@ fn render(args: &LoadArgs, path: &Path) -> anyhow::Result<()> {
 
 /// One stage process of a load run: runs until killed.
 fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
-    let config = args.config()?;
-    let load = Load::registry(&config)?;
-    let mut d = Deployment::from_fleet(load.fleet, config.seed, &args.prefix)?;
-    args.retention.apply(&mut d)?;
+    let deployment = args
+        .deployment
+        .as_deref()
+        .ok_or_else(|| anyhow::anyhow!("--deployment is required for a stage process"))?;
+    let d = open_deployment(args, deployment, stage == LoadStage::Sealer)?;
     let bus = Bus::Kafka(KafkaBus::new(&args.bootstrap()?)?);
     let m = Metrics::new();
     let stop = AtomicBool::new(false);
@@ -226,12 +274,10 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
             .clone()
             .ok_or_else(|| anyhow::anyhow!("--dir is required for this stage"))
     };
-    match stage {
-        LoadStage::Ingest => pipeline::run_ingest(&d, &bus, &stop, None, &m).map(|_| ()),
-        LoadStage::Sealer => {
-            pipeline::run_sealer_with(&d, &bus, &dir()?, args.epoch_messages, &stop, None, &m)
-        }
-        LoadStage::Slicer => pipeline::run_slicer(
+    let stopped = match stage {
+        LoadStage::Ingest => audita_pipeline::run_ingest(&d, &bus, &stop, None, &m).map(|_| ()),
+        LoadStage::Sealer => audita_pipeline::run_sealer(&d, &bus, &dir()?, &stop, None, &m),
+        LoadStage::Slicer => audita_pipeline::run_slicer(
             &d,
             &bus,
             Duration::from_millis(args.slicer_wait_ms),
@@ -239,11 +285,12 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
             None,
             &m,
         ),
-        LoadStage::Engine => pipeline::run_engine(&d, &bus, &stop, None, &m).map(|_| ()),
+        LoadStage::Engine => audita_pipeline::run_engine(&d, &bus, &stop, None, &m).map(|_| ()),
         LoadStage::Sink => {
-            pipeline::run_sink(&d, &bus, &dir()?, None, &stop, None, &m, |_| {}).map(|_| ())
+            audita_pipeline::run_sink(&d, &bus, &dir()?, None, &stop, None, &m, |_| {}).map(|_| ())
         }
-    }
+    };
+    Ok(stopped?)
 }
 
 /// A stage process and where its stderr goes.
@@ -302,6 +349,7 @@ fn spawn_stage(
     bootstrap: &str,
     prefix: &str,
     work: &Path,
+    deployment: &Path,
 ) -> anyhow::Result<StageProc> {
     let exe = std::env::current_exe()?;
     let log = work.join(format!("{name}.log"));
@@ -314,6 +362,8 @@ fn spawn_stage(
         .arg("load")
         .args(["--stage", &format!("{stage:?}").to_lowercase()])
         .args(["--bootstrap", bootstrap, "--prefix", prefix])
+        .arg("--deployment")
+        .arg(deployment)
         .arg("--dir")
         .arg(&dir)
         .args(["--robots", &args.robots.to_string()])
@@ -395,7 +445,9 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     let prefix = format!("load{}-{}.", std::process::id(), config.seed);
     let work = std::env::temp_dir().join(format!("audita-{prefix}d"));
     std::fs::create_dir_all(&work)?;
-    let d = Deployment::from_fleet(load.fleet.clone(), config.seed, &prefix)?;
+    let deployment = create_deployment(&load, &work.join("deployment"))?;
+    let mut d = open_deployment(args, &deployment, false)?;
+    d.prefix = prefix.clone();
     let bus = Bus::Kafka(KafkaBus::new(&bootstrap)?);
     d.ensure_topics(&bus)?;
 
@@ -409,7 +461,15 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
         plan.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
         plan.push((LoadStage::Sink, "sink".to_string()));
         for (stage, name) in &plan {
-            procs.push(spawn_stage(args, *stage, name, &bootstrap, &prefix, &work)?);
+            procs.push(spawn_stage(
+                args,
+                *stage,
+                name,
+                &bootstrap,
+                &prefix,
+                &work,
+                &deployment,
+            )?);
         }
         measure(
             args,

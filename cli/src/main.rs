@@ -13,7 +13,6 @@ mod demo;
 mod deployment;
 mod inputs;
 mod load;
-mod pipeline;
 mod query;
 mod sample_record;
 mod stage;
@@ -47,7 +46,7 @@ enum Command {
     /// The simulated fleet as a client of a deployment (`fleet register`).
     Fleet(deployment::FleetArgs),
     /// Run one pipeline stage as its own process over Apache Kafka.
-    Stage(stage::StageArgs),
+    Stage(audita_pipeline::process::StageArgs),
     /// Publish the simulated fleet's commands to Apache Kafka.
     Feed(stage::FeedArgs),
     /// Evaluation benchmarks (attribution accuracy on the facility register).

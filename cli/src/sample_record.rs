@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use audita_evidence::sample::sample_record;
-use audita_sealer::disk::RecordWriter;
+use audita_record::RecordWriter;
 
 /// Arguments of `audita sample-record`.
 #[derive(clap::Args, Debug)]

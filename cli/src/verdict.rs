@@ -87,8 +87,8 @@ pub fn run(args: &VerdictArgs) -> i32 {
 }
 
 fn run_inner(args: &VerdictArgs) -> Result<i32, String> {
-    let dir = audita_sealer::disk::read_dir(&args.dir, &args.limits.record())
-        .map_err(|e| e.to_string())?;
+    let dir =
+        audita_record::read_dir(&args.dir, &args.limits.record()).map_err(|e| e.to_string())?;
     let max_input = args.limits.max_input_bytes;
     let duties = DutyRegistry::from_json(&read_text(&args.duties, max_input)?)
         .map_err(|e| format!("{}: {e}", args.duties.display()))?;

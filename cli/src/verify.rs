@@ -85,8 +85,8 @@ pub fn run(args: &VerifyArgs) -> i32 {
 }
 
 fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
-    let dir = audita_sealer::disk::read_dir(&args.dir, &args.limits.record())
-        .map_err(|e| e.to_string())?;
+    let dir =
+        audita_record::read_dir(&args.dir, &args.limits.record()).map_err(|e| e.to_string())?;
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

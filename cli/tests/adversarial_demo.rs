@@ -26,7 +26,7 @@ fn deleting_any_message_a_demo_verdict_reads_only_widens() {
         .expect("run demo");
     assert!(status.success());
     let (record, keys) =
-        audita_sealer::disk::read_record(&out.path().join("record")).expect("demo record");
+        audita_record::read_record(&out.path().join("record")).expect("demo record");
     let duties = audita_verdict::DutyRegistry::from_json(
         &std::fs::read_to_string(out.path().join("duties.json")).expect("duties.json"),
     )

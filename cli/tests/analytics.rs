@@ -1,5 +1,5 @@
 //! What analysts get from a run, checked with independent tools: every verdict topic
-//! record validates against `sinks/schema/verdict-record.schema.json`; the incidents
+//! record validates against `topics/schema/verdict-record.schema.json`; the incidents
 //! table holds every incident (no-cause and abstained ones too); the README's DuckDB
 //! and polars examples answer the same as a recomputation from the verdict records,
 //! on a demo run and on an `audita load` run; `audita query` answers in every format.
@@ -59,7 +59,7 @@ fn records(dir: &Path) -> Vec<Value> {
 
 fn schema() -> jsonschema::Validator {
     let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../sinks/schema/verdict-record.schema.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../topics/schema/verdict-record.schema.json");
     let schema: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     jsonschema::validator_for(&schema).expect("the schema is a valid JSON Schema")
 }

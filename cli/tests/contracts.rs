@@ -47,7 +47,7 @@ fn sample(dir: &Path) -> PathBuf {
 
 /// A trust file pinning the record's own log and keeper keys.
 fn trust_file(rec: &Path, quorum: Option<usize>) -> PathBuf {
-    let keys = audita_sealer::disk::read_registry(rec).unwrap();
+    let keys = audita_record::read_registry(rec).unwrap();
     let mut text = String::from("# pinned from the keepers' own publications\n");
     for (n, k) in keys.logs() {
         text.push_str(&format!("log {}\n", vkey(n, ED25519_NOTE_TYPE, k)));
@@ -152,7 +152,7 @@ fn stripped_cosignatures_with_an_empty_keeper_list_fail_against_pinned_keys() {
 fn a_keeper_quorum_accepts_a_missing_keeper_and_rejects_two() {
     let tmp = tempfile::tempdir().unwrap();
     let rec = sample(tmp.path());
-    let keys = audita_sealer::disk::read_registry(&rec).unwrap();
+    let keys = audita_record::read_registry(&rec).unwrap();
     let names: Vec<String> = keys.keepers().map(|(n, _)| n.clone()).collect();
     assert_eq!(names.len(), 3);
     let trust = trust_file(&rec, Some(2));
@@ -233,7 +233,7 @@ fn an_abstaining_verdict_prints_json_with_status_abstained_and_exits_1() {
     let (a, rec, keys) = eighteen_deleted_relays();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("rec");
-    audita_sealer::disk::write_record(&dir, &rec, &keys).unwrap();
+    audita_record::write_record(&dir, &rec, &keys).unwrap();
     let adv = tmp.path().join("a.json");
     std::fs::write(
         &adv,

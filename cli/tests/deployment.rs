@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use audita_bus::kafka::KafkaBus;
 use audita_bus::testing::{unique_name, KafkaBroker};
-use audita_bus::topics;
 use audita_evidence::{
     derive_signing_key, Envelope, Payload, PrincipalId, Receipt, SignedEnvelope, SigningKey,
 };
+use audita_topics::names as topics;
 use serde_json::Value;
 
 fn audita() -> Command {
@@ -213,7 +213,7 @@ fn an_operator_made_deployment_seals_a_clients_messages_that_verify_with_the_reg
 
     // Wait until both genuine messages are sealed, then stop the stages.
     let sealed = |want: usize| {
-        audita_sealer::disk::read_record(&record)
+        audita_record::read_record(&record)
             .map(|(r, _)| r.epochs.iter().map(|e| e.leaves.len()).sum::<usize>() >= want)
             .unwrap_or(false)
     };
@@ -247,7 +247,7 @@ fn an_operator_made_deployment_seals_a_clients_messages_that_verify_with_the_reg
         .map(|b| format!("{b:02x}"))
         .collect();
     assert_eq!(v["registries"][0]["digest"], digest.as_str(), "{v}");
-    assert!(audita_sealer::disk::registry_path(&record, &registry.digest()).exists());
+    assert!(audita_record::registry_path(&record, &registry.digest()).exists());
     // With the registry pinned as the only trust anchor of principal keys, nothing
     // else was needed: the record's keys/ holds only public keys.
     for f in ["keys/principals.txt", "keys/logs.txt"] {
@@ -293,7 +293,7 @@ fn a_revoked_or_not_yet_valid_key_makes_its_messages_suspect_with_the_reason() {
         audita_evidence::PrincipalRegistry::from_json(&std::fs::read_to_string(&path).unwrap())
             .unwrap();
     // Timestamps of two authors' messages.
-    let (rec, _) = audita_sealer::disk::read_record(&record).unwrap();
+    let (rec, _) = audita_record::read_record(&record).unwrap();
     let envs: Vec<SignedEnvelope> = rec
         .envelopes
         .iter()
@@ -334,7 +334,7 @@ fn a_revoked_or_not_yet_valid_key_makes_its_messages_suspect_with_the_reason() {
     let mut keys = reg.key_registry().unwrap();
     let (_, record_keys) = {
         std::fs::remove_file(&path).unwrap();
-        audita_sealer::disk::read_record(&record).unwrap()
+        audita_record::read_record(&record).unwrap()
     };
     for (n, k) in record_keys.keepers() {
         keys.add_keeper(n, *k).unwrap();

@@ -437,11 +437,11 @@ fn interrupted_run(signal: Signal) {
     );
     // Stop the sealer before reading its directory.
     drop(stages);
-    let (rec, _) = audita_sealer::disk::read_record(&record).unwrap();
+    let (rec, _) = audita_record::read_record(&record).unwrap();
     let leaves: Vec<Vec<u8>> = rec.epochs.iter().flat_map(|e| e.leaves.clone()).collect();
     let unique: std::collections::BTreeSet<&Vec<u8>> = leaves.iter().collect();
     assert_eq!(unique.len(), leaves.len(), "a message was sealed twice");
-    let (local, _) = audita_sealer::disk::read_record(&embedded.path().join("record")).unwrap();
+    let (local, _) = audita_record::read_record(&embedded.path().join("record")).unwrap();
     let local_leaves: usize = local.epochs.iter().map(|e| e.leaves.len()).sum();
     assert_eq!(leaves.len(), local_leaves, "an accepted message was lost");
     let v = audita().arg("verify").arg(&record).output().unwrap();

@@ -26,7 +26,7 @@ fn hex_of(d: &[u8]) -> String {
 fn setup(dir: &Path) -> (String, String, String) {
     let sc = generate(Family::Trivial, 3);
     let sr = sign_record(&sc).expect("record");
-    audita_sealer::disk::write_record(&dir.join("rec"), &sr.record, &sr.keys).expect("write");
+    audita_record::write_record(&dir.join("rec"), &sr.record, &sr.keys).expect("write");
     let y = sc.spec.run_actual(Mode::Pinned).adverse.expect("adverse");
     let anchor = id(sr.command_ids.last().expect("commands"));
     let duties = serde_json::json!({"standard": "reasonable_agent", "principals": {

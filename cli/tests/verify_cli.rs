@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use audita_sealer::disk::{decode_segment, encode_segment};
+use audita_record::{decode_segment, encode_segment};
 
 fn audita(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_audita"))

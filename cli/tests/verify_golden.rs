@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use audita_sealer::disk::{decode_segment, encode_segment};
+use audita_record::{decode_segment, encode_segment};
 
 fn check(name: &str, dir: &Path) {
     let out = Command::new(env!("CARGO_BIN_EXE_audita"))

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use audita_evidence::checkpoint::ED25519_NOTE_TYPE;
 use audita_evidence::principal::check_name;
 use audita_evidence::trust::vkey;
-use audita_evidence::PrincipalRegistry;
+use audita_evidence::{PrincipalRegistry, VerifyingKey};
 
 use crate::config::{Config, ConfigError};
 use crate::keys::{self, KeyError};
@@ -265,6 +265,20 @@ fn add_principals_with(
     }
     save(&c, &r)?;
     Ok(out)
+}
+
+/// Registers principals whose private keys the deployment never sees (`(name, role,
+/// public key)`: devices that made their own keys), in one registry write.
+pub fn register_public(
+    config: &Path,
+    principals: &[(&str, &str, VerifyingKey)],
+) -> Result<(), DeployError> {
+    let (c, mut r) = registry(config)?;
+    for (name, role, key) in principals {
+        r.add(name, role, key, None)
+            .map_err(|e| DeployError::Other(e.to_string()))?;
+    }
+    save(&c, &r)
 }
 
 /// Rotates `name` to a fresh key valid from `at_ms`.

@@ -11,21 +11,22 @@
 //!   names are outside the slice, not missing evidence; missing items that a slice
 //!   member cites stay missing and widen intervals as the verdict layer defines.
 //! - A record on `audita.verdicts` is JSON [`VerdictMessage`]
-//!   (`audita_sinks::record::VerdictRecord`, schema `audita.verdict-record/v1` in
-//!   `sinks/schema/verdict-record.schema.json`), keyed by incident name: the verdict,
+//!   (`audita_topics::VerdictRecord`, schema `audita.verdict-record/v1` in
+//!   `topics/schema/verdict-record.schema.json`), keyed by incident name: the verdict,
 //!   the declaration, the checkpoint it was computed against and the decoded messages
 //!   it names — or an abstention with its reason. Like the verdict, it is a function of
 //!   the bundle and the registries alone.
 
 #![warn(missing_docs)]
 
-use audita_bus::{topics, BusError, Consumer, Delivery, Producer};
+use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::{
     verify_proven, Effect, KeyRegistry, Payload, Policy, Record, SignedCheckpoint, SignedEnvelope,
 };
-use audita_sinks::record::{CosignatureView, DutyView, MessageView, RecordAnchor};
-use audita_sinks::VerdictRow;
-use audita_slicer::stage::SliceBundle;
+use audita_topics::names as topics;
+use audita_topics::SliceBundle;
+use audita_topics::VerdictRow;
+use audita_topics::{CosignatureView, DutyView, MessageView, RecordAnchor};
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,7 +47,7 @@ pub enum JudgeError {
 }
 
 /// A record as published on `audita.verdicts` (a verdict or an abstention).
-pub use audita_sinks::record::VerdictRecord as VerdictMessage;
+pub use audita_topics::VerdictRecord as VerdictMessage;
 
 /// Judges one slice bundle.
 pub fn judge(
@@ -137,7 +138,7 @@ pub fn message(v: &Verdict) -> VerdictMessage {
         })
         .collect();
     VerdictMessage {
-        schema: audita_sinks::record::RECORD_SCHEMA.to_string(),
+        schema: audita_topics::RECORD_SCHEMA.to_string(),
         incident: v.incident.clone(),
         verdict: Some(serde_json::from_str(&v.to_json()).unwrap_or(serde_json::Value::Null)),
         abstained: None,

@@ -1,12 +1,12 @@
 //! Abstentions the engine workers publish follow the verdict topic contract
-//! (`sinks/schema/verdict-record.schema.json`): an undecodable bundle and a bundle
+//! (`topics/schema/verdict-record.schema.json`): an undecodable bundle and a bundle
 //! whose declaration the verdict layer refuses are both abstentions with their reason,
 //! the latter with its declaration.
 
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::{Bus, Delivery, TopicSpec};
 use audita_evidence::{KeyRegistry, ProvenSlice};
-use audita_slicer::stage::SliceBundle;
+use audita_topics::SliceBundle;
 use audita_verdict::DutyRegistry;
 use serde_json::Value;
 use std::time::Duration;
@@ -44,7 +44,7 @@ fn publish(payload: Vec<u8>) -> Value {
 }
 
 fn validate(record: &Value) {
-    let schema: Value = serde_json::from_str(audita_sinks::record::RECORD_JSON_SCHEMA).unwrap();
+    let schema: Value = serde_json::from_str(audita_topics::RECORD_JSON_SCHEMA).unwrap();
     let v = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = v.iter_errors(record).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{record}: {errors:?}");

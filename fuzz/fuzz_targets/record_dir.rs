@@ -4,7 +4,7 @@
 //! key and checkpoint lines) applied to the files of a valid sample record
 //! (segments, epochs, checkpoints, key files, payload store). The edited directory
 //! goes through the whole verification path — the bounded readers of
-//! `sealer::disk::read_dir`, then `verify_record_with` with the payload store and a
+//! `audita_record::read_dir`, then `verify_record_with` with the payload store and a
 //! held checkpoint — and:
 //! - nothing panics, and memory stays within libFuzzer's `-rss_limit_mb`;
 //! - every certified envelope is byte-identical to one of the sample's (a forgery
@@ -27,7 +27,7 @@ use std::sync::{Mutex, OnceLock};
 use arbitrary::Arbitrary;
 use audita_evidence::sample::sample_record;
 use audita_evidence::{verify_record_with, MessageId, Policy, Record};
-use audita_sealer::disk::{self, decode_segment, encode_segment, Limits, RecordWriter};
+use audita_record::{self as disk, decode_segment, encode_segment, Limits, RecordWriter};
 use libfuzzer_sys::fuzz_target;
 
 /// One edit of the record's files; `file` indices wrap around the file list.

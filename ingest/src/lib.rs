@@ -10,35 +10,22 @@
 //!   [`FRAME_RECEIPT`]) followed by the exact signed bytes; nothing is re-encoded.
 //! - A quarantine record is JSON [`Quarantined`], keyed by the source topic.
 //! - After each batch, before its offsets commit, ingest sends a
-//!   [`audita_sealer::stage::Watermark`] per source partition it took records from to
+//!   [`audita_topics::Watermark`] per source partition it took records from to
 //!   every accepted partition ([`Watermarks`]), so the sealer knows how far event
 //!   time has been forwarded whatever the number of ingest instances.
+//! - The stage's run loop is [`run`]: batches of deliveries, signatures checked per
+//!   batch ([`BatchIngest`]), producer flushed before offsets commit.
 
 #![warn(missing_docs)]
 
-use audita_bus::{topics, BusError, Delivery, Producer};
+use audita_bus::{BusError, Delivery, Producer};
 use audita_evidence::{KeyRegistry, Receipt, SignedEnvelope};
+use audita_topics::names as topics;
 
-pub use audita_sealer::stage::{Watermark, FRAME_ENVELOPE, FRAME_RECEIPT};
+pub use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT};
+pub use audita_topics::{Quarantined, Watermark};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// A record that failed ingest checks, as published on `audita.suspect`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Quarantined {
-    /// Topic the bytes came from.
-    pub source_topic: String,
-    /// Partition they came from.
-    pub partition: u32,
-    /// Offset they came from.
-    pub offset: u64,
-    /// Short machine-readable reason (`decode`, `signature`, `citation`, `unknown_topic`).
-    pub reason: String,
-    /// Human-readable detail, one line.
-    pub detail: String,
-    /// The rejected bytes, hex.
-    pub bytes_hex: String,
-}
 
 /// The verdict of ingest on one input record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -240,7 +227,7 @@ pub struct Topics {
 }
 
 impl Topics {
-    /// The full name of `base` (one of [`audita_bus::topics`]).
+    /// The full name of `base` (one of [`audita_topics::names`]).
     pub fn name(&self, base: &str) -> String {
         format!("{}{}", self.prefix, base)
     }
@@ -354,4 +341,63 @@ pub fn handle_marked(
         marks.observe(d, *timestamp);
     }
     forward(checked, names, out)
+}
+
+/// How the ingest stage is laid out on the bus.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// Topic names (prefix).
+    pub names: Topics,
+    /// Partitions of all source topics together (envelopes + receipts): the number of
+    /// per-source-partition watermarks the sealer waits for.
+    pub source_partitions: u32,
+    /// Partitions of `audita.accepted` (each gets every watermark).
+    pub accepted_partitions: u32,
+    /// How often watermarks are published at most.
+    pub watermark_every: Duration,
+}
+
+/// Deliveries checked per batch (one batched signature verification, one flush and
+/// one commit).
+pub const BATCH: usize = 256;
+
+/// The ingest stage's run loop: consumes `input` (subscribed to the source topics) in
+/// batches of [`BATCH`], forwards or quarantines every record and publishes the
+/// watermarks, until `stop` is set or nothing arrived for `idle`. Offsets commit only
+/// after the producer flushed, so nothing taken is lost. `on_batch` sees the
+/// (accepted, quarantined) counts of each batch. Returns the records taken.
+pub fn run(
+    input: &mut dyn audita_bus::Consumer,
+    output: &mut dyn Producer,
+    keys: &KeyRegistry,
+    layout: &Layout,
+    stop: &std::sync::atomic::AtomicBool,
+    idle: Option<Duration>,
+    mut on_batch: impl FnMut(u64, u64),
+) -> Result<u64, BusError> {
+    let ingest = std::cell::RefCell::new(BatchIngest::new(
+        keys,
+        layout.names.clone(),
+        Watermarks::new(
+            layout.source_partitions,
+            layout.accepted_partitions,
+            layout.watermark_every,
+        ),
+    ));
+    audita_bus::pump_with(
+        input,
+        output,
+        stop,
+        BATCH,
+        idle,
+        |d, _| {
+            ingest.borrow_mut().take(d);
+            Ok(())
+        },
+        |out| {
+            let (accepted, quarantined) = ingest.borrow_mut().flush(out)?;
+            on_batch(accepted, quarantined);
+            Ok(())
+        },
+    )
 }

@@ -1,9 +1,10 @@
 //! Batched signature checks decide exactly like one-by-one checks, delivery by
 //! delivery, on honest input mixed with every kind of bad input.
 
-use audita_bus::{topics, Delivery};
+use audita_bus::Delivery;
 use audita_evidence::sample::sample_record;
 use audita_ingest::{check, check_batch, Checked};
+use audita_topics::names as topics;
 use proptest::prelude::*;
 
 fn delivery(topic: &str, offset: u64, payload: Vec<u8>) -> Delivery {

@@ -4,10 +4,11 @@
 
 use audita_bus::kafka::KafkaBus;
 use audita_bus::testing::{unique_name, KafkaBroker};
-use audita_bus::{drain, topics, Bus, TopicSpec};
+use audita_bus::{drain, Bus, TopicSpec};
 use audita_evidence::sample::sample_record;
 use audita_evidence::SignedEnvelope;
 use audita_ingest::{Quarantined, Topics, FRAME_ENVELOPE};
+use audita_topics::names as topics;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -17,15 +17,18 @@
 //!   only renames them into the cell (principals, actuators, duty ids, anchors, time).
 //! - Deterministic: the same (mix, seed) gives the same bytes.
 
+use audita_bus::{BusError, Producer};
 use audita_evidence::{
     derive_signing_key, Effect, Envelope, KeyRegistry, MessageId, Payload, PrincipalId, Receipt,
     SignedEnvelope, SigningKey,
 };
 use audita_facility::record::{adverse_json, registry_json, sign_record};
 use audita_facility::scenario::{generate, Family, Scenario};
+use audita_topics::names as topics;
 use audita_verdict::{id_string, parse_id, AdverseDecl, DutyRegistry};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// Width of one cell's time slot (ms of record time).
 pub const CELL_SLOT_MS: u64 = 10_000_000;
@@ -99,6 +102,83 @@ impl Fleet {
     /// Number of envelopes.
     pub fn messages(&self) -> usize {
         self.cells.iter().map(|c| c.envelopes.len()).sum()
+    }
+
+    /// Number of incidents the fleet declares.
+    pub fn incidents(&self) -> usize {
+        self.cells.iter().filter(|c| c.adverse.is_some()).count()
+    }
+
+    /// Publishes the fleet as a client of a deployment whose topics carry `prefix`:
+    /// envelopes and receipts in time order, each cell's adverse declaration right
+    /// after the messages up to its `t*`. Paced at `rate` messages per second when
+    /// given (what is due is flushed, so the stream really arrives over time); a
+    /// back-pressured send is retried. Calls `progress` per message.
+    pub fn publish(
+        &self,
+        p: &mut dyn Producer,
+        prefix: &str,
+        rate: Option<f64>,
+        mut progress: impl FnMut(usize),
+    ) -> Result<(), BusError> {
+        let started = std::time::Instant::now();
+        let mut decls: Vec<(u64, Vec<u8>, String)> = self
+            .cells
+            .iter()
+            .filter_map(|c| c.adverse.as_ref())
+            .map(|a| {
+                (
+                    a.t_star_ms,
+                    serde_json::to_vec(a).unwrap_or_default(),
+                    a.incident.clone(),
+                )
+            })
+            .collect();
+        decls.sort();
+        let mut next = 0;
+        let (env_topic, rec_topic, adv_topic) = (
+            format!("{prefix}{}", topics::ENVELOPES),
+            format!("{prefix}{}", topics::RECEIPTS),
+            format!("{prefix}{}", topics::ADVERSE),
+        );
+        let send = |p: &mut dyn Producer, topic: &str, key: &[u8], bytes: &[u8]| loop {
+            match p.send(topic, key, bytes) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_transient() => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => return Err(e),
+            }
+        };
+        for (i, (env, receipt)) in self.envelopes_in_time_order().into_iter().enumerate() {
+            let t = env.envelope().timestamp;
+            while next < decls.len() && decls[next].0 < t {
+                send(p, &adv_topic, decls[next].2.as_bytes(), &decls[next].1)?;
+                next += 1;
+            }
+            send(
+                p,
+                &env_topic,
+                env.envelope().author.as_str().as_bytes(),
+                env.as_bytes(),
+            )?;
+            send(
+                p,
+                &rec_topic,
+                receipt.recipient().as_str().as_bytes(),
+                receipt.as_bytes(),
+            )?;
+            progress(i + 1);
+            if let Some(rate) = rate.filter(|r| *r > 0.0) {
+                let due = Duration::from_secs_f64((i + 1) as f64 / rate);
+                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                    p.flush()?;
+                    std::thread::sleep(wait);
+                }
+            }
+        }
+        for (_, bytes, name) in &decls[next..] {
+            send(p, &adv_topic, name.as_bytes(), bytes)?;
+        }
+        p.flush()
     }
 }
 

@@ -36,12 +36,13 @@
 //!   same bytes, whatever the number of signing threads.
 
 use crate::fleet::{self, Cell, CellError, Fleet};
-use audita_bus::{topics, BusError, Producer};
+use audita_bus::{BusError, Producer};
 use audita_evidence::{
     derive_signing_key, Effect, Envelope, KeyRegistry, MessageId, Payload, PrincipalId, Receipt,
     SigningKey,
 };
 use audita_facility::scenario::generate;
+use audita_topics::names as topics;
 use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -1,4 +1,4 @@
-//! The load generator through the real stages over the embedded bus (small and fast,
+//! The load generator through the stages as `audita_pipeline` wires them, over the embedded bus (small and fast,
 //! debug mode): every generated message passes ingest (none quarantined), every
 //! envelope is sealed exactly once, and each injected incident gets exactly one
 //! verdict (no abstention). The slicer scopes its bundles with the duty registry;
@@ -6,18 +6,21 @@
 //! incident to the same verdict, byte for byte, from larger bundles.
 
 use audita_bus::embedded::EmbeddedBus;
-use audita_bus::{topics, Bus, TopicSpec};
-use audita_evidence::{derive_signing_key, SignedEnvelope};
+use audita_bus::{Bus, TopicSpec};
+use audita_evidence::SignedEnvelope;
 use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
-use audita_sealer::stage::{EpochMessage, SealerConfig, SealerStage};
-use audita_slicer::stage::{SliceBundle, SlicerStage};
+use audita_pipeline::metrics::Metrics;
+use audita_pipeline::Deployment;
+use audita_slicer::stage::SlicerStage;
+use audita_topics::names as topics;
+use audita_topics::EpochMessage;
+use audita_topics::SliceBundle;
 use audita_verdict::DutyRegistry;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const ORIGIN: &str = "audita.local/load-test-log";
 const KEEPER: &str = "operator.example/keeper";
 
 #[test]
@@ -56,130 +59,27 @@ fn check(placement: Placement) {
         .collect();
     assert_eq!(envelopes.len(), load.envelopes(), "no envelope twice");
 
-    let mut keys = load.fleet.keys.clone();
-    let log_key = derive_signing_key(config.seed, ORIGIN);
-    keys.add_log(ORIGIN, log_key.verifying_key()).unwrap();
-    let keeper = derive_signing_key(config.seed, KEEPER);
-    keys.add_keeper(KEEPER, keeper.verifying_key()).unwrap();
+    // The stages exactly as a deployment wires them (audita_pipeline::start), on a
+    // throw-away deployment with the load's principals and duties.
     let duties = load.fleet.duties().expect("duty registry parses");
-    let bus = Bus::Embedded(EmbeddedBus::new(4).with_pending_limit(100_000));
     let prefix = "lt.";
-    let topic = |t: &str| format!("{prefix}{t}");
-    let spec = |t: &str, partitions| TopicSpec {
-        name: topic(t),
-        partitions,
-    };
-    bus.ensure_topics(&[
-        spec(topics::ENVELOPES, 4),
-        spec(topics::RECEIPTS, 4),
-        spec(topics::ACCEPTED, 4),
-        spec(topics::SUSPECT, 1),
-        spec(topics::EPOCHS, 1),
-        spec(topics::ADVERSE, 1),
-        spec(topics::SLICES, 2),
-        spec(topics::VERDICTS, 2),
-    ])
-    .unwrap();
+    let d = Arc::new(
+        Deployment::ephemeral(load.fleet.keys.clone(), duties.clone(), prefix, &[KEEPER])
+            .expect("deployment"),
+    );
+    let keys = d.keys.clone();
+    let topic = |t: &str| d.topic(t);
+    let bus = Bus::Embedded(EmbeddedBus::new(4).with_pending_limit(100_000));
     let dir = tempfile::tempdir().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut stages = Vec::new();
-    {
-        let (bus, stop, keys) = (bus.clone(), stop.clone(), keys.clone());
-        stages.push(std::thread::spawn(move || {
-            let mut c = bus
-                .consumer(
-                    &format!("{prefix}ingest"),
-                    &[
-                        &format!("{prefix}{}", topics::ENVELOPES),
-                        &format!("{prefix}{}", topics::RECEIPTS),
-                    ],
-                )
-                .unwrap();
-            let mut p = bus.producer().unwrap();
-            let names = audita_ingest::Topics {
-                prefix: prefix.into(),
-            };
-            // As deployed: ingest publishes per-source-partition watermarks, from
-            // which the sealer derives the event-time watermark the slicer waits on.
-            let marks = std::cell::RefCell::new(audita_ingest::Watermarks::new(
-                8,
-                4,
-                Duration::from_millis(100),
-            ));
-            let accepted = format!("{prefix}{}", topics::ACCEPTED);
-            audita_bus::pump_with(
-                c.as_mut(),
-                p.as_mut(),
-                &stop,
-                256,
-                None,
-                |d, out| {
-                    audita_ingest::handle_marked(d, &keys, &names, &mut marks.borrow_mut(), out)
-                        .map(|_| ())
-                },
-                |out| marks.borrow_mut().publish(out, &accepted),
-            )
-            .unwrap();
-        }));
-    }
-    {
-        let (bus, stop) = (bus.clone(), stop.clone());
-        let config = SealerConfig {
-            dir: dir.path().join("record"),
-            origin: ORIGIN.into(),
-            log_key,
-            keepers: vec![(KEEPER.into(), keeper)],
-            keys: keys.clone(),
-            epoch_messages: 256,
-            epoch_age: Duration::from_millis(200),
-            topic_prefix: prefix.into(),
-            input_partitions: 4,
-            registry: None,
-        };
-        stages.push(std::thread::spawn(move || {
-            let mut s = SealerStage::open(config).unwrap();
-            let mut c = bus
-                .consumer(
-                    &format!("{prefix}sealer"),
-                    &[&format!("{prefix}{}", topics::ACCEPTED)],
-                )
-                .unwrap();
-            let mut p = bus.producer().unwrap();
-            s.run(c.as_mut(), p.as_mut(), &stop, None).unwrap();
-        }));
-    }
-    {
-        let (bus, stop, duties) = (bus.clone(), stop.clone(), duties.clone());
-        stages.push(std::thread::spawn(move || {
-            let mut s =
-                SlicerStage::new(1, prefix, Duration::from_millis(1_500)).with_registry(duties);
-            let mut c = bus
-                .consumer(
-                    &format!("{prefix}slicer"),
-                    &[
-                        &format!("{prefix}{}", topics::EPOCHS),
-                        &format!("{prefix}{}", topics::ADVERSE),
-                    ],
-                )
-                .unwrap();
-            let mut p = bus.producer().unwrap();
-            s.run(c.as_mut(), p.as_mut(), &stop, None).unwrap();
-        }));
-    }
-    {
-        let (bus, stop, keys, duties) = (bus.clone(), stop.clone(), keys.clone(), duties.clone());
-        stages.push(std::thread::spawn(move || {
-            let mut c = bus
-                .consumer(
-                    &format!("{prefix}engine"),
-                    &[&format!("{prefix}{}", topics::SLICES)],
-                )
-                .unwrap();
-            let mut p = bus.producer().unwrap();
-            audita_engine_workers::run(c.as_mut(), p.as_mut(), &keys, &duties, prefix, &stop, None)
-                .unwrap();
-        }));
-    }
+    let running = audita_pipeline::start(
+        d.clone(),
+        &bus,
+        &dir.path().join("record"),
+        1,
+        Duration::from_millis(1_500),
+        &Metrics::new(),
+    )
+    .expect("stages start");
 
     let mut producer = bus.producer().unwrap();
     let stats = feed(&load.schedule, producer.as_mut(), prefix, 8.0, |_, _| {}).unwrap();
@@ -240,10 +140,7 @@ fn check(placement: Placement) {
             }
         }
     }
-    stop.store(true, Ordering::SeqCst);
-    for s in stages {
-        s.join().expect("stage thread");
-    }
+    running.stop().expect("every stage drains cleanly");
 
     assert!(quarantined.is_empty(), "quarantined: {quarantined:?}");
     let sealed_set: BTreeSet<Vec<u8>> = sealed.iter().cloned().collect();

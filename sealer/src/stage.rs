@@ -24,53 +24,20 @@
 //!   [`audita_evidence::Sealer`]; every configured keeper co-signs each checkpoint
 //!   after checking consistency with the previous one.
 
-use crate::disk::{self, ReadError, RecordWriter};
-use audita_bus::{topics, BusError, Consumer, Delivery, Producer};
+use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange, TailProver};
 use audita_evidence::{
     EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, SealedEpoch, Sealer,
     SignedEnvelope, SigningKey,
 };
+use audita_record::{self as disk, ReadError, RecordWriter};
+use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT, FRAME_WATERMARK};
+use audita_topics::names as topics;
+use audita_topics::{EpochMessage, Quarantined, Watermark};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// Frame kind byte of an accepted envelope on `audita.accepted`.
-pub const FRAME_ENVELOPE: u8 = b'E';
-/// Frame kind byte of an accepted receipt on `audita.accepted`.
-pub const FRAME_RECEIPT: u8 = b'R';
-/// Frame kind byte of an ingest watermark on `audita.accepted` (JSON [`Watermark`]).
-pub const FRAME_WATERMARK: u8 = b'W';
-
-/// An ingest watermark, sent to every partition of `audita.accepted` after the
-/// records it covers: ingest has forwarded every record it took from source
-/// partition (`source`, `partition`) up to one stamped `time_ms`. Source partitions
-/// are in time order (each is written by producers in time order), so once every
-/// accepted partition carried a watermark of every one of the `sources` source
-/// partitions, everything stamped before the smallest of them has reached the
-/// sealer — whichever ingest instance owned which partition, and however their
-/// outputs interleave.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Watermark {
-    /// Source topic.
-    pub source: String,
-    /// Source partition.
-    pub partition: u32,
-    /// Number of source partitions of the deployment (all topics).
-    pub sources: u32,
-    /// Timestamp of the latest record forwarded from that partition.
-    pub time_ms: u64,
-}
-
-impl Watermark {
-    /// The accepted-topic frame.
-    pub fn frame(&self) -> Vec<u8> {
-        let mut f = vec![FRAME_WATERMARK];
-        f.extend(serde_json::to_vec(self).unwrap_or_default());
-        f
-    }
-}
 
 /// Default dedupe horizon: ten minutes of record time. It bounds how late a
 /// re-delivered or straggling envelope may arrive and still be told apart from a
@@ -78,9 +45,6 @@ impl Watermark {
 /// 1.2 GB for a 10-minute horizon at 7k msg/s), so set it to what re-deliveries
 /// need.
 pub const DEFAULT_DEDUPE_HORIZON_MS: u64 = 600_000;
-/// Segment kind of a published epoch on `audita.epochs`.
-const EPOCH_MESSAGE_KIND: u8 = b'P';
-
 /// Why the sealer stage stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
@@ -119,96 +83,6 @@ pub struct SealerConfig {
     /// The public principal registry in force: stored in the record and its digest
     /// bound into every epoch header sealed from now on (`None`: headers name none).
     pub registry: Option<audita_evidence::PrincipalRegistry>,
-}
-
-/// An epoch as published on `audita.epochs`: everything a downstream stage needs to
-/// extend its view of the record without reading the disk.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EpochMessage {
-    /// Signed header bytes.
-    pub header: Vec<u8>,
-    /// Checkpoint note with co-signatures.
-    pub checkpoint: Vec<u8>,
-    /// The log's compact range before this epoch ([`CompactRange::nodes`]): with the
-    /// leaves, all a consumer needs to prove this epoch's messages, so it can start
-    /// at any epoch (e.g. after the topic's retention dropped older ones).
-    pub prefix: Vec<Hash>,
-    /// Sealed leaves ([`MessageId::leaf_bytes`]) in log order.
-    pub leaves: Vec<Vec<u8>>,
-    /// The signed envelopes sealed in this epoch, in leaf order.
-    pub envelopes: Vec<Vec<u8>>,
-    /// Receipts that arrived with this epoch.
-    pub receipts: Vec<Vec<u8>>,
-    /// Event-time low watermark ([`SealerStage::watermark`]): every accepted message
-    /// stamped earlier is sealed by now (0 until ingest watermarks cover every source
-    /// partition).
-    pub watermark: u64,
-}
-
-impl EpochMessage {
-    /// Encodes as one segment: header, checkpoint, counts, prefix nodes, leaves,
-    /// envelopes, receipts.
-    pub fn encode(&self) -> Vec<u8> {
-        let counts: Vec<u8> = [
-            self.leaves.len() as u64,
-            self.envelopes.len() as u64,
-            self.receipts.len() as u64,
-            self.watermark,
-        ]
-        .iter()
-        .flat_map(|n| n.to_be_bytes())
-        .collect();
-        let prefix: Vec<u8> = self.prefix.concat();
-        let mut frames: Vec<&[u8]> = vec![&self.header, &self.checkpoint, &counts, &prefix];
-        frames.extend(self.leaves.iter().map(Vec::as_slice));
-        frames.extend(self.envelopes.iter().map(Vec::as_slice));
-        frames.extend(self.receipts.iter().map(Vec::as_slice));
-        disk::encode_segment(EPOCH_MESSAGE_KIND, &frames)
-    }
-
-    /// Decodes [`Self::encode`]'s output; `None` on any malformation.
-    pub fn decode(bytes: &[u8]) -> Option<Self> {
-        let mut frames =
-            disk::decode_segment(EPOCH_MESSAGE_KIND, bytes, Path::new("audita.epochs"))
-                .ok()?
-                .into_iter();
-        let header = frames.next()?;
-        let checkpoint = frames.next()?;
-        let counts = frames.next()?;
-        if counts.len() != 32 {
-            return None;
-        }
-        let prefix_bytes = frames.next()?;
-        if prefix_bytes.len() % 32 != 0 {
-            return None;
-        }
-        let prefix = prefix_bytes
-            .chunks_exact(32)
-            .map(|c| c.try_into().unwrap_or([0; 32]))
-            .collect();
-        let n = |i: usize| {
-            u64::from_be_bytes(counts[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8])) as usize
-        };
-        let (l, e, r) = (n(0), n(1), n(2));
-        let watermark = n(3) as u64;
-        let rest: Vec<Vec<u8>> = frames.collect();
-        if rest.len() != l.checked_add(e)?.checked_add(r)? {
-            return None;
-        }
-        let mut it = rest.into_iter();
-        let leaves = it.by_ref().take(l).collect();
-        let envelopes = it.by_ref().take(e).collect();
-        let receipts = it.collect();
-        Some(EpochMessage {
-            header,
-            checkpoint,
-            prefix,
-            leaves,
-            envelopes,
-            receipts,
-            watermark,
-        })
-    }
 }
 
 /// The sealer stage's state.
@@ -497,19 +371,20 @@ impl SealerStage {
     }
 
     fn quarantine_late(&mut self, d: &Delivery, timestamp: u64) {
-        let record = serde_json::json!({
-            "source_topic": d.topic,
-            "partition": d.partition,
-            "offset": d.offset,
-            "reason": "late",
-            "detail": format!(
+        let record = Quarantined {
+            source_topic: d.topic.clone(),
+            partition: d.partition,
+            offset: d.offset,
+            reason: "late".into(),
+            detail: format!(
                 "timestamp {timestamp} ms is older than the sealer's dedupe horizon \
                  ({} ms); it cannot be told apart from a re-delivery, so it is not sealed",
                 self.forgotten_before
             ),
-            "bytes_hex": hex::encode(&d.payload),
-        });
-        self.late.push(record.to_string().into_bytes());
+            bytes_hex: hex::encode(&d.payload),
+        };
+        self.late
+            .push(serde_json::to_vec(&record).unwrap_or_default());
         self.stats.late += 1;
     }
 

@@ -3,12 +3,15 @@
 //! and re-delivery of everything not committed — and the directory verifies clean.
 
 use audita_bus::embedded::EmbeddedBus;
-use audita_bus::{topics, Bus};
+use audita_bus::Bus;
 use audita_evidence::sample::{sample_record, SAMPLE_KEEPERS, SAMPLE_ORIGIN};
 use audita_evidence::SignedEnvelope;
 use audita_evidence::{derive_signing_key, verify_record};
-use audita_sealer::disk::read_record;
-use audita_sealer::stage::{SealerConfig, SealerStage, Watermark, FRAME_ENVELOPE, FRAME_RECEIPT};
+use audita_record::read_record;
+use audita_sealer::stage::{SealerConfig, SealerStage};
+use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT};
+use audita_topics::names as topics;
+use audita_topics::Watermark;
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -286,7 +289,7 @@ fn an_epoch_written_but_not_published_is_published_after_restart() {
     let numbers: Vec<u64> = got
         .iter()
         .map(|d| {
-            let m = audita_sealer::stage::EpochMessage::decode(&d.payload).unwrap();
+            let m = audita_topics::EpochMessage::decode(&d.payload).unwrap();
             audita_evidence::EpochHeader::decode(m.header)
                 .unwrap()
                 .number
@@ -297,7 +300,7 @@ fn an_epoch_written_but_not_published_is_published_after_restart() {
         numbers, expect,
         "every epoch published once, in order, none skipped"
     );
-    let first = audita_sealer::stage::EpochMessage::decode(&got[0].payload).unwrap();
+    let first = audita_topics::EpochMessage::decode(&got[0].payload).unwrap();
     assert_eq!(
         first.envelopes.len(),
         first_epoch,

@@ -16,4 +16,8 @@ pub enum SinkError {
     /// Arrow/Parquet encoding failed, or a file on disk does not read back.
     #[error("parquet: {0}")]
     Encode(String),
+    /// The bus failed while the sink stage read `audita.verdicts` (see
+    /// [`audita_bus::BusError::is_transient`]).
+    #[error(transparent)]
+    Bus(#[from] audita_bus::BusError),
 }

@@ -1,5 +1,5 @@
 //! Self-contained HTML pages for incident responders, rendered with askama templates
-//! (`sinks/templates/`) from a verdict topic record (`crate::record`):
+//! (`sinks/templates/`) from a verdict topic record (`audita_topics::VerdictRecord`):
 //!
 //! - one report per incident: wall-clock and record times, a one-paragraph summary
 //!   (who is culpable under which standard and why, who was cleared and why), the slice
@@ -20,9 +20,9 @@
 //! - A no-cause incident says so instead of showing an empty analysis; an abstention
 //!   says why and that no finding is made about anyone.
 
-use crate::record::{FindingView, MessageView, VerdictRecord, VerdictView};
 use crate::tables::{rfc3339, IncidentRow, RecordOrigin};
 use askama::Template;
+use audita_topics::{FindingView, MessageView, VerdictRecord, VerdictView};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Who rendered a page.

@@ -23,13 +23,18 @@
 //!   identical) are dropped.
 //! - Untrusted names never become paths: a report's file name is the incident name
 //!   restricted to `[A-Za-z0-9._-]` (with a digest suffix when that changed it).
+//! - The stage's run loop ([`run`]) commits a record's offset only after the sink took
+//!   (journaled) it; on start it takes the journal's records again first.
 
 use crate::parquet::SinkError;
-use crate::record::VerdictRecord;
 use crate::report::{self, Build};
 use crate::tables::{self, IncidentRow, RecordOrigin, Rotation, Tables};
+use audita_bus::Consumer;
+use audita_topics::VerdictRecord;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// What taking one record did.
 #[derive(Debug, PartialEq)]
@@ -185,4 +190,97 @@ impl VerdictSink {
         self.write_index()?;
         self.tables.finish()
     }
+}
+
+/// What one run of the sink stage collected.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// One verdict per incident (later duplicates of an incident are identical and
+    /// dropped).
+    pub verdicts: BTreeMap<String, VerdictRecord>,
+    /// Abstentions by incident, with the reason.
+    pub abstained: BTreeMap<String, String>,
+    /// Parquet files written.
+    pub files: Vec<PathBuf>,
+}
+
+impl Collected {
+    /// Incidents with a verdict or an abstention.
+    pub fn len(&self) -> usize {
+        self.verdicts.len() + self.abstained.len()
+    }
+
+    /// Whether nothing was collected.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All rows of the verdicts, sorted by (incident, principal): the comparison key
+    /// of two runs of one deployment (e.g. Kafka vs embedded).
+    pub fn rows(&self) -> Vec<crate::VerdictRow> {
+        let mut rows: Vec<crate::VerdictRow> = self
+            .verdicts
+            .values()
+            .flat_map(|v| v.rows.clone())
+            .collect();
+        rows.sort_by(|a, b| (&a.incident, &a.principal).cmp(&(&b.incident, &b.principal)));
+        rows
+    }
+
+    fn note(&mut self, taken: Taken, on_record: &mut impl FnMut(&VerdictRecord, usize)) {
+        if let Taken::New(record, rows) = taken {
+            on_record(&record, rows);
+            match &record.abstained {
+                Some(reason) if record.verdict.is_none() => {
+                    self.abstained
+                        .insert(record.incident.clone(), reason.clone());
+                }
+                _ => {
+                    self.verdicts.insert(record.incident.clone(), *record);
+                }
+            }
+        }
+    }
+}
+
+/// The sink stage's run loop over `input` (subscribed to `audita.verdicts`): takes
+/// the journal's records again, then every record from the bus, until `stop` is set,
+/// `expect` incidents were collected, or nothing arrived for `idle`; then finishes
+/// the open files. `on_record` sees every new record (verdict or abstention) with the
+/// number of table rows it wrote.
+///
+/// Each record is journaled durably before its offset is committed, and only rows not
+/// in a completed Parquet file are written again, so a SIGKILL at any point loses no
+/// row and writes none twice.
+pub fn run(
+    mut sink: VerdictSink,
+    input: &mut dyn Consumer,
+    expect: Option<usize>,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    mut on_record: impl FnMut(&VerdictRecord, usize),
+) -> Result<Collected, SinkError> {
+    let mut got = Collected::default();
+    for taken in sink.replay()? {
+        got.note(taken, &mut on_record);
+    }
+    let mut idle_since = Instant::now();
+    while !stop.load(Ordering::SeqCst) {
+        if expect.is_some_and(|n| got.len() >= n) {
+            break;
+        }
+        let Some(del) = input.poll(Duration::from_millis(50))? else {
+            sink.tick()?;
+            if idle.is_some_and(|i| idle_since.elapsed() >= i) {
+                break;
+            }
+            continue;
+        };
+        idle_since = Instant::now();
+        let taken = sink.take(&del.payload)?;
+        got.note(taken, &mut on_record);
+        input.commit(&del)?;
+    }
+    got.files = sink.finish()?;
+    Ok(got)
 }

@@ -37,13 +37,13 @@
 //!   columns; a test fails if a published column is removed, renamed, moved or retyped.
 
 use crate::parquet::SinkError;
-use crate::record::{VerdictRecord, VerdictView};
 use arrow::array::{
     ArrayRef, BooleanArray, Float64Array, ListBuilder, StringArray, StringBuilder,
     TimestampMillisecondArray, UInt32Array, UInt64Array,
 };
 use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use arrow::record_batch::RecordBatch;
+use audita_topics::{VerdictRecord, VerdictView};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;

@@ -2,9 +2,9 @@
 
 mod common;
 
-use audita_sinks::record::VerdictRecord;
 use audita_sinks::report::{file_name, render, render_index, Build};
 use audita_sinks::tables::{rows_of, RecordOrigin};
+use audita_topics::VerdictRecord;
 use common::{abstention, id, verdict};
 use serde_json::json;
 

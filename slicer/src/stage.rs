@@ -10,7 +10,7 @@
 //!   `AdverseDecl`) waits until every anchor it names is sealed, then its slice is
 //!   emitted once, keyed by the incident name. Declarations whose anchors are never
 //!   sealed are reported by [`SlicerStage::waiting`].
-//! - A [`SliceBundle`] is self-contained: the declaration and a
+//! - A `SliceBundle` (`audita_topics`) is self-contained: the declaration and a
 //!   [`ProvenSlice`] — the slice's signed envelopes and receipts, each envelope's
 //!   inclusion proof against the co-signed root of the epoch that sealed it, those
 //!   epochs' headers and checkpoints, and the latest epoch's (the record root). An
@@ -40,46 +40,16 @@
 //!   and the longest a declaration arrives after its window.
 
 use crate::{EpochBatch, IncidentId, NodeId, Slicer};
-use audita_bus::{topics, BusError, Consumer, Delivery, Producer};
+use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
-use audita_sealer::disk::{decode_segment, encode_segment};
-use audita_sealer::stage::EpochMessage;
+use audita_topics::names as topics;
+use audita_topics::{EpochMessage, SliceBundle, VerdictRecord};
 use audita_verdict::slice::{Evidence, MissingEvidence, Node, Outside};
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Slice};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-const BUNDLE_KIND: u8 = b'S';
-
-/// A self-contained incident slice, as published on `audita.slices`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SliceBundle {
-    /// The adverse declaration JSON, exactly as declared.
-    pub declaration: Vec<u8>,
-    /// The slice's messages in message-id order, with their proofs of sealing.
-    pub evidence: ProvenSlice,
-}
-
-impl SliceBundle {
-    /// Encodes the bundle as one segment: declaration, proven slice.
-    pub fn encode(&self) -> Vec<u8> {
-        let evidence = self.evidence.encode();
-        encode_segment(BUNDLE_KIND, &[&self.declaration, &evidence])
-    }
-
-    /// Decodes [`Self::encode`]'s output; `None` on any malformation.
-    pub fn decode(bytes: &[u8]) -> Option<SliceBundle> {
-        let frames = decode_segment(BUNDLE_KIND, bytes, Path::new("audita.slices")).ok()?;
-        let [declaration, evidence]: [Vec<u8>; 2] = frames.try_into().ok()?;
-        Some(SliceBundle {
-            declaration,
-            evidence: ProvenSlice::decode(&evidence).ok()?,
-        })
-    }
-}
 
 /// An adverse declaration waiting for its anchors to be sealed.
 struct Waiting {
@@ -809,18 +779,15 @@ impl SlicerStage {
                     self.max_record
                 );
                 tracing::error!(incident = %w.name, %reason, "abstaining");
-                // An `audita.verdict-record/v1` abstention (sinks/schema/).
-                let mut abstain = serde_json::json!({
-                    "schema": "audita.verdict-record/v1",
-                    "incident": w.name, "abstained": reason, "rows": []
-                });
-                if let Ok(decl) = serde_json::from_slice::<serde_json::Value>(&w.declaration) {
-                    abstain["declaration"] = decl;
-                }
+                let abstain = VerdictRecord::abstention(
+                    &w.name,
+                    &reason,
+                    serde_json::from_slice(&w.declaration).ok(),
+                );
                 out.send(
                     &format!("{}{}", self.topic_prefix, topics::VERDICTS),
                     w.name.as_bytes(),
-                    abstain.to_string().as_bytes(),
+                    &serde_json::to_vec(&abstain).unwrap_or_default(),
                 )?;
             } else {
                 out.send(&topic, w.name.as_bytes(), &bytes)?;

@@ -4,11 +4,13 @@
 //! evicted long ago.
 
 use audita_bus::embedded::EmbeddedBus;
-use audita_bus::{topics, Bus};
+use audita_bus::Bus;
 use audita_evidence::sample::sample_record;
 use audita_evidence::{verify_proven, MessageId, Policy, SignedEnvelope};
-use audita_sealer::stage::EpochMessage;
-use audita_slicer::stage::{SliceBundle, SlicerStage};
+use audita_slicer::stage::SlicerStage;
+use audita_topics::names as topics;
+use audita_topics::EpochMessage;
+use audita_topics::SliceBundle;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use audita_sinks::record::VerdictRecord;
+use audita_topics::VerdictRecord;
 use serde_json::{json, Value};
 
 pub const ROOT: &str = "4046000000000000000000000000000000000000000000000000000000000001";

@@ -1,6 +1,6 @@
 //! The verdict topic record: what `audita.verdicts` carries, keyed by incident name.
 //!
-//! Its contract is one JSON Schema, `sinks/schema/verdict-record.schema.json`
+//! Its contract is one JSON Schema, `topics/schema/verdict-record.schema.json`
 //! (`audita.verdict-record/v1`), checked in tests against every record an embedded
 //! pipeline run emits. Two producers write it: the engine workers (a verdict, or an
 //! abstention when a slice cannot be judged) and the slicer (an abstention when a
@@ -11,7 +11,7 @@
 //!   with the reason), never both; `rows` is empty for abstentions.
 //! - Everything in it is a function of the slice bundle, the registries and the verdict
 //!   alone (no clock, no worker state), so re-delivery and the number of workers never
-//!   change its bytes. Wall-clock times are the sink's business (`crate::tables`).
+//!   change its bytes. Wall-clock times are the sink's business (`audita_sinks::tables`).
 //! - `messages` is the catalogue of the certified messages the verdict names (its
 //!   slice, anchors, evidence, triggers), decoded from the signed envelopes the bundle
 //!   carries, so a report can show what each id *says* without the record directory.
@@ -23,7 +23,6 @@
 //! - Fields are only ever added (readers ignore unknown fields; every added field is
 //!   optional); a change that removes or retypes a field is a new schema id.
 
-use crate::VerdictRow;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -35,6 +34,43 @@ pub const RECORD_JSON_SCHEMA: &str = include_str!("../schema/verdict-record.sche
 
 fn schema_id() -> String {
     RECORD_SCHEMA.to_string()
+}
+
+/// One verdict finding: an (incident, principal) row.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct VerdictRow {
+    /// Incident name (from the adverse declaration).
+    pub incident: String,
+    /// Principal the row is about.
+    pub principal: String,
+    /// The declared adverse predicate `Y` (e.g. `separation<0.5m`).
+    pub outcome: String,
+    /// Time the predicate became true, in ms of record time.
+    pub t_star_ms: u64,
+    /// Harm severity in joules (½·m·v² at the violating tick), 0 for non-physical harm.
+    pub severity_j: f64,
+    /// The duty standard the verdict was computed under (e.g. `specification`).
+    pub standard: String,
+    /// Registered duties active for this principal in the window.
+    pub duties: Vec<String>,
+    /// Breach under the specification standard.
+    pub breach_specification: bool,
+    /// Breach under the reasonable-agent standard.
+    pub breach_reasonable: bool,
+    /// Lower end of the responsibility interval (the involvement bound).
+    pub rho_lo: f64,
+    /// Upper end of the responsibility interval.
+    pub rho_hi: f64,
+    /// Breach ∧ ρ_lo > 0.
+    pub culpable: bool,
+    /// Claim level: `causal`, `temporal` or `indeterminate`.
+    pub claim: String,
+    /// Flags: `conduit`, `exonerated`, `omission`, `evidence_missing`, `evidence_suspect`.
+    pub flags: Vec<String>,
+    /// Hex ids of the certified messages that justify the findings.
+    pub evidence: Vec<String>,
+    /// Hex root of the last sealed epoch the verdict was computed against.
+    pub record_root: String,
 }
 
 /// One record of `audita.verdicts`.

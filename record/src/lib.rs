@@ -1,6 +1,10 @@
 //! The on-disk sealed record: a directory any party can verify offline with
 //! public keys only.
 //!
+//! This crate is the format alone (files in, items out, and the writer the sealer
+//! stage uses): it links no transport, so an offline verifier (`audita verify`, a
+//! fuzz target, a third party's tool) depends on it without the pipeline.
+//!
 //! Design constraints (format `audita-record v1`):
 //! ```text
 //! DIR/FORMAT                         "audita-record v1\n" (exactly)
@@ -55,6 +59,9 @@
 //!   record order is the append order. `keys/` holds public keys only.
 //! - Writing creates files with their final content (no partial updates); the
 //!   streaming sealer stage appends new numbered files rather than rewriting old ones.
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::fs;
 use std::io::{self, BufReader, Read};

@@ -3,7 +3,7 @@
 //! following the stage's readiness, each stage process exporting only its own stage's
 //! metrics, and a slow client answered within the request time limit.
 
-use audita_sinks::metrics::{Metrics, STAGES};
+use audita_pipeline::metrics::{Metrics, STAGES};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Stdio};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use audita_evidence::sample::sample_record;
 use audita_evidence::{verify_record_with, Policy};
-use audita_sealer::disk::{read_payloads, read_record, RecordWriter};
+use audita_record::{read_payloads, read_record, RecordWriter};
 
 fn write_sample(dir: &Path) {
     let s = sample_record(2, 16);

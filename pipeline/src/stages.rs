@@ -1,0 +1,305 @@
+//! Each stage connected to the bus, the deployment and its metrics; and the whole
+//! pipeline as threads of one process.
+
+use crate::metrics::Metrics;
+use crate::{Deployment, Error, Result};
+use audita_bus::Bus;
+use audita_sealer::stage::{SealerStage, SealerStats};
+use audita_sinks::sink::{Collected, VerdictSink};
+use audita_sinks::tables::Rotation;
+use audita_slicer::stage::{SlicerStage, SlicerStats};
+use audita_topics::names as topics;
+use audita_topics::VerdictRecord;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Runs ingest until stopped/idle; returns the records taken.
+pub fn run_ingest(
+    d: &Deployment,
+    bus: &Bus,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<u64> {
+    let mut c = bus.consumer(
+        &d.topic("ingest"),
+        &[&d.topic(topics::ENVELOPES), &d.topic(topics::RECEIPTS)],
+    )?;
+    let mut p = bus.producer()?;
+    let n = audita_ingest::run(
+        c.as_mut(),
+        p.as_mut(),
+        &d.keys,
+        &d.ingest_layout(),
+        stop,
+        idle,
+        |accepted, quarantined| {
+            m.ingest_envelopes
+                .with_label_values(&["accepted"])
+                .inc_by(accepted);
+            m.ingest_envelopes
+                .with_label_values(&["suspect"])
+                .inc_by(quarantined);
+        },
+    )?;
+    Ok(n)
+}
+
+/// Runs the sealer, writing the record into `dir`, until stopped/idle.
+pub fn run_sealer(
+    d: &Deployment,
+    bus: &Bus,
+    dir: &Path,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<()> {
+    let live = m.clone();
+    let mut seen = SealerStats::default();
+    let mut stage = SealerStage::open(d.sealer_config(dir)?)?
+        .with_horizon(d.dedupe_ms)
+        .with_observer(Box::new(move |s, watermark| {
+            live.sealer_messages.inc_by(s.sealed - seen.sealed);
+            live.sealer_epochs.inc_by(s.epochs - seen.epochs);
+            live.sealer_duplicates
+                .inc_by(s.duplicates - seen.duplicates);
+            live.sealer_late.inc_by(s.late - seen.late);
+            live.sealer_watermark.set(watermark as f64 / 1000.0);
+            seen = *s;
+        }));
+    let mut c = bus.consumer(&d.topic("sealer"), &[&d.topic(topics::ACCEPTED)])?;
+    let mut p = bus.producer()?;
+    stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
+    Ok(())
+}
+
+/// Runs the slicer until stopped/idle; a declaration waits up to `quiet_wait` for the
+/// event-time watermark once the stream goes quiet.
+pub fn run_slicer(
+    d: &Deployment,
+    bus: &Bus,
+    quiet_wait: Duration,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<()> {
+    let live = m.clone();
+    let mut seen = SlicerStats::default();
+    let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
+        .with_horizon(d.horizon_ms, d.hold)
+        .with_registry(d.duties.clone())
+        .with_max_record(d.max_slice_bytes)
+        .with_observer(Box::new(move |s, waits| {
+            live.slicer_incidents
+                .inc_by((s.emitted - seen.emitted) as u64);
+            live.slicer_graph_messages.set(s.graph_messages as i64);
+            live.slicer_retained_epochs.set(s.retained_epochs as i64);
+            live.slicer_evicted.inc_by(s.evicted - seen.evicted);
+            live.slicer_waiting.set(s.waiting as i64);
+            live.slicer_unresolved
+                .inc_by(s.unresolved - seen.unresolved);
+            for w in waits {
+                live.slicer_slice_wait.observe(w.as_secs_f64());
+            }
+            seen = *s;
+        }));
+    // The slicer keeps its state in memory and rebuilds it from `audita.epochs` on
+    // start: its own consumer group per process, reading from the beginning.
+    let group = format!("{}slicer-{}", d.prefix, std::process::id());
+    let mut c = bus.consumer(
+        &group,
+        &[&d.topic(topics::EPOCHS), &d.topic(topics::ADVERSE)],
+    )?;
+    let mut p = bus.producer()?;
+    stage.run(c.as_mut(), p.as_mut(), stop, idle)?;
+    for (name, unsealed) in stage.waiting() {
+        tracing::warn!(incident = %name, unsealed_anchors = unsealed, "declaration still waiting for its anchors");
+    }
+    Ok(())
+}
+
+/// Runs one engine worker until stopped/idle; returns the bundles judged.
+pub fn run_engine(
+    d: &Deployment,
+    bus: &Bus,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<u64> {
+    let mut c = bus.consumer(&d.topic("engine-workers"), &[&d.topic(topics::SLICES)])?;
+    let mut p = bus.producer()?;
+    let n = audita_engine_workers::run_observed(
+        c.as_mut(),
+        p.as_mut(),
+        &d.keys,
+        &d.duties,
+        &d.prefix,
+        stop,
+        idle,
+        |took| {
+            m.engine_judge.observe(took.as_secs_f64());
+            m.engine_verdicts.inc();
+        },
+    )?;
+    Ok(n)
+}
+
+/// Runs the sink ([`audita_sinks::sink::run`]: journal, analytics tables, reports,
+/// index) into `out_dir` until stopped/idle or until `expect` incidents arrived,
+/// calling `on_verdict` with every new record (verdict or abstention). The tables'
+/// record origin is the one kept in `out_dir/verdicts/record-origin.json` (else the
+/// first time the sink opens the directory).
+#[allow(clippy::too_many_arguments)]
+pub fn run_sink(
+    d: &Deployment,
+    bus: &Bus,
+    out_dir: &Path,
+    expect: Option<usize>,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+    mut on_verdict: impl FnMut(&VerdictRecord),
+) -> Result<Collected> {
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| Error::Invalid(format!("creating {}: {e}", out_dir.display())))?;
+    let sink = VerdictSink::open(
+        out_dir,
+        None,
+        Rotation::default(),
+        audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
+    )?;
+    let mut c = bus.consumer(&d.topic("sinks"), &[&d.topic(topics::VERDICTS)])?;
+    let got = audita_sinks::sink::run(sink, c.as_mut(), expect, stop, idle, |r, rows| {
+        m.sinks_rows.inc_by(rows as u64);
+        on_verdict(r);
+    })?;
+    Ok(got)
+}
+
+/// The stages of a deployment running as threads of this process (all but the sink:
+/// a caller reads `audita.verdicts` itself, or runs [`run_sink`]).
+pub struct Running {
+    stop: Arc<AtomicBool>,
+    handles: Vec<(String, JoinHandle<Result<()>>)>,
+}
+
+impl Running {
+    /// Sets the stop flag, waits for every stage to drain, and returns the first
+    /// stage's error (naming the stage).
+    pub fn stop(self) -> Result<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut first = Ok(());
+        for (name, h) in self.handles {
+            let r = match h.join() {
+                Ok(r) => r.map_err(|e| Error::Invalid(format!("stage {name}: {e}"))),
+                Err(_) => Err(Error::Invalid(format!("stage {name} panicked"))),
+            };
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// The stop flag the stages watch.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+}
+
+/// Creates the topics and starts ingest, the sealer (writing the record into
+/// `record_dir`), the slicer (waiting `quiet_wait` for the watermark once the stream
+/// is quiet) and `workers` engine workers as threads over `bus`.
+pub fn start(
+    d: Arc<Deployment>,
+    bus: &Bus,
+    record_dir: &Path,
+    workers: usize,
+    quiet_wait: Duration,
+    m: &Metrics,
+) -> Result<Running> {
+    d.ensure_topics(bus)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut running = Running {
+        stop: stop.clone(),
+        handles: Vec::new(),
+    };
+    type Body = Box<dyn FnOnce(&Deployment, &Bus, &AtomicBool, &Metrics) -> Result<()> + Send>;
+    let record_dir: PathBuf = record_dir.to_path_buf();
+    let mut plan: Vec<(String, Body)> = vec![
+        (
+            "ingest".into(),
+            Box::new(|d, bus, stop, m| run_ingest(d, bus, stop, None, m).map(|_| ())),
+        ),
+        (
+            "sealer".into(),
+            Box::new(move |d, bus, stop, m| run_sealer(d, bus, &record_dir, stop, None, m)),
+        ),
+        (
+            "slicer".into(),
+            Box::new(move |d, bus, stop, m| run_slicer(d, bus, quiet_wait, stop, None, m)),
+        ),
+    ];
+    for i in 0..workers.max(1) {
+        plan.push((
+            format!("engine-{i}"),
+            Box::new(|d, bus, stop, m| run_engine(d, bus, stop, None, m).map(|_| ())),
+        ));
+    }
+    for (name, body) in plan {
+        let (d, bus, stop, m) = (d.clone(), bus.clone(), stop.clone(), m.clone());
+        let spawned = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || body(&d, &bus, &stop, &m));
+        match spawned {
+            Ok(h) => running.handles.push((name, h)),
+            Err(e) => {
+                let _ = running.stop();
+                return Err(Error::Invalid(format!("starting stage {name}: {e}")));
+            }
+        }
+    }
+    Ok(running)
+}
+
+/// Runs every stage as a thread over `bus`, the record in `out_dir/record` and the
+/// sink's output in `out_dir`: `feed` publishes the input (a client of the
+/// deployment) and returns how many incidents it declared; returns once every one
+/// has a verdict or an abstention (or the sink saw nothing for 120 s).
+pub fn run_all(
+    d: Arc<Deployment>,
+    bus: &Bus,
+    out_dir: &Path,
+    workers: usize,
+    m: &Metrics,
+    feed: impl FnOnce(&Bus) -> Result<usize>,
+    on_verdict: impl FnMut(&VerdictRecord),
+) -> Result<Collected> {
+    let running = start(
+        d.clone(),
+        bus,
+        &out_dir.join("record"),
+        workers,
+        Duration::from_secs(2),
+        m,
+    )?;
+    let collected = feed(bus).and_then(|expect| {
+        run_sink(
+            &d,
+            bus,
+            out_dir,
+            Some(expect),
+            &AtomicBool::new(false),
+            Some(Duration::from_secs(120)),
+            m,
+            on_verdict,
+        )
+    });
+    let stopped = running.stop();
+    let collected = collected?;
+    stopped?;
+    Ok(collected)
+}

@@ -1,0 +1,173 @@
+//! The workspace's boundaries, read from the resolved dependency graph (`cargo
+//! metadata`): the stages depend on the shared record crates and the bus, never on
+//! each other; the on-disk record format and the topic types link no transport, so an
+//! offline verifier needs neither rdkafka nor the pipeline; the domain crates link no
+//! stage.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+const STAGES: [&str; 5] = [
+    "audita-ingest",
+    "audita-sealer",
+    "audita-slicer",
+    "audita-engine-workers",
+    "audita-sinks",
+];
+
+/// Each workspace package's direct normal dependencies, and the resolved graph.
+struct Graph {
+    direct: BTreeMap<String, BTreeSet<String>>,
+    /// Package name → names of the packages it depends on (normal, resolved).
+    resolved: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// This machine's target triple (the graph is resolved for it alone, so no other
+/// platform's crates need to be on disk).
+fn host() -> String {
+    let out = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
+}
+
+fn graph() -> Graph {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host()])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let mut names = BTreeMap::new();
+    let mut direct = BTreeMap::new();
+    for p in m["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap().to_string();
+        names.insert(p["id"].as_str().unwrap().to_string(), name.clone());
+        if name.starts_with("audita") {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .map(|d| d["name"].as_str().unwrap().to_string())
+                .collect();
+            direct.insert(name, deps);
+        }
+    }
+    let mut resolved = BTreeMap::new();
+    for n in m["resolve"]["nodes"].as_array().unwrap() {
+        let deps = n["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k["kind"].is_null())
+            })
+            .map(|d| names[d["pkg"].as_str().unwrap()].clone())
+            .collect();
+        resolved.insert(names[n["id"].as_str().unwrap()].clone(), deps);
+    }
+    Graph { direct, resolved }
+}
+
+impl Graph {
+    /// Everything `root` links (normal dependencies, transitively).
+    fn closure(&self, root: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![root.to_string()];
+        while let Some(n) = todo.pop() {
+            for d in self.resolved.get(&n).into_iter().flatten() {
+                if seen.insert(d.clone()) {
+                    todo.push(d.clone());
+                }
+            }
+        }
+        seen
+    }
+}
+
+#[test]
+fn no_stage_depends_on_another_stage() {
+    let g = graph();
+    for stage in STAGES {
+        let deps = &g.direct[stage];
+        let others: Vec<&&str> = STAGES
+            .iter()
+            .filter(|s| **s != stage && deps.contains(**s))
+            .collect();
+        assert!(others.is_empty(), "{stage} depends on {others:?}");
+        assert!(
+            deps.contains("audita-topics"),
+            "{stage} takes its record types from audita-topics: {deps:?}"
+        );
+    }
+}
+
+#[test]
+fn the_record_format_and_the_topic_types_link_no_transport() {
+    let g = graph();
+    for krate in ["audita-record", "audita-topics", "audita-evidence"] {
+        let linked = g.closure(krate);
+        for forbidden in [
+            "rdkafka",
+            "rdkafka-sys",
+            "audita-bus",
+            "tokio",
+            "audita-pipeline",
+        ] {
+            assert!(!linked.contains(forbidden), "{krate} links {forbidden}");
+        }
+        for stage in STAGES {
+            assert!(!linked.contains(stage), "{krate} links the stage {stage}");
+        }
+    }
+}
+
+#[test]
+fn domain_crates_link_no_stage_and_no_transport() {
+    let g = graph();
+    for krate in [
+        "audita-evidence",
+        "audita-causal",
+        "audita-oracle",
+        "audita-verdict",
+        "audita-facility",
+        "audita-baselines",
+    ] {
+        let linked = g.closure(krate);
+        for other in STAGES.iter().copied().chain([
+            "audita-bus",
+            "rdkafka",
+            "audita-pipeline",
+            "audita-record",
+        ]) {
+            assert!(!linked.contains(other), "{krate} links {other}");
+        }
+    }
+}
+
+#[test]
+fn the_cli_reaches_the_stages_only_through_the_pipeline() {
+    let g = graph();
+    let cli = &g.direct["audita"];
+    assert!(cli.contains("audita-pipeline"));
+    for stage in STAGES.iter().filter(|s| **s != "audita-sinks") {
+        assert!(!cli.contains(*stage), "the cli depends on {stage} directly");
+    }
+}

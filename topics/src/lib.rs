@@ -1,0 +1,60 @@
+//! The record type of every topic of the pipeline: what the stages send each other.
+//!
+//! The stages depend on these types, not on each other: ingest writes
+//! [`accepted`] frames and [`Quarantined`] records, the sealer reads the first and
+//! writes [`EpochMessage`]s (and quarantines `late` envelopes), the slicer reads
+//! epochs and adverse declarations and writes [`SliceBundle`]s, the engine workers
+//! read bundles and write [`VerdictRecord`]s, which the sinks read.
+//!
+//! | topic ([`names`]) | key | record |
+//! |---|---|---|
+//! | `audita.envelopes` | author | a signed envelope (`audita_evidence::SignedEnvelope` bytes) |
+//! | `audita.receipts` | recipient | a signed receipt (`audita_evidence::Receipt` bytes) |
+//! | `audita.accepted` | author / recipient | an [`accepted`] frame: kind byte + exact signed bytes, or a [`Watermark`] |
+//! | `audita.suspect` | source topic (`late` from the sealer) | JSON [`Quarantined`] |
+//! | `audita.epochs` | log origin | [`EpochMessage`] segment |
+//! | `audita.adverse` | incident | adverse declaration JSON (`audita_verdict::AdverseDecl`) |
+//! | `audita.slices` | incident | [`SliceBundle`] segment |
+//! | `audita.verdicts` | incident | JSON [`VerdictRecord`] (`audita.verdict-record/v1`, [`RECORD_JSON_SCHEMA`]) |
+//!
+//! Design constraints:
+//! - Signed bytes travel exactly as signed: frames wrap them, nothing re-encodes them.
+//! - Binary records are `audita-record` segments (magic, kind byte, length-prefixed
+//!   frames), so a topic record and a record file share one bounded decoder; every
+//!   decoder returns `None`/an error on malformed input, never panics.
+//! - JSON records only ever gain optional fields (readers ignore unknown ones).
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod accepted;
+mod epoch;
+mod quarantine;
+mod slice;
+mod verdict;
+
+pub use accepted::Watermark;
+pub use epoch::EpochMessage;
+pub use quarantine::Quarantined;
+pub use slice::SliceBundle;
+pub use verdict::*;
+
+/// The topics of the pipeline (each name is prefixed by a deployment's topic prefix).
+pub mod names {
+    /// Signed envelopes as submitted by fleet principals (key: author principal).
+    pub const ENVELOPES: &str = "audita.envelopes";
+    /// Delivery receipts signed by recipients (key: recipient principal).
+    pub const RECEIPTS: &str = "audita.receipts";
+    /// Input that failed a form or signature check, with the reason (key: source topic).
+    pub const SUSPECT: &str = "audita.suspect";
+    /// Envelopes that passed ingest checks, in acceptance order (key: author).
+    pub const ACCEPTED: &str = "audita.accepted";
+    /// Sealed epochs: headers and checkpoints (key: log origin).
+    pub const EPOCHS: &str = "audita.epochs";
+    /// Adverse-outcome declarations from the world/work state (key: incident id).
+    pub const ADVERSE: &str = "audita.adverse";
+    /// Incident slices fanned out to engine workers (key: incident id).
+    pub const SLICES: &str = "audita.slices";
+    /// Verdicts for alerting and analytics (key: incident id).
+    pub const VERDICTS: &str = "audita.verdicts";
+}
