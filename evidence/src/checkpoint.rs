@@ -190,6 +190,15 @@ impl SignedCheckpoint {
         });
     }
 
+    /// This note with `lines` appended: signature lines (`— <name> <base64>\n` each)
+    /// a witness returned. Only the form is checked here; what each line proves is
+    /// [`Self::classify`]'s to say.
+    pub fn with_signature_lines(&self, lines: &str) -> Result<Self, NoteError> {
+        let mut text = self.to_text();
+        text.push_str(lines);
+        Self::parse(text.as_bytes())
+    }
+
     /// The note text.
     pub fn to_text(&self) -> String {
         let mut out = self.body.clone();

@@ -73,6 +73,27 @@ impl Keeper {
             latest: None,
         })
     }
+    /// A keeper resuming from `latest`, the last checkpoint it co-signed (e.g. read
+    /// back from a record after a restart). `latest` is taken only if it carries this
+    /// keeper's valid co-signature over a log-signed checkpoint; otherwise the keeper
+    /// starts as [`Keeper::new`] does.
+    pub fn resume(
+        name: &str,
+        key: SigningKey,
+        latest: &SignedCheckpoint,
+        keys: &KeyRegistry,
+    ) -> Result<Self, NameError> {
+        let mut k = Keeper::new(name, key)?;
+        let own = latest.verify_log(keys).is_ok()
+            && keys
+                .keeper(name)
+                .is_some_and(|vk| *vk == k.key.verifying_key())
+            && latest.cosignatures(keys).iter().any(|c| c.keeper == name);
+        if own {
+            k.latest = Some(latest.clone());
+        }
+        Ok(k)
+    }
     /// The keeper's note key name.
     pub fn name(&self) -> &str {
         &self.name

@@ -35,6 +35,8 @@ pub struct Deployment {
     pub log_key: Option<SigningKey>,
     /// Keepers run in this deployment's process (until keepers run as services).
     pub keepers: Vec<(String, SigningKey)>,
+    /// Valid keeper co-signatures an epoch needs to count as witnessed.
+    pub quorum: usize,
     /// Topic name prefix.
     pub prefix: String,
     /// Slicer retention horizon (record-time ms).
@@ -75,6 +77,7 @@ impl Deployment {
             origin: c.origin.clone(),
             log_key,
             keepers,
+            quorum: c.quorum,
             prefix: c.topic_prefix.clone(),
             horizon_ms: c.slicer_horizon_ms,
             dedupe_ms: c.dedupe_horizon_ms,
@@ -118,6 +121,7 @@ impl Deployment {
             duties,
             origin,
             log_key: Some(log_key),
+            quorum: local.len(),
             keepers: local,
             prefix: prefix.to_string(),
             horizon_ms: audita_slicer::stage::DEFAULT_HORIZON_MS,

@@ -51,6 +51,12 @@ pub struct Metrics {
     pub sealer_duplicates: IntCounter,
     /// Epochs closed.
     pub sealer_epochs: IntCounter,
+    /// Epochs sealed with fewer valid keeper co-signatures than the quorum.
+    pub sealer_under_witnessed: IntCounter,
+    /// Keeper co-signatures collected.
+    pub sealer_cosignatures: IntCounter,
+    /// Keepers behind the log's head.
+    pub sealer_keepers_behind: IntGauge,
     /// Incidents sliced and fanned out.
     pub slicer_incidents: IntCounter,
     /// Messages currently in the citation graph.
@@ -126,6 +132,19 @@ impl Metrics {
                 "Re-delivered messages not sealed twice",
             ),
             sealer_epochs: counter("audita_sealer_epochs_total", "Epochs closed"),
+            sealer_under_witnessed: counter(
+                "audita_sealer_under_witnessed_epochs_total",
+                "Epochs sealed with fewer valid keeper co-signatures than the quorum",
+            ),
+            sealer_cosignatures: counter(
+                "audita_sealer_cosignatures_total",
+                "Keeper co-signatures collected",
+            ),
+            sealer_keepers_behind: IntGauge::new(
+                "audita_sealer_keepers_behind",
+                "Keepers whose latest co-signed size is behind the log's head",
+            )
+            .expect("static metric name"),
             slicer_incidents: counter(
                 "audita_slicer_incidents_total",
                 "Incidents sliced and fanned out",
@@ -195,6 +214,9 @@ impl Metrics {
             Box::new(m.sealer_messages.clone()),
             Box::new(m.sealer_duplicates.clone()),
             Box::new(m.sealer_epochs.clone()),
+            Box::new(m.sealer_under_witnessed.clone()),
+            Box::new(m.sealer_cosignatures.clone()),
+            Box::new(m.sealer_keepers_behind.clone()),
             Box::new(m.sealer_late.clone()),
             Box::new(m.sealer_watermark.clone()),
             Box::new(m.slicer_incidents.clone()),

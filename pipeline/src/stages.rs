@@ -60,6 +60,7 @@ pub fn run_sealer(
     let live = m.clone();
     let mut seen = SealerStats::default();
     let mut stage = SealerStage::open(d.sealer_config(dir)?)?
+        .with_witnesses(Vec::new(), d.quorum)
         .with_horizon(d.dedupe_ms)
         .with_observer(Box::new(move |s, watermark| {
             live.sealer_messages.inc_by(s.sealed - seen.sealed);
@@ -67,6 +68,11 @@ pub fn run_sealer(
             live.sealer_duplicates
                 .inc_by(s.duplicates - seen.duplicates);
             live.sealer_late.inc_by(s.late - seen.late);
+            live.sealer_under_witnessed
+                .inc_by(s.under_witnessed - seen.under_witnessed);
+            live.sealer_cosignatures
+                .inc_by(s.cosignatures - seen.cosignatures);
+            live.sealer_keepers_behind.set(s.keepers_behind as i64);
             live.sealer_watermark.set(watermark as f64 / 1000.0);
             seen = *s;
         }));

@@ -973,6 +973,22 @@ impl RecordWriter {
         self.checkpoints += 1;
         write_file(&path, note)
     }
+    /// Replaces checkpoint note `index` (atomically) by a version of it carrying more
+    /// co-signatures: a keeper that was down co-signed it after it was written. The
+    /// caller keeps the note's body and its log signature; only notes already written
+    /// can be replaced.
+    pub fn replace_checkpoint(&mut self, index: u64, note: &[u8]) -> Result<(), ReadError> {
+        let path = self
+            .dir
+            .join(format!("checkpoints/checkpoint-{index:06}.txt"));
+        if index >= self.checkpoints as u64 || !path.exists() {
+            return Err(ReadError::NotARecord {
+                path,
+                reason: "no such checkpoint to replace",
+            });
+        }
+        write_file(&path, note)
+    }
     /// Writes a sealed epoch and its (co-signed) checkpoint.
     pub fn write_epoch(&mut self, epoch: &SealedEpoch) -> Result<(), ReadError> {
         self.write_raw_epoch(&RawEpoch {

@@ -21,11 +21,17 @@
 //!   two writes) are taken back into the open window on restart, not rewritten.
 //! - An epoch closes when it holds `epoch_messages` messages, or when the oldest
 //!   pending message waited `epoch_age`; epochs are numbered and chained by the pure
-//!   [`audita_evidence::Sealer`]; every configured keeper co-signs each checkpoint
-//!   after checking consistency with the previous one.
+//!   [`audita_evidence::Sealer`].
+//! - Each checkpoint is offered to the deployment's keepers ([`crate::witness`]) with
+//!   a consistency proof from each keeper's last co-signed size; an epoch with fewer
+//!   than the quorum of valid co-signatures is sealed and published all the same,
+//!   counted as under-witnessed, and keepers that come back co-sign a later (or, when
+//!   idle, the latest) checkpoint, whose note on disk then carries their lines.
 
+use crate::witness::{LocalWitness, Witness, Witnesses};
 use audita_bus::{BusError, Consumer, Delivery, Producer};
-use audita_evidence::merkle::{leaf_hash, CompactRange, TailProver};
+use audita_evidence::checkpoint::SignedCheckpoint;
+use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{
     EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, SealedEpoch, Sealer,
     SignedEnvelope, SigningKey,
@@ -90,7 +96,10 @@ pub struct SealerStage {
     config: SealerConfig,
     writer: RecordWriter,
     sealer: Sealer,
-    keepers: Vec<Keeper>,
+    /// The keepers and what the sealer knows of each (built once the log is known).
+    witnesses: Witnesses,
+    /// The latest checkpoint as written (offered again to keepers behind it).
+    latest: Option<SignedCheckpoint>,
     /// The log's compact range at the last checkpoint (for consistency proofs).
     log: CompactRange,
     /// Sealed ids within the dedupe horizon (by digest: the SHA-256 of the signed
@@ -141,18 +150,12 @@ impl SealerStage {
         } else {
             RecordWriter::open(&dir)?
         };
-        let mut keepers: Vec<Keeper> = Vec::new();
-        for (name, key) in &config.keepers {
-            keepers.push(
-                Keeper::new(name, key.clone())
-                    .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?,
-            );
-        }
         let mut stage = SealerStage {
             sealer: Sealer::new(&config.origin, config.log_key.clone())
                 .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?,
             writer,
-            keepers,
+            witnesses: Witnesses::new(Vec::new(), 0, CompactRange::new()),
+            latest: None,
             log: CompactRange::new(),
             sealed: BTreeMap::new(),
             sealed_by_time: BTreeSet::new(),
@@ -180,6 +183,22 @@ impl SealerStage {
         if !fresh {
             stage.recover()?;
         }
+        // Keepers held in this process resume from their co-signature on the latest
+        // checkpoint (if it carries one): they never co-sign a fork of what they saw.
+        let mut local: Vec<Box<dyn Witness>> = Vec::new();
+        for (name, key) in &stage.config.keepers {
+            let keeper = match &stage.latest {
+                Some(cp) => Keeper::resume(name, key.clone(), cp, &stage.config.keys),
+                None => Keeper::new(name, key.clone()),
+            }
+            .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?;
+            local.push(Box::new(LocalWitness::new(
+                keeper,
+                stage.config.keys.clone(),
+            )));
+        }
+        let quorum = local.len();
+        stage.witnesses = Witnesses::new(local, quorum, stage.log.clone());
         // The registry in force from the next epoch on (after a restart too: a rotated
         // key's registry applies to what is sealed after it).
         if let Some(reg) = stage.config.registry.clone() {
@@ -238,9 +257,11 @@ impl SealerStage {
                 .map_err(|e| bad(format!("seals do not reproduce: {e}")))?;
             self.last_size = header.size;
             self.clock_ms = header.closed_at;
+            let checkpoint = disk::last_checkpoint(&dir)?.unwrap_or_default();
+            self.latest = SignedCheckpoint::parse(&checkpoint).ok();
             self.republish = Some(EpochMessage {
                 header: header.as_bytes().to_vec(),
-                checkpoint: disk::last_checkpoint(&dir)?.unwrap_or_default(),
+                checkpoint,
                 prefix,
                 leaves,
                 envelopes: sealed_envs,
@@ -492,29 +513,30 @@ impl SealerStage {
             .iter()
             .map(|id| leaf_hash(&id.leaf_bytes()))
             .collect();
-        let proof = TailProver::new(&self.log, &hashes)
-            .consistency()
-            .map_err(|e| StageError::Inconsistent(self.config.dir.clone(), e.to_string()))?;
-        // C2SP cosignature/v1: the time a keeper co-signs is POSIX seconds of the
-        // keeper's clock (wall time), not record time.
-        let cosigned_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        for k in &mut self.keepers {
-            k.cosign(
-                &mut epoch.checkpoint,
-                &proof,
-                &self.config.keys,
-                cosigned_at,
-            )
-            .map_err(|e| {
-                StageError::Inconsistent(
-                    self.config.dir.clone(),
-                    format!("keeper {}: {e}", k.name()),
-                )
-            })?;
+        // The keepers: each gets the proof from its own last size (C2SP
+        // tlog-witness), for this checkpoint and any it missed; their co-signatures
+        // carry POSIX seconds of their clocks.
+        let (older, head) = self.witnesses.seal(
+            epoch.header.number,
+            &hashes,
+            &epoch.checkpoint,
+            &self.config.keys,
+            &self.config.dir,
+        );
+        if !head.quorum_met {
+            self.stats.under_witnessed += 1;
+            tracing::warn!(
+                epoch = epoch.header.number,
+                size = epoch.header.size,
+                quorum = self.witnesses.quorum(),
+                "epoch under-witnessed: sealed and published without the keepers' quorum"
+            );
         }
+        epoch.checkpoint = head.checkpoint;
+        self.stats.keepers_behind = self.witnesses.behind() as u64;
         self.writer.write_epoch(&epoch)?;
+        self.rewrite_checkpoints(&older, epoch.header.number)?;
+        self.latest = Some(epoch.checkpoint.clone());
         let number = epoch.header.number;
         let msg = EpochMessage {
             header: epoch.header.as_bytes().to_vec(),
@@ -569,6 +591,50 @@ impl SealerStage {
         Ok(())
     }
 
+    /// Adds keepers reached through another transport (a tlog-witness service's
+    /// client) and sets the quorum of valid co-signatures an epoch needs (a quorum
+    /// above the number of keepers reachable is never met: every epoch is then
+    /// under-witnessed, as it is).
+    pub fn with_witnesses(mut self, remote: Vec<Box<dyn Witness>>, quorum: usize) -> SealerStage {
+        for w in remote {
+            self.witnesses.add(w);
+        }
+        self.witnesses.set_quorum(quorum);
+        self
+    }
+
+    /// Offers the checkpoints keepers missed to those due again (the log is idle, so
+    /// no new epoch would carry them); their co-signatures are added to the
+    /// checkpoint notes on disk.
+    pub fn catch_up(&mut self) -> Result<(), StageError> {
+        let changed = self.witnesses.run(&self.config.keys, &self.config.dir);
+        self.rewrite_checkpoints(&changed, u64::MAX)?;
+        if let Some(p) = changed.last() {
+            tracing::info!(
+                size = p.checkpoint.checkpoint().size,
+                checkpoints = changed.len(),
+                "keepers caught up"
+            );
+        }
+        self.stats.keepers_behind = self.witnesses.behind() as u64;
+        Ok(())
+    }
+
+    /// Writes again the checkpoint notes that gained co-signatures (all but the one of
+    /// epoch `skip`, just written with its own).
+    fn rewrite_checkpoints(
+        &mut self,
+        changed: &[crate::witness::Pending],
+        skip: u64,
+    ) -> Result<(), StageError> {
+        for p in changed.iter().filter(|p| p.index != skip) {
+            self.writer
+                .replace_checkpoint(p.index, p.checkpoint.to_text().as_bytes())?;
+        }
+        self.stats.cosignatures = self.witnesses.collected();
+        Ok(())
+    }
+
     /// Counters since start.
     pub fn stats(&self) -> SealerStats {
         self.stats
@@ -601,6 +667,8 @@ impl SealerStage {
             }
             if self.due() {
                 self.close(out, input)?;
+            } else if self.witnesses.catch_up_due(Instant::now()) {
+                self.catch_up()?;
             }
         }
         self.close(out, input)?;
@@ -617,6 +685,12 @@ pub struct SealerStats {
     pub duplicates: u64,
     /// Messages sealed.
     pub sealed: u64,
+    /// Epochs sealed with fewer valid keeper co-signatures than the quorum.
+    pub under_witnessed: u64,
+    /// Keeper co-signatures collected (at sealing and on catch-up).
+    pub cosignatures: u64,
+    /// Keepers behind the log's head after the last offer.
+    pub keepers_behind: u64,
     /// Epochs closed.
     pub epochs: u64,
     /// Envelopes older than the dedupe horizon, quarantined as `late`.
