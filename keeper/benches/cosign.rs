@@ -26,7 +26,9 @@ impl Log {
         Self {
             origin: origin.into(),
             key: audita_evidence::derive_signing_key(1, origin),
-            leaves: (0..n).map(|i| leaf_hash(&(i as u64).to_be_bytes())).collect(),
+            leaves: (0..n)
+                .map(|i| leaf_hash(&(i as u64).to_be_bytes()))
+                .collect(),
         }
     }
     /// Request bodies 0 -> 1 -> 2 -> ... -> n (proofs from the previous size).
@@ -104,7 +106,10 @@ fn main() {
     let disk = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let shm = tempfile::tempdir_in("/dev/shm").unwrap();
     for (label, dir) in [
-        ("keeper over loopback HTTP, state on disk (fsync)", disk.path()),
+        (
+            "keeper over loopback HTTP, state on disk (fsync)",
+            disk.path(),
+        ),
         ("keeper over loopback HTTP, state on tmpfs", shm.path()),
     ] {
         let log = Log::new("bench.example/log", n + 1);
@@ -135,7 +140,10 @@ fn main() {
     }
 
     let raw = rows[0].1;
-    println!("| {:<55} | {:>12} | {:>10} |", "what", "per second", "vs raw");
+    println!(
+        "| {:<55} | {:>12} | {:>10} |",
+        "what", "per second", "vs raw"
+    );
     println!("|{:-<57}|{:->14}|{:->12}|", "", "", "");
     for (label, rate) in &rows {
         println!("| {label:<55} | {rate:>12.0} | {:>9.4}x |", rate / raw);

@@ -227,7 +227,8 @@ impl KeeperFile {
         let file: KeeperFile = toml::from_str(&text).map_err(|e| file_err(e.to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let key = load_key(&base.join(&file.key), &file.name)?;
-        let mut config = KeeperConfig::new(&file.name, key, &file.logs, &base.join(&file.state_dir))?;
+        let mut config =
+            KeeperConfig::new(&file.name, key, &file.logs, &base.join(&file.state_dir))?;
         if let Some(b) = file.max_body_bytes {
             config.limits.max_body = b;
         }
@@ -253,8 +254,14 @@ mod tests {
         let key = load_key(&path, "keeper.example/k").unwrap();
         assert_eq!(vkey, keeper_vkey("keeper.example/k", &key.verifying_key()));
         assert!(vkey.starts_with("keeper.example/k+"));
-        assert!(generate_key(&path, "keeper.example/k").is_err(), "never overwrites");
-        assert!(load_key(&path, "other.example/k").is_err(), "name is checked");
+        assert!(
+            generate_key(&path, "keeper.example/k").is_err(),
+            "never overwrites"
+        );
+        assert!(
+            load_key(&path, "other.example/k").is_err(),
+            "name is checked"
+        );
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
         let err = load_key(&path, "keeper.example/k").unwrap_err().to_string();
@@ -266,8 +273,13 @@ mod tests {
         let log = audita_evidence::derive_signing_key(1, "log.example");
         let k = audita_evidence::derive_signing_key(1, "k");
         let good = log_vkey("log.example", &log.verifying_key());
-        let cfg = KeeperConfig::new("k.example", k.clone(), &[good.clone(), good], Path::new("s"))
-            .unwrap();
+        let cfg = KeeperConfig::new(
+            "k.example",
+            k.clone(),
+            &[good.clone(), good],
+            Path::new("s"),
+        )
+        .unwrap();
         assert_eq!(cfg.logs["log.example"].len(), 1);
         let cosig = keeper_vkey("log.example", &log.verifying_key());
         assert!(matches!(

@@ -140,7 +140,10 @@ impl ConflictRecord {
     /// Checks the record against the log's public key (module doc).
     pub fn check(&self, log_key: &VerifyingKey) -> Result<Finding, EvidenceError> {
         if self.format != EVIDENCE_FORMAT {
-            return Err(EvidenceError::Format(format!("format is {:?}", self.format)));
+            return Err(EvidenceError::Format(format!(
+                "format is {:?}",
+                self.format
+            )));
         }
         let mut keys = KeyRegistry::new();
         keys.add_log(&self.origin, *log_key)

@@ -167,7 +167,12 @@ mod tests {
         assert_eq!(parsed.old_size, 5);
         assert_eq!(parsed.proof, proof.to_vec());
         assert_eq!(parsed.note, note.to_vec());
-        assert_eq!(parse_request(&format_request(0, &[], note)).unwrap().old_size, 0);
+        assert_eq!(
+            parse_request(&format_request(0, &[], note))
+                .unwrap()
+                .old_size,
+            0
+        );
 
         let bad = |b: &[u8]| parse_request(b).unwrap_err();
         assert_eq!(bad(b"old 05\n\nx"), RequestError::BadOldSize);

@@ -27,9 +27,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use audita_evidence::{
-    ConsistencyProof, Equivocation, KeyRegistry, SignedCheckpoint, SigningKey,
-};
+use audita_evidence::{ConsistencyProof, Equivocation, KeyRegistry, SignedCheckpoint, SigningKey};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
@@ -321,8 +319,11 @@ impl Keeper {
             proof: req.proof.iter().map(|h| STANDARD.encode(h)).collect(),
             received_unix: now_unix(),
         };
-        match crate::evidence::store(&self.state.evidence_dir(), &record, self.limits.max_evidence)
-        {
+        match crate::evidence::store(
+            &self.state.evidence_dir(),
+            &record,
+            self.limits.max_evidence,
+        ) {
             Ok(true) => {}
             Ok(false) => tracing::warn!(
                 origin = %record.origin,

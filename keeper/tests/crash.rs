@@ -10,7 +10,7 @@
 //! the order they were received, the state on disk must extend them all, and
 //! every evidence record must check against the log's key.
 //! Seed: `AUDITA_KEEPER_CRASH_SEED` (default fixed), rounds:
-//! `AUDITA_KEEPER_CRASH_ROUNDS` (default 60).
+//! `AUDITA_KEEPER_CRASH_ROUNDS` (default 200).
 
 mod common;
 
@@ -24,11 +24,13 @@ use common::*;
 use rand::{Rng as _, SeedableRng as _};
 
 const SHARED: usize = 30;
-const LEAVES: usize = 3000;
+const LEAVES: usize = 6000;
 
 struct Proc {
     child: Arc<Mutex<Child>>,
     url: String,
+    // Held open: the keeper writes a second line (its vkey) after the first.
+    _stdout: BufReader<std::process::ChildStdout>,
 }
 
 fn spawn(config: &std::path::Path, fault: Option<String>) -> Proc {
@@ -52,6 +54,7 @@ fn spawn(config: &std::path::Path, fault: Option<String>) -> Proc {
     Proc {
         child: Arc::new(Mutex::new(child)),
         url: format!("http://{addr}"),
+        _stdout: out,
     }
 }
 
@@ -64,7 +67,7 @@ fn killed_keeper_never_cosigns_an_inconsistent_checkpoint() {
     let rounds: usize = std::env::var("AUDITA_KEEPER_CRASH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(200);
     eprintln!("crash test seed {seed}, {rounds} rounds");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
 
@@ -91,7 +94,12 @@ fn killed_keeper_never_cosigns_an_inconsistent_checkpoint() {
     let mut branch = 0usize;
     let mut faults_hit = 0usize;
     for round in 0..rounds {
-        let points = ["before-persist", "after-temp-write", "after-rename", "after-persist"];
+        let points = [
+            "before-persist",
+            "after-temp-write",
+            "after-rename",
+            "after-persist",
+        ];
         let fault = (round % 3 != 0).then(|| {
             format!(
                 "{}:{}",
@@ -117,7 +125,8 @@ fn killed_keeper_never_cosigns_an_inconsistent_checkpoint() {
             let log = branches[branch];
             let target = (known + rng.gen_range(0..8)).min(LEAVES);
             let target = target.max(known);
-            match client.add_checkpoint(known as u64, &log.proof(known, target), &log.note(target)) {
+            match client.add_checkpoint(known as u64, &log.proof(known, target), &log.note(target))
+            {
                 Ok(Outcome::Cosigned(lines)) => {
                     cosigned_by(&log.checkpoint(target), &lines, &vkey)
                         .expect("a 200 carries a valid cosignature of this checkpoint");

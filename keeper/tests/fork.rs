@@ -41,12 +41,18 @@ fn forked_log_gets_one_branch_cosigned_and_the_other_kept_as_evidence() {
     let records = audita_keeper::evidence(dir.path()).unwrap();
     let kinds: Vec<_> = records.iter().map(|r| r.kind).collect();
     assert_eq!(
-        kinds.iter().filter(|k| **k == ConflictKind::Equivocation).count(),
+        kinds
+            .iter()
+            .filter(|k| **k == ConflictKind::Equivocation)
+            .count(),
         2,
         "{kinds:?}"
     );
     assert_eq!(
-        kinds.iter().filter(|k| **k == ConflictKind::Inconsistent).count(),
+        kinds
+            .iter()
+            .filter(|k| **k == ConflictKind::Inconsistent)
+            .count(),
         1
     );
     for r in &records {
@@ -137,7 +143,11 @@ fn state_survives_restarts() {
     let k = start(&cfg);
     // It remembers 20: old size 0 is a conflict naming 20, the fork is refused,
     // a smaller tree is refused, and A grows from 20.
-    let (st, _, body) = post(&k.url(), "/add-checkpoint", &format_request(0, &[], &a.note(30)));
+    let (st, _, body) = post(
+        &k.url(),
+        "/add-checkpoint",
+        &format_request(0, &[], &a.note(30)),
+    );
     assert_eq!((st, body.as_slice()), (409, b"20\n".as_slice()));
     assert_eq!(add(&k.url(), 20, &[], &b.note(20)), 409);
     assert_eq!(add(&k.url(), 10, &[], &a.note(10)), 409);
@@ -150,7 +160,8 @@ fn state_survives_restarts() {
     let note = state.load(&a.origin).unwrap().unwrap();
     assert_eq!(note.checkpoint().size, 30);
     let mut keys = audita_evidence::KeyRegistry::new();
-    keys.add_keeper(KEEPER, keeper_key().verifying_key()).unwrap();
+    keys.add_keeper(KEEPER, keeper_key().verifying_key())
+        .unwrap();
     assert_eq!(note.cosignatures(&keys).len(), 1);
 
     // A corrupt state file: the keeper refuses to start (fails closed).

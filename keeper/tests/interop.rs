@@ -119,7 +119,13 @@ fn go_verify(args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn cosign(c: &WitnessClient, vkey: &str, old: u64, proof: &[[u8; 32]], cp: &SignedCheckpoint) -> SignedCheckpoint {
+fn cosign(
+    c: &WitnessClient,
+    vkey: &str,
+    old: u64,
+    proof: &[[u8; 32]],
+    cp: &SignedCheckpoint,
+) -> SignedCheckpoint {
     let Outcome::Cosigned(lines) = c
         .add_checkpoint(old, proof, cp.to_text().as_bytes())
         .unwrap()
@@ -130,10 +136,7 @@ fn cosign(c: &WitnessClient, vkey: &str, old: u64, proof: &[[u8; 32]], cp: &Sign
 }
 
 fn write_proof(path: &Path, proof: &[[u8; 32]]) {
-    let text: String = proof
-        .iter()
-        .map(|h| STANDARD.encode(h) + "\n")
-        .collect();
+    let text: String = proof.iter().map(|h| STANDARD.encode(h) + "\n").collect();
     std::fs::write(path, text).unwrap();
 }
 
@@ -171,8 +174,18 @@ fn go_verifies_our_checkpoints_cosignatures_and_proofs() {
     let (lk, w1, w2) = (log.vkey(), k1.vkey().to_owned(), k2.vkey().to_owned());
     let full = |cp: &str, old: &str, proof: &str, w: &str| {
         go_verify(&[
-            "-log", &lk, "-witness", w, "-witness", &w2, "-checkpoint", cp, "-old", old,
-            "-proof", proof,
+            "-log",
+            &lk,
+            "-witness",
+            w,
+            "-witness",
+            &w2,
+            "-checkpoint",
+            cp,
+            "-old",
+            old,
+            "-proof",
+            proof,
         ])
     };
     full(&s(p("cp33")), &s(p("cp7")), &s(p("proof")), &w1).unwrap();
@@ -228,7 +241,13 @@ fn go_verifies_our_checkpoints_cosignatures_and_proofs() {
     std::fs::write(p("fork33"), fork.checkpoint(33).to_text()).unwrap();
     write_proof(&p("fork_proof"), &fork.proof(7, 33));
     assert!(go_verify(&[
-        "-log", &lk, "-checkpoint", &s(p("fork33")), "-old", &s(p("cp7")), "-proof",
+        "-log",
+        &lk,
+        "-checkpoint",
+        &s(p("fork33")),
+        "-old",
+        &s(p("cp7")),
+        "-proof",
         &s(p("fork_proof"))
     ])
     .is_err());
@@ -281,8 +300,13 @@ fn tessera_witness_client_drives_our_keeper() {
     let origin = "example.com/tessera-log";
     let key = dir.path().join("log.key");
     let lvk = tessera_log_key(&key, origin, 3);
-    let cfg = KeeperConfig::new(KEEPER, keeper_key(), &[lvk.clone()], &dir.path().join("keeper"))
-        .unwrap();
+    let cfg = KeeperConfig::new(
+        KEEPER,
+        keeper_key(),
+        std::slice::from_ref(&lvk),
+        &dir.path().join("keeper"),
+    )
+    .unwrap();
     let k = start(&cfg);
     let policy = dir.path().join("policy");
     std::fs::write(
@@ -291,12 +315,17 @@ fn tessera_witness_client_drives_our_keeper() {
     )
     .unwrap();
     let mut keys = KeyRegistry::new();
-    keys.add_keeper(KEEPER, keeper_key().verifying_key()).unwrap();
+    keys.add_keeper(KEEPER, keeper_key().verifying_key())
+        .unwrap();
 
     let storage = dir.path().join("log");
     let cosigned_size = |path: &Path| -> u64 {
         let note = SignedCheckpoint::parse(&std::fs::read(path).unwrap()).unwrap();
-        assert_eq!(note.cosignatures(&keys).len(), 1, "no valid keeper cosignature");
+        assert_eq!(
+            note.cosignatures(&keys).len(),
+            1,
+            "no valid keeper cosignature"
+        );
         note.checkpoint().size
     };
     // Two runs: 5 entries, then 6 more (Tessera sends the proof from 5 itself).
@@ -312,8 +341,15 @@ fn tessera_witness_client_drives_our_keeper() {
         let cp = storage.join("checkpoint");
         assert_eq!(cosigned_size(&cp), to as u64);
         // And the Go verifier agrees.
-        go_verify(&["-log", &lvk, "-witness", k.vkey(), "-checkpoint", cp.to_str().unwrap()])
-            .unwrap();
+        go_verify(&[
+            "-log",
+            &lvk,
+            "-witness",
+            k.vkey(),
+            "-checkpoint",
+            cp.to_str().unwrap(),
+        ])
+        .unwrap();
     }
     // A fork: another Tessera log under the same key with other entries, larger.
     // Tessera (fail-open, so that it publishes at all) learns the keeper's size
@@ -323,7 +359,14 @@ fn tessera_witness_client_drives_our_keeper() {
     let forked = dir.path().join("fork");
     let e = dir.path().join("fork-entries");
     entries(&e, 0, 14, "fork");
-    let out = oneshot(&oneshot_bin, &forked, &e, &key, &policy, &["--witness_fail_open"]);
+    let out = oneshot(
+        &oneshot_bin,
+        &forked,
+        &e,
+        &key,
+        &policy,
+        &["--witness_fail_open"],
+    );
     assert!(
         out.status.success(),
         "posix-oneshot (fork): {}",
@@ -331,7 +374,10 @@ fn tessera_witness_client_drives_our_keeper() {
     );
     let note = SignedCheckpoint::parse(&std::fs::read(forked.join("checkpoint")).unwrap()).unwrap();
     assert_eq!(note.checkpoint().size, 14);
-    assert!(note.cosignatures(&keys).is_empty(), "the fork was co-signed");
+    assert!(
+        note.cosignatures(&keys).is_empty(),
+        "the fork was co-signed"
+    );
     let records = audita_keeper::evidence(&dir.path().join("keeper")).unwrap();
     assert_eq!(records.len(), 1, "{records:?}");
     assert_eq!(records[0].kind, audita_keeper::ConflictKind::Inconsistent);
@@ -362,7 +408,9 @@ fn our_client_gets_cosignatures_from_litewitness() {
     let d = |n: &str| dir.path().join(n);
     let wkey = d("witness");
     let out = run(
-        Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-C", "lw", "-f"]).arg(&wkey),
+        Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", "lw", "-f"])
+            .arg(&wkey),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "ssh-keygen (openssh-client): {out:?}");
@@ -378,20 +426,31 @@ fn our_client_gets_cosignatures_from_litewitness() {
     );
     let start_wait = Instant::now();
     while !sock.exists() {
-        assert!(start_wait.elapsed() < Duration::from_secs(10), "ssh-agent socket");
+        assert!(
+            start_wait.elapsed() < Duration::from_secs(10),
+            "ssh-agent socket"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = run(
-        Command::new("ssh-add").arg(&wkey).env("SSH_AUTH_SOCK", &sock),
+        Command::new("ssh-add")
+            .arg(&wkey)
+            .env("SSH_AUTH_SOCK", &sock),
         Duration::from_secs(20),
     );
     assert!(out.status.success(), "ssh-add: {out:?}");
     let out = run(
-        Command::new("ssh-keygen").arg("-lf").arg(wkey.with_extension("pub")),
+        Command::new("ssh-keygen")
+            .arg("-lf")
+            .arg(wkey.with_extension("pub")),
         Duration::from_secs(20),
     );
     let fp = String::from_utf8(out.stdout).unwrap();
-    let fp = fp.split_whitespace().nth(1).expect("fingerprint").to_owned();
+    let fp = fp
+        .split_whitespace()
+        .nth(1)
+        .expect("fingerprint")
+        .to_owned();
 
     let log = Log::new("example.com/lite-log", 6, 40);
     let fork = log.fork(9);
@@ -422,9 +481,14 @@ fn our_client_gets_cosignatures_from_litewitness() {
     let mut vkey = None;
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut seen = Vec::new();
-    while Instant::now() < deadline && (vkey.is_none() || !seen.iter().any(|l: &String| l.contains("listening"))) {
+    while Instant::now() < deadline
+        && (vkey.is_none() || !seen.iter().any(|l: &String| l.contains("listening")))
+    {
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            if let Some(v) = line.split_whitespace().find_map(|t| t.strip_prefix("vkey=")) {
+            if let Some(v) = line
+                .split_whitespace()
+                .find_map(|t| t.strip_prefix("vkey="))
+            {
                 vkey = Some(v.trim_matches('"').to_owned());
             }
             seen.push(line);
@@ -436,7 +500,11 @@ fn our_client_gets_cosignatures_from_litewitness() {
         vec!["add-key", "-origin", &log.origin, "-key", &log.vkey()],
     ] {
         let out = run(
-            Command::new(&witnessctl).arg(args[0]).arg("-db").arg(&db).args(&args[1..]),
+            Command::new(&witnessctl)
+                .arg(args[0])
+                .arg("-db")
+                .arg(&db)
+                .args(&args[1..]),
             Duration::from_secs(20),
         );
         assert!(out.status.success(), "witnessctl {args:?}: {out:?}");
@@ -446,25 +514,47 @@ fn our_client_gets_cosignatures_from_litewitness() {
     // Wait for it to accept.
     let ready = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(ready.elapsed() < Duration::from_secs(20), "litewitness does not listen");
+        assert!(
+            ready.elapsed() < Duration::from_secs(20),
+            "litewitness does not listen"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 
     let cp5 = cosign(&c, &vkey, 0, &[], &log.checkpoint(5));
-    assert_eq!(c.add_checkpoint(0, &[], &log.note(12)).unwrap(), Outcome::Conflict(5));
+    assert_eq!(
+        c.add_checkpoint(0, &[], &log.note(12)).unwrap(),
+        Outcome::Conflict(5)
+    );
     let cp12 = cosign(&c, &vkey, 5, &log.proof(5, 12), &log.checkpoint(12));
-    // The fork: same size other root 409; larger with its own proof 422; the
-    // original history continues.
-    assert_eq!(c.add_checkpoint(12, &[], &fork.note(12)).unwrap(), Outcome::Conflict(12));
-    let err = c.add_checkpoint(12, &fork.proof(12, 20), &fork.note(20)).unwrap_err();
-    assert!(matches!(err, ClientError::Status { status: 422, .. }), "{err}");
+    // The fork is refused: at the same size (litewitness v0.6.1 answers 422
+    // there, where the spec, and our keeper, answer 409), and larger with its own
+    // proof (422); the original history continues.
+    let err = c.add_checkpoint(12, &[], &fork.note(12)).unwrap_err();
+    assert!(
+        matches!(err, ClientError::Status { status: 422, .. }),
+        "{err}"
+    );
+    let err = c
+        .add_checkpoint(12, &fork.proof(12, 20), &fork.note(20))
+        .unwrap_err();
+    assert!(
+        matches!(err, ClientError::Status { status: 422, .. }),
+        "{err}"
+    );
     let err = c.add_checkpoint(12, &[], &log.note(7)).unwrap_err();
-    assert!(matches!(err, ClientError::Status { status: 400, .. }), "{err}");
+    assert!(
+        matches!(err, ClientError::Status { status: 400, .. }),
+        "{err}"
+    );
     let other = Log::new("example.com/unknown", 1, 2);
     // litewitness v0.6.1 answers 403 for an unknown log (the spec now says 404;
     // our keeper answers 404): either way a permanent refusal for our client.
     let err = c.add_checkpoint(0, &[], &other.note(1)).unwrap_err();
-    assert!(matches!(err, ClientError::Status { status: 403, .. }), "{err}");
+    assert!(
+        matches!(err, ClientError::Status { status: 403, .. }),
+        "{err}"
+    );
     assert!(!err.is_transient());
     let cp20 = cosign(&c, &vkey, 12, &log.proof(12, 20), &log.checkpoint(20));
     assert_eq!(cp20.checkpoint().size, 20);
@@ -474,8 +564,16 @@ fn our_client_gets_cosignatures_from_litewitness() {
     std::fs::write(d("cp12"), cp12.to_text()).unwrap();
     write_proof(&d("proof"), &log.proof(5, 12));
     go_verify(&[
-        "-log", &log.vkey(), "-witness", &vkey, "-checkpoint", d("cp12").to_str().unwrap(),
-        "-old", d("cp5").to_str().unwrap(), "-proof", d("proof").to_str().unwrap(),
+        "-log",
+        &log.vkey(),
+        "-witness",
+        &vkey,
+        "-checkpoint",
+        d("cp12").to_str().unwrap(),
+        "-old",
+        d("cp5").to_str().unwrap(),
+        "-proof",
+        d("proof").to_str().unwrap(),
     ])
     .unwrap();
 }

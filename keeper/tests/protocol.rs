@@ -147,13 +147,17 @@ fn the_client_reports_each_outcome() {
         Outcome::Conflict(3)
     );
     assert!(matches!(
-        c.add_checkpoint(3, &log.proof(3, 10), &log.note(10)).unwrap(),
+        c.add_checkpoint(3, &log.proof(3, 10), &log.note(10))
+            .unwrap(),
         Outcome::Cosigned(_)
     ));
     let err = c
         .add_checkpoint(10, &log.proof(3, 12), &log.note(12))
         .unwrap_err();
-    assert!(matches!(err, ClientError::Status { status: 422, .. }), "{err}");
+    assert!(
+        matches!(err, ClientError::Status { status: 422, .. }),
+        "{err}"
+    );
     assert!(!err.is_transient());
     let err = c.add_checkpoint(11, &[], &log.note(10)).unwrap_err();
     assert!(matches!(err, ClientError::Status { status: 400, .. }));
@@ -205,7 +209,11 @@ fn concurrent_requests_for_one_log_never_roll_back() {
     // Every co-signed step starts where the previous one ended: a chain.
     pairs.sort();
     for w in pairs.windows(2) {
-        assert_eq!(w[0].1, w[1].0, "steps {:?} and {:?} do not chain", w[0], w[1]);
+        assert_eq!(
+            w[0].1, w[1].0,
+            "steps {:?} and {:?} do not chain",
+            w[0], w[1]
+        );
     }
     assert!(!pairs.is_empty());
 }

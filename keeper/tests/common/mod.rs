@@ -22,7 +22,9 @@ impl Log {
         Self {
             origin: origin.into(),
             key: audita_evidence::derive_signing_key(seed, origin),
-            leaves: (0..n).map(|i| leaf_hash(format!("leaf {i}").as_bytes())).collect(),
+            leaves: (0..n)
+                .map(|i| leaf_hash(format!("leaf {i}").as_bytes()))
+                .collect(),
         }
     }
     /// Same origin and key; the first `prefix` leaves shared, the rest different.
