@@ -10,7 +10,10 @@
 //!   422 (the proof must be empty from size 0, and from an equal size). Otherwise
 //!   the keeper appends its `cosignature/v1` line (POSIX seconds), persists the
 //!   co-signed note ([`crate::state`]) and only then answers 200 with that line.
-//!   A body over the limit is 413, a request over the time limit 408.
+//!   A body over the limit is 413 (a declared length before any byte is read), a
+//!   request over the time limit 408; request headers not received within that
+//!   time close the connection, and at most [`MAX_CONNECTIONS`] connections are
+//!   served at once (HTTP/1.1 keep-alive).
 //! - Per log, check-and-persist runs under one lock (the spec's rollback race): the
 //!   latest co-signed checkpoint only grows, along one history, and every released
 //!   cosignature is of a checkpoint consistent with every earlier one — across
@@ -426,33 +429,14 @@ pub fn serve_with(
         .build()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let app = keeper.router();
+    let header_timeout = config.limits.request_timeout;
     let thread = std::thread::Builder::new()
         .name("keeper-http".into())
         .spawn(move || {
             runtime.block_on(async move {
-                let listener = match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        tracing::error!(error = %e, "keeper: listener");
-                        return;
-                    }
-                };
-                let (graceful, graceful_rx) = tokio::sync::oneshot::channel::<()>();
-                let server = axum::serve(listener, app).with_graceful_shutdown(async {
-                    let _ = graceful_rx.await;
-                });
-                let mut run = tokio::spawn(async move {
-                    if let Err(e) = server.await {
-                        tracing::error!(error = %e, "keeper stopped");
-                    }
-                });
-                tokio::select! {
-                    _ = &mut run => {}
-                    _ = stopped => {
-                        let _ = graceful.send(());
-                        // Graceful shutdown waits for open connections; bound it.
-                        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), run).await;
-                    }
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => accept_loop(l, app, header_timeout, stopped).await,
+                    Err(e) => tracing::error!(error = %e, "keeper: listener"),
                 }
             })
         })?;
@@ -462,4 +446,69 @@ pub fn serve_with(
         stop: Some(stop),
         thread: Some(thread),
     })
+}
+
+/// Connections served at once; past it a new connection is closed at once.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// Accepts HTTP/1.1 connections (keep-alive) until `stopped`: each connection must
+/// send its request headers within `header_timeout` (the router bounds the rest of
+/// the request), at most [`MAX_CONNECTIONS`] at once. On stop, idle connections
+/// close at once and requests in flight get 5 s to finish.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    header_timeout: std::time::Duration,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let (closing, closing_rx) = tokio::sync::watch::channel(false);
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut stopped => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((s, _)) => s,
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off, go on.
+                        tracing::warn!(error = %e, "keeper: accept");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    tracing::warn!(max = MAX_CONNECTIONS, "keeper: connection limit reached, closing a new connection");
+                    continue;
+                };
+                let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+                let mut closing = closing_rx.clone();
+                conns.spawn(async move {
+                    let _permit = permit;
+                    let mut builder = hyper::server::conn::http1::Builder::new();
+                    builder
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(header_timeout);
+                    let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => {}
+                        _ = closing.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            let _ = conn.await;
+                        }
+                    }
+                });
+            }
+        }
+    }
+    let _ = closing.send(true);
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(std::time::Duration::from_secs(5), drain)
+        .await
+        .is_err()
+    {
+        conns.abort_all();
+    }
 }

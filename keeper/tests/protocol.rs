@@ -246,5 +246,106 @@ fn a_body_that_never_completes_is_cut_off_by_the_time_limit() {
     let partial = b"POST /add-checkpoint HTTP/1.1\r\nHost: k\r\nContent-Length: 100\r\n\r\nold 0\n";
     assert_eq!(raw_status(k.addr(), partial), Some(408));
     assert!(start.elapsed() < Duration::from_secs(5));
+    // Headers that never complete (slowloris): the connection is closed.
+    let start = std::time::Instant::now();
+    let status = raw_status(k.addr(), b"POST /add-checkpoint HTTP/1.1\r\nHost: k\r\n");
+    assert!(matches!(status, None | Some(408)), "{status:?}");
+    assert!(start.elapsed() < Duration::from_secs(5));
     assert_eq!(add(&k.url(), 0, &[], &log.note(2)).0, 200);
+}
+
+#[test]
+fn connections_past_the_cap_are_closed_and_the_keeper_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::new("log.example/conns", 7, 4);
+    let k = start(&config(dir.path(), &[&log]));
+    let cap = audita_keeper::server::MAX_CONNECTIONS;
+    let held: Vec<std::net::TcpStream> = (0..cap)
+        .map(|_| std::net::TcpStream::connect(k.addr()).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // One more is accepted by the kernel and closed by the keeper, unanswered.
+    let body = format_request(0, &[], &log.note(2));
+    let mut req = format!(
+        "POST /add-checkpoint HTTP/1.1\r\nHost: k\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(&body);
+    assert_eq!(raw_status(k.addr(), &req), None);
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(raw_status(k.addr(), &req), Some(200));
+}
+
+/// Seeded random mutations of valid requests (byte flips, insertions, deletions,
+/// truncations, duplicated lines): every answer is a 2xx or 4xx, never a 5xx or a
+/// dropped connection, and the keeper never co-signs a checkpoint that is not the
+/// log's own history.
+#[test]
+fn mutated_requests_get_4xx_and_never_break_the_keeper() {
+    use rand::{Rng as _, SeedableRng as _};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::new("log.example/mutate", 8, 300);
+    let k = start(&config(dir.path(), &[&log]));
+    let c = WitnessClient::new(&k.url(), Duration::from_secs(10));
+    let mut size = 0usize;
+    let mut cosigned_roots = std::collections::BTreeMap::new();
+    for i in 0..600 {
+        let target = (size + rng.gen_range(0..4)).min(300);
+        let mut body = format_request(size as u64, &log.proof(size, target), &log.note(target));
+        if i % 5 != 0 {
+            for _ in 0..rng.gen_range(1..4) {
+                let at = rng.gen_range(0..body.len());
+                match rng.gen_range(0..5) {
+                    0 => body[at] ^= 1 << rng.gen_range(0..8),
+                    1 => body.insert(at, rng.gen()),
+                    2 => {
+                        body.remove(at);
+                    }
+                    3 => body.truncate(at),
+                    _ => {
+                        let line: Vec<u8> = body[at..]
+                            .iter()
+                            .take_while(|&&b| b != b'\n')
+                            .copied()
+                            .collect();
+                        body.splice(at..at, line.into_iter().chain([b'\n']));
+                    }
+                }
+                if body.is_empty() {
+                    body.push(b'\n');
+                }
+            }
+        }
+        let (st, _, answer) = post(&k.url(), "/add-checkpoint", &body);
+        assert!(
+            st == 200 || (400..500).contains(&st),
+            "status {st} for {:?}: {}",
+            String::from_utf8_lossy(&body),
+            String::from_utf8_lossy(&answer)
+        );
+        if st == 200 {
+            // Whatever was co-signed is a checkpoint of the log's own history.
+            let note = audita_evidence::SignedCheckpoint::parse(
+                &audita_keeper::protocol::parse_request(&body).unwrap().note,
+            )
+            .unwrap();
+            let n = note.checkpoint().size as usize;
+            assert_eq!(note.checkpoint().root, log.checkpoint(n).checkpoint().root);
+            cosigned_roots.insert(n, note.checkpoint().root);
+            size = n;
+        }
+        if st == 409 {
+            if let Some(n) = audita_keeper::protocol::parse_size_body(&answer) {
+                size = n as usize;
+            }
+        }
+    }
+    assert!(cosigned_roots.len() > 20, "the run must make progress");
+    assert!(matches!(
+        c.add_checkpoint(size as u64, &log.proof(size, 300), &log.note(300)),
+        Ok(Outcome::Cosigned(_))
+    ));
 }
