@@ -4,6 +4,7 @@
 //! Design constraints:
 //! - Layout under the state directory:
 //!   ```text
+//!   lock                                               flock(2)ed by the serving keeper
 //!   logs/<hex SHA-256(origin), 32 chars>.checkpoint   the latest co-signed note
 //!   evidence/<hex id>.json                             refused conflicts (evidence.rs)
 //!   ```
@@ -17,7 +18,12 @@
 //! - Loading fails closed: a state file that does not parse or names another
 //!   origin stops the keeper from starting (resetting a log to size 0 would let it
 //!   co-sign a fork). Leftover `.tmp` files are ignored.
-//! - One keeper process per state directory (the operator's duty; not locked).
+//! - One keeper per state directory: [`StateDir::open`] takes an exclusive
+//!   `flock` on `lock` for the keeper's lifetime (the kernel drops it when the
+//!   process dies, `kill -9` included) and a second keeper on the same directory,
+//!   in this process or another, is refused ([`StateError::Locked`]): two keepers
+//!   sharing one state could each co-sign a different branch. Readers that only
+//!   look ([`StateDir::inspect`]) take no lock.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,6 +46,9 @@ pub enum StateError {
         /// The cause.
         source: std::io::Error,
     },
+    /// Another keeper serves this state directory.
+    #[error("{0}: another keeper holds this state directory")]
+    Locked(PathBuf),
     /// A state file is not a checkpoint of its log (permanent: an operator must
     /// look; the keeper refuses to start rather than forget what it co-signed).
     #[error("{path}: state file is not a checkpoint of log {origin}: {reason}")]
@@ -118,18 +127,50 @@ pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, StateError> {
 #[derive(Debug, Clone)]
 pub struct StateDir {
     root: PathBuf,
+    /// The flock'ed lock file (serving keepers only); released on drop.
+    _lock: Option<std::sync::Arc<std::fs::File>>,
 }
 
 impl StateDir {
-    /// Opens (creating if needed) a state directory.
+    /// Opens (creating if needed) a state directory to serve from, locked
+    /// against any other keeper.
     pub fn open(root: &Path) -> Result<Self, StateError> {
         for sub in ["logs", "evidence"] {
             let p = root.join(sub);
             std::fs::create_dir_all(&p).map_err(io_err(&p))?;
         }
+        let path = root.join("lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |e| {
+                if e == rustix::io::Errno::WOULDBLOCK {
+                    StateError::Locked(root.to_owned())
+                } else {
+                    StateError::Io {
+                        path: path.clone(),
+                        source: e.into(),
+                    }
+                }
+            },
+        )?;
         Ok(Self {
             root: root.to_owned(),
+            _lock: Some(std::sync::Arc::new(file)),
         })
+    }
+
+    /// A state directory to read only (no lock taken, nothing created): the
+    /// state of a running keeper, or of a stopped one.
+    pub fn inspect(root: &Path) -> Self {
+        Self {
+            root: root.to_owned(),
+            _lock: None,
+        }
     }
 
     /// The directory's root.
@@ -209,6 +250,14 @@ mod tests {
         tmp.push(".tmp");
         std::fs::write(&tmp, b"garbage").unwrap();
         assert!(state.load("log.example").unwrap().is_some());
+        // A second keeper on the same directory is refused; a reader is not.
+        assert!(matches!(
+            StateDir::open(dir.path()),
+            Err(StateError::Locked(_))
+        ));
+        assert!(StateDir::inspect(dir.path()).load("log.example").is_ok());
+        drop(state);
+        let state = StateDir::open(dir.path()).unwrap();
         std::fs::write(state.log_path("log.example"), b"garbage").unwrap();
         assert!(matches!(
             state.load("log.example"),

@@ -175,7 +175,7 @@ fn killed_keeper_never_cosigns_an_inconsistent_checkpoint() {
     );
 
     // The state on disk extends every released cosignature.
-    let state = audita_keeper::state::StateDir::open(&dir.path().join("state")).unwrap();
+    let state = audita_keeper::state::StateDir::inspect(&dir.path().join("state"));
     let last = state.load(&a.origin).unwrap().expect("state written");
     let &(_, ls) = released.last().unwrap();
     let size = last.checkpoint().size as usize;

@@ -156,7 +156,7 @@ fn state_survives_restarts() {
     drop(k);
 
     // The state file is itself a co-signed checkpoint of the keeper.
-    let state = audita_keeper::state::StateDir::open(dir.path()).unwrap();
+    let state = audita_keeper::state::StateDir::inspect(dir.path());
     let note = state.load(&a.origin).unwrap().unwrap();
     assert_eq!(note.checkpoint().size, 30);
     let mut keys = audita_evidence::KeyRegistry::new();
@@ -167,5 +167,29 @@ fn state_survives_restarts() {
     // A corrupt state file: the keeper refuses to start (fails closed).
     std::fs::write(state.log_path(&a.origin), b"not a checkpoint").unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    assert!(audita_keeper::serve(&cfg, listener).is_err());
+    assert!(matches!(
+        audita_keeper::serve(&cfg, listener),
+        Err(audita_keeper::server::ServeError::State(
+            audita_keeper::state::StateError::Corrupt { .. }
+        ))
+    ));
+}
+
+#[test]
+fn a_second_keeper_on_one_state_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Log::new("log.example/twice", 5, 4);
+    let cfg = config(dir.path(), &[&a]);
+    let k = start(&cfg);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    assert!(matches!(
+        audita_keeper::serve(&cfg, listener),
+        Err(audita_keeper::server::ServeError::State(
+            audita_keeper::state::StateError::Locked(_)
+        ))
+    ));
+    k.shutdown();
+    // Released with the first keeper.
+    let k = start(&cfg);
+    assert_eq!(add(&k.url(), 0, &[], &a.note(2)), 200);
 }
