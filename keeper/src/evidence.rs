@@ -28,6 +28,8 @@
 //!     larger, and the submitted proof does not prove it extends the co-signed one.
 //!     A fork unless someone produces a valid RFC 9162 consistency proof between the
 //!     two; [`ConflictRecord::cleared_by`] checks such a proof.
+//! - Standard libraries suffice: `keeper/interop/verify -evidence FILE` checks a
+//!   record with `golang.org/x/mod/sumdb/{note,tlog}` only.
 
 use std::path::Path;
 

@@ -7,6 +7,8 @@
 //!   v1.0.1, its `posix-oneshot` log) drives our keeper: its published
 //!   checkpoints carry our cosignature, growth is co-signed, its fork is refused
 //!   and kept as evidence;
+//! - the same Go program checks the keeper's evidence records
+//!   (`audita.keeper-evidence/v1`) with the log's key alone;
 //! - our client obtains cosignatures from litewitness (`filippo.io/torchwood`
 //!   v0.6.1, with its ssh-agent key) and gets its 409/422/400 answers.
 //!
@@ -576,4 +578,51 @@ fn our_client_gets_cosignatures_from_litewitness() {
         d("proof").to_str().unwrap(),
     ])
     .unwrap();
+}
+
+#[test]
+fn go_checks_keeper_evidence_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Log::new("audita.example/evidence-log", 4, 30);
+    let b = a.fork(6);
+    let k = start(&config(&dir.path().join("k"), &[&a]));
+    let c = WitnessClient::new(&k.url(), Duration::from_secs(10));
+    cosign(&c, k.vkey(), 0, &[], &a.checkpoint(10));
+    // Same size, other root (409) and larger, inconsistent (422).
+    assert_eq!(
+        c.add_checkpoint(10, &[], &b.note(10)).unwrap(),
+        Outcome::Conflict(10)
+    );
+    assert!(c.add_checkpoint(10, &b.proof(10, 20), &b.note(20)).is_err());
+    let records = audita_keeper::evidence(&dir.path().join("k")).unwrap();
+    assert_eq!(records.len(), 2);
+    let stranger = Log::new(&a.origin, 99, 1).vkey();
+    for (i, r) in records.iter().enumerate() {
+        let f = dir.path().join(format!("e{i}.json"));
+        std::fs::write(&f, serde_json::to_vec_pretty(r).unwrap()).unwrap();
+        go_verify(&["-log", &a.vkey(), "-evidence", f.to_str().unwrap()]).unwrap();
+        assert!(go_verify(&["-log", &stranger, "-evidence", f.to_str().unwrap()]).is_err());
+        // The refused note's root changed: its log signature no longer verifies.
+        let mut t = r.clone();
+        let mut lines: Vec<String> = t.refused.lines().map(str::to_owned).collect();
+        let mut root = STANDARD.decode(&lines[2]).unwrap();
+        root[3] ^= 1;
+        lines[2] = STANDARD.encode(root);
+        t.refused = lines.join("\n") + "\n";
+        let f = dir.path().join(format!("t{i}.json"));
+        std::fs::write(&f, serde_json::to_vec(&t).unwrap()).unwrap();
+        assert!(go_verify(&["-log", &a.vkey(), "-evidence", f.to_str().unwrap()]).is_err());
+    }
+    // An "inconsistent" record whose proof is made valid is no evidence.
+    let mut cleared = records
+        .iter()
+        .find(|r| r.kind == audita_keeper::ConflictKind::Inconsistent)
+        .unwrap()
+        .clone();
+    cleared.refused = a.checkpoint(20).to_text();
+    cleared.proof = a.proof(10, 20).iter().map(|h| STANDARD.encode(h)).collect();
+    let f = dir.path().join("cleared.json");
+    std::fs::write(&f, serde_json::to_vec(&cleared).unwrap()).unwrap();
+    let err = go_verify(&["-log", &a.vkey(), "-evidence", f.to_str().unwrap()]).unwrap_err();
+    assert!(err.contains("valid consistency proof"), "{err}");
 }

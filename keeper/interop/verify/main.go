@@ -7,15 +7,21 @@
 //
 //	verify -log VKEY [-witness VKEY]... -checkpoint FILE
 //	       [-old FILE -proof FILE]
+//	verify -log VKEY -evidence FILE
 //
 // Every -witness key must have a valid cosignature on the checkpoint (and on
 // -old, when given). -proof holds one base64 hash a line: the consistency proof
-// from -old to -checkpoint. Exit 0 and "ok" when everything verifies; exit 1
-// with the reason otherwise.
+// from -old to -checkpoint. -evidence checks a keeper's evidence record
+// (audita.keeper-evidence/v1 JSON, keeper/src/evidence.rs): both notes carry a
+// valid signature of the log; "equivocation": same origin and size, different
+// roots; "inconsistent": the refused checkpoint is larger and the submitted proof
+// does not verify from the co-signed one. Exit 0 and "ok" when everything
+// verifies; exit 1 with the reason otherwise.
 package main
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,8 +46,15 @@ func main() {
 	cpFile := flag.String("checkpoint", "", "checkpoint note")
 	oldFile := flag.String("old", "", "older checkpoint note (with -proof)")
 	proofFile := flag.String("proof", "", "consistency proof from -old to -checkpoint, base64 lines")
+	evidenceFile := flag.String("evidence", "", "a keeper's evidence record (JSON)")
 	flag.Parse()
-	if err := run(*logKey, witnesses, *cpFile, *oldFile, *proofFile); err != nil {
+	var err error
+	if *evidenceFile != "" {
+		err = checkEvidence(*logKey, *evidenceFile)
+	} else {
+		err = run(*logKey, witnesses, *cpFile, *oldFile, *proofFile)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "verify:", err)
 		os.Exit(1)
 	}
@@ -82,18 +95,9 @@ func run(logKey string, witnesses []string, cpFile, oldFile, proofFile string) e
 	if err != nil {
 		return err
 	}
-	var proof tlog.TreeProof
-	for _, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		b, err := base64.StdEncoding.DecodeString(line)
-		if err != nil || len(b) != tlog.HashSize {
-			return fmt.Errorf("proof line %q is not a base64 hash", line)
-		}
-		var h tlog.Hash
-		copy(h[:], b)
-		proof = append(proof, h)
+	proof, err := parseProof(strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n"))
+	if err != nil {
+		return err
 	}
 	if err := tlog.CheckTree(proof, cp.N, cp.Hash, old.N, old.Hash); err != nil {
 		return fmt.Errorf("consistency proof %d -> %d: %w", old.N, cp.N, err)
@@ -131,4 +135,92 @@ func open(file string, logV note.Verifier, ws []note.Verifier) (torchwood.Checkp
 		return torchwood.Checkpoint{}, fmt.Errorf("origin %q is not the log key's name %q", c.Origin, logV.Name())
 	}
 	return c, nil
+}
+
+func parseProof(lines []string) (tlog.TreeProof, error) {
+	var proof tlog.TreeProof
+	for _, line := range lines {
+		if line == "" {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(line)
+		if err != nil || len(b) != tlog.HashSize {
+			return nil, fmt.Errorf("proof line %q is not a base64 hash", line)
+		}
+		var h tlog.Hash
+		copy(h[:], b)
+		proof = append(proof, h)
+	}
+	return proof, nil
+}
+
+type evidenceRecord struct {
+	Format   string   `json:"format"`
+	Kind     string   `json:"kind"`
+	Origin   string   `json:"origin"`
+	Cosigned string   `json:"cosigned"`
+	Refused  string   `json:"refused"`
+	Proof    []string `json:"proof"`
+}
+
+// logSigned verifies the log's signature on a note and parses its checkpoint.
+func logSigned(text string, logV note.Verifier) (torchwood.Checkpoint, error) {
+	n, err := note.Open([]byte(text), note.VerifierList(logV))
+	if err != nil {
+		return torchwood.Checkpoint{}, err
+	}
+	c, err := torchwood.ParseCheckpoint(n.Text)
+	if err != nil {
+		return torchwood.Checkpoint{}, err
+	}
+	if c.Origin != logV.Name() {
+		return torchwood.Checkpoint{}, fmt.Errorf("origin %q is not the log key's name", c.Origin)
+	}
+	return c, nil
+}
+
+func checkEvidence(logKey, file string) error {
+	logV, err := note.NewVerifier(logKey)
+	if err != nil {
+		return fmt.Errorf("log key: %w", err)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var r evidenceRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return err
+	}
+	if r.Format != "audita.keeper-evidence/v1" {
+		return fmt.Errorf("format %q", r.Format)
+	}
+	a, err := logSigned(r.Cosigned, logV)
+	if err != nil {
+		return fmt.Errorf("cosigned note: %w", err)
+	}
+	b, err := logSigned(r.Refused, logV)
+	if err != nil {
+		return fmt.Errorf("refused note: %w", err)
+	}
+	switch r.Kind {
+	case "equivocation":
+		if a.N != b.N || a.Hash == b.Hash {
+			return errors.New("not two checkpoints of one size with different roots")
+		}
+	case "inconsistent":
+		if b.N <= a.N {
+			return errors.New("refused checkpoint is not larger")
+		}
+		proof, err := parseProof(r.Proof)
+		if err != nil {
+			return err
+		}
+		if tlog.CheckTree(proof, b.N, b.Hash, a.N, a.Hash) == nil {
+			return errors.New("the submitted proof is a valid consistency proof")
+		}
+	default:
+		return fmt.Errorf("kind %q", r.Kind)
+	}
+	return nil
 }
