@@ -10,7 +10,8 @@
 //!   [`cosigned_by`] (lines of unknown keys are ignored, as the spec says).
 //! - 409: the body must be the keeper's size with `Content-Type:
 //!   text/x.tlog.size`: [`Outcome::Conflict`] (the caller retries with a proof from
-//!   that size). Every other answer is a [`ClientError`] that says whether a retry
+//!   that size; [`WitnessClient::cosign`] does that once, and checks the
+//!   cosignature). Every other answer is a [`ClientError`] that says whether a retry
 //!   can help (transport errors, 408, 5xx) or not (400, 403, 404, 413, 422).
 
 use std::time::Duration;
@@ -168,6 +169,100 @@ impl WitnessClient {
                 })
             }
         }
+    }
+}
+
+/// A cosignature obtained by [`WitnessClient::cosign`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Witnessed {
+    /// The verified cosignature (keeper name, timestamp).
+    pub cosignature: Cosignature,
+    /// Its signature line (with `\n`), to append to the checkpoint note.
+    pub line: String,
+    /// The witness's size now: the checkpoint's (the next call's known size).
+    pub size: u64,
+}
+
+/// Why [`WitnessClient::cosign`] got no cosignature.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WitnessError {
+    /// The call failed ([`ClientError::is_transient`] says whether to retry).
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The witness is at a size the caller cannot prove from (above the
+    /// checkpoint: it co-signed a larger tree; or a second 409). Permanent for
+    /// this checkpoint.
+    #[error("witness is at size {witness_size}, no proof from there to {size}")]
+    Conflict {
+        /// The witness's latest co-signed size.
+        witness_size: u64,
+        /// The checkpoint's size.
+        size: u64,
+    },
+    /// A 200 without a valid cosignature of this witness. Permanent.
+    #[error(transparent)]
+    Cosignature(#[from] CosignatureError),
+}
+
+impl WitnessError {
+    /// Whether retrying later may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, WitnessError::Client(e) if e.is_transient())
+    }
+}
+
+impl WitnessClient {
+    /// Obtains this witness's cosignature on `note` (what a log calls per
+    /// witness and checkpoint): sends it with the proof from `known_size` (the
+    /// witness's size as last seen, 0 if never), and on a 409 naming another size
+    /// retries once with the proof from that size. `proof(old)` is the RFC 6962
+    /// consistency proof from `old` to the note's size, `None` if `old` is above
+    /// it. The answer's lines are checked against `vkey` (lines of other keys are
+    /// ignored).
+    pub fn cosign(
+        &self,
+        note: &SignedCheckpoint,
+        known_size: u64,
+        vkey: &str,
+        proof: impl Fn(u64) -> Option<Vec<Hash>>,
+    ) -> Result<Witnessed, WitnessError> {
+        let size = note.checkpoint().size;
+        let text = note.to_text();
+        let mut old = known_size;
+        for attempt in 0..2 {
+            let path = proof(old).ok_or(WitnessError::Conflict {
+                witness_size: old,
+                size,
+            })?;
+            match self.add_checkpoint(old, &path, text.as_bytes())? {
+                Outcome::Cosigned(lines) => {
+                    let (cosignature, with) = cosigned_by(note, &lines, vkey)?;
+                    let line = with
+                        .to_text()
+                        .trim_end_matches('\n')
+                        .rsplit('\n')
+                        .next()
+                        .map(|l| format!("{l}\n"))
+                        .unwrap_or_default();
+                    return Ok(Witnessed {
+                        cosignature,
+                        line,
+                        size,
+                    });
+                }
+                Outcome::Conflict(n) if attempt == 0 && n != old && n <= size => old = n,
+                Outcome::Conflict(n) => {
+                    return Err(WitnessError::Conflict {
+                        witness_size: n,
+                        size,
+                    })
+                }
+            }
+        }
+        Err(WitnessError::Conflict {
+            witness_size: old,
+            size,
+        })
     }
 }
 

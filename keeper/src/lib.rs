@@ -36,7 +36,9 @@ pub mod protocol;
 pub mod server;
 pub mod state;
 
-pub use client::{add_checkpoint, cosigned_by, ClientError, Outcome, WitnessClient};
+pub use client::{
+    add_checkpoint, cosigned_by, ClientError, Outcome, WitnessClient, WitnessError, Witnessed,
+};
 pub use config::{generate_key, keeper_vkey, load_key, log_vkey, KeeperConfig, KeeperFile, Limits};
 pub use evidence::{evidence, ConflictKind, ConflictRecord, Finding};
 pub use server::{serve, serve_with, Answer, FaultHook, FaultPoint, Keeper, KeeperHandle};

@@ -349,3 +349,47 @@ fn mutated_requests_get_4xx_and_never_break_the_keeper() {
         Ok(Outcome::Cosigned(_))
     ));
 }
+
+#[test]
+fn cosign_learns_the_witness_size_from_a_409_and_checks_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::new("log.example/cosign", 9, 40);
+    let fork = log.fork(3);
+    let k = start(&config(dir.path(), &[&log]));
+    let c = WitnessClient::new(&k.url(), Duration::from_secs(10));
+    let vkey = k.vkey().to_owned();
+    let prover = |l: &Log, new: usize| {
+        let l = l.clone();
+        move |old: u64| (old as usize <= new).then(|| l.proof(old as usize, new))
+    };
+    let w = c
+        .cosign(&log.checkpoint(8), 0, &vkey, prover(&log, 8))
+        .unwrap();
+    assert_eq!((w.size, w.cosignature.keeper.as_str()), (8, KEEPER));
+    assert!(w.line.starts_with("\u{2014} keeper.example/k1 "));
+    // The caller forgot the size (0): one 409, then the proof from 8.
+    let w = c
+        .cosign(&log.checkpoint(20), 0, &vkey, prover(&log, 20))
+        .unwrap();
+    assert_eq!(w.size, 20);
+    // A smaller checkpoint: the witness is above it, no proof from there.
+    assert_eq!(
+        c.cosign(&log.checkpoint(12), 20, &vkey, prover(&log, 12))
+            .unwrap_err(),
+        audita_keeper::WitnessError::Conflict {
+            witness_size: 20,
+            size: 12
+        }
+    );
+    // A fork: 422, permanent.
+    let err = c
+        .cosign(&fork.checkpoint(30), 20, &vkey, prover(&fork, 30))
+        .unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+    // The wrong key for this witness: the 200's line does not check.
+    let other = keeper_vkey("other.example/k", &log.key.verifying_key());
+    assert!(matches!(
+        c.cosign(&log.checkpoint(20), 20, &other, prover(&log, 20)),
+        Err(audita_keeper::WitnessError::Cosignature(_))
+    ));
+}
