@@ -10,7 +10,7 @@
 //!   runs one per process).
 //! - [`state`]: per log the latest co-signed checkpoint, written atomically and
 //!   durably before the keeper answers; loaded at start (fails closed).
-//! - [`evidence`]: refused conflicting checkpoints the log signed, kept on disk in
+//! - [`evidence`](mod@evidence): refused conflicting checkpoints the log signed, kept on disk in
 //!   the documented `audita.keeper-evidence/v1` JSON form, exported by
 //!   [`evidence()`](evidence::evidence) and checked offline against the log's key.
 //! - [`client`]: the blocking client a log uses ([`add_checkpoint`]).

@@ -20,7 +20,7 @@
 //!   restarts, since the state is loaded at start and written before answering.
 //! - A refused checkpoint the log did sign that conflicts with the co-signed one
 //!   (same size, other root; or larger with a proof that fails) is kept as
-//!   evidence ([`crate::evidence`]) before the answer.
+//!   evidence ([`crate::evidence`](mod@crate::evidence)) before the answer.
 //! - If the state cannot be written the log's slot is poisoned: every later request
 //!   for it is 503 until the keeper restarts and reloads what is on disk (memory
 //!   never runs ahead of the disk, nor behind what was answered).
