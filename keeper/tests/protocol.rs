@@ -263,19 +263,27 @@ fn connections_past_the_cap_are_closed_and_the_keeper_recovers() {
     let held: Vec<std::net::TcpStream> = (0..cap)
         .map(|_| std::net::TcpStream::connect(k.addr()).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    // One more is accepted by the kernel and closed by the keeper, unanswered.
-    let body = format_request(0, &[], &log.note(2));
-    let mut req = format!(
-        "POST /add-checkpoint HTTP/1.1\r\nHost: k\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    req.extend_from_slice(&body);
-    assert_eq!(raw_status(k.addr(), &req), None);
+    // One more is accepted by the kernel and closed by the keeper, unanswered
+    // (probed until the keeper has accepted all the held ones, at most 10 s).
+    let probe = b"GET /probe HTTP/1.1\r\nHost: k\r\nConnection: close\r\n\r\n";
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while raw_status(k.addr(), probe).is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cap never applied"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(held);
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(raw_status(k.addr(), &req), Some(200));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while raw_status(k.addr(), probe) != Some(404) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the keeper did not recover"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(add(&k.url(), 0, &[], &log.note(2)).0, 200);
 }
 
 /// Seeded random mutations of valid requests (byte flips, insertions, deletions,
