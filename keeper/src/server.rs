@@ -337,10 +337,12 @@ impl Keeper {
         }
     }
 
-    /// The HTTP routes with the body and time limits.
+    /// The HTTP routes (`POST /add-checkpoint`, `GET /healthz` for probes) with
+    /// the body and time limits.
     pub fn router(self: &Arc<Self>) -> Router {
         Router::new()
             .route("/add-checkpoint", post(handle))
+            .route("/healthz", axum::routing::get(|| async { "ok\n" }))
             .with_state(self.clone())
             .layer(DefaultBodyLimit::max(self.limits.max_body))
             // Refuses a declared length over the limit before reading the body.

@@ -116,6 +116,8 @@ fn every_status_code_path() {
         .call()
         .unwrap();
     assert_eq!(get.status().as_u16(), 405);
+    let probe = b"GET /healthz HTTP/1.1\r\nHost: k\r\nConnection: close\r\n\r\n";
+    assert_eq!(raw_status(k.addr(), probe), Some(200));
 
     // After all of that the keeper still serves, at size 9.
     let (st, _, _) = add(&url, 9, &log.proof(9, 20), &log.note(20));
