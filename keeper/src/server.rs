@@ -136,6 +136,8 @@ pub struct Keeper {
     state: StateDir,
     limits: Limits,
     fault: Option<FaultHook>,
+    /// Serializes evidence writes across logs (the count bound is exact).
+    evidence_lock: std::sync::Mutex<()>,
 }
 
 /// Why a keeper cannot start.
@@ -191,6 +193,7 @@ impl Keeper {
             state,
             limits: config.limits,
             fault,
+            evidence_lock: std::sync::Mutex::new(()),
         })
     }
 
@@ -322,6 +325,10 @@ impl Keeper {
             proof: req.proof.iter().map(|h| STANDARD.encode(h)).collect(),
             received_unix: now_unix(),
         };
+        let _one_writer = self
+            .evidence_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match crate::evidence::store(
             &self.state.evidence_dir(),
             &record,
