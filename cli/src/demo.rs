@@ -12,6 +12,10 @@
 //!   and the verdict the pipeline published (`verdicts/<incident>.json`, canonical
 //!   JSON), so `audita verdict DIR/record --duties DIR/duties.json --adverse
 //!   DIR/adverse/<incident>.json` prints the same bytes.
+//! - The keepers are independent services (`DIR/keepers/keeper-N/`: own key, own
+//!   state), run in this process over loopback HTTP with the code of `audita keeper
+//!   serve`; the sealer reaches them as a tlog-witness client, so the demo's record
+//!   is co-signed exactly like a deployment's.
 
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::Bus;
@@ -60,9 +64,77 @@ pub struct DemoArgs {
     pub max_slice_bytes: Option<usize>,
 }
 
+/// The demo's keepers before they serve: a key file, a state directory and a bound
+/// loopback listener each.
+struct DemoKeepers {
+    keepers: Vec<(String, PathBuf, PathBuf, std::net::TcpListener, String)>,
+}
+
+impl DemoKeepers {
+    /// Fresh keys (OS randomness) and listeners for [`client::DEMO_KEEPERS`].
+    fn bind(dir: &std::path::Path) -> anyhow::Result<DemoKeepers> {
+        let mut keepers = Vec::new();
+        for (i, name) in client::DEMO_KEEPERS.iter().enumerate() {
+            let home = dir.join(format!("keeper-{i}"));
+            std::fs::create_dir_all(&home)?;
+            let key_file = home.join("keeper.key");
+            let vkey = audita_keeper::generate_key(&key_file, name)?;
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+            keepers.push((
+                name.to_string(),
+                key_file,
+                home.join("state"),
+                listener,
+                vkey,
+            ));
+        }
+        Ok(DemoKeepers { keepers })
+    }
+
+    /// (name, vkey, URL) of each, for the deployment's `[[witness.keepers]]`.
+    fn listed(&self) -> Vec<(String, String, String)> {
+        self.keepers
+            .iter()
+            .map(|(name, _, _, l, vkey)| {
+                let url = l
+                    .local_addr()
+                    .map(|a| format!("http://{a}"))
+                    .unwrap_or_default();
+                (name.clone(), vkey.clone(), url)
+            })
+            .collect()
+    }
+
+    /// Serves each, following the deployment's log.
+    fn start(
+        self,
+        cfg: &audita_deploy::Config,
+    ) -> anyhow::Result<Vec<audita_keeper::KeeperHandle>> {
+        let log = cfg
+            .keys()?
+            .log(&cfg.origin)
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("the demo deployment has no log key"))?;
+        let log_vkey = audita_keeper::log_vkey(&cfg.origin, &log);
+        let mut handles = Vec::new();
+        for (name, key_file, state, listener, _) in self.keepers {
+            let key = audita_keeper::load_key(&key_file, &name)?;
+            let config = audita_keeper::KeeperConfig::new(
+                &name,
+                key,
+                std::slice::from_ref(&log_vkey),
+                &state,
+            )?;
+            handles.push(audita_keeper::serve(&config, listener)?);
+        }
+        Ok(handles)
+    }
+}
+
 /// What `audita demo` writes into its output directory.
-const OUTPUTS: [&str; 9] = [
+const OUTPUTS: [&str; 10] = [
     "deployment",
+    "keepers",
     "record",
     "verdicts",
     "reports",
@@ -132,11 +204,17 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         cells: args.cells,
         seed: args.seed,
     };
+    // The keepers: separate services with their own keys and state (in this process,
+    // over loopback HTTP: the code of `audita keeper serve`); the deployment knows
+    // only their published verifier keys and URLs.
+    let keepers = DemoKeepers::bind(&args.out.join("keepers"))?;
     let cfg = client::demo_deployment(
         &args.out.join("deployment"),
         &shape,
         args.insecure_demo_keys.then_some(args.seed),
+        &keepers.listed(),
     )?;
+    let keepers = keepers.start(&cfg)?;
     let fleet = client::fleet_of(&cfg, &shape)?;
     let mut d = Deployment::from_config(&cfg, true)?;
     if let Some(n) = args.max_slice_bytes {
@@ -180,6 +258,9 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         },
     )?;
     bar.finish_and_clear();
+    for k in keepers {
+        k.shutdown();
+    }
     let rows = collected.rows();
     std::fs::write(
         args.out.join("rows.json"),

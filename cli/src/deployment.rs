@@ -23,6 +23,11 @@ pub struct InitArgs {
     /// other trust domains are listed in audita.toml by their published vkey.
     #[arg(long = "local-keeper", value_name = "NAME")]
     pub local_keepers: Vec<String>,
+    /// A keeper run as a tlog-witness service in its own trust domain, by its
+    /// published verifier key and endpoint (repeatable): `VKEY@URL`, e.g.
+    /// `insurer.example/keeper+5e6f7a8b+BA…@https://keeper.insurer.example/`.
+    #[arg(long = "keeper", value_name = "VKEY@URL")]
+    pub keepers: Vec<String>,
     /// TESTS AND DEMOS ONLY: derive every key of the deployment from `--seed`, a
     /// public value (written into audita.toml as `[insecure] demo_seed`).
     #[arg(long, requires = "seed")]
@@ -127,10 +132,37 @@ impl FleetShape {
 
 use audita_pipeline::process::config_path;
 
+/// `VKEY@URL` as (name, vkey, url); the name is the vkey's.
+fn remote_keeper(arg: &str) -> Result<(String, String, String), String> {
+    let (vkey, url) = arg
+        .split_once('@')
+        .ok_or_else(|| format!("--keeper {arg:?}: expected VKEY@URL"))?;
+    let name = vkey
+        .split('+')
+        .next()
+        .filter(|n| !n.is_empty() && vkey.contains('+'))
+        .ok_or_else(|| format!("--keeper {arg:?}: {vkey:?} is not a note verifier key"))?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "--keeper {arg:?}: the URL must be http:// or https://"
+        ));
+    }
+    Ok((name.to_string(), vkey.to_string(), url.to_string()))
+}
+
 pub fn run_init(args: &InitArgs) -> i32 {
+    let remote: Result<Vec<_>, String> = args.keepers.iter().map(|k| remote_keeper(k)).collect();
+    let remote_keepers = match remote {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("audita init: {e}");
+            return 2;
+        }
+    };
     let opts = InitOptions {
         local_keepers: args.local_keepers.clone(),
         insecure_demo_seed: args.insecure_demo_keys.then_some(args.seed).flatten(),
+        remote_keepers,
     };
     match audita_deploy::init_with(&args.dir, &args.origin, &opts) {
         Ok(made) => {

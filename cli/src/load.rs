@@ -151,6 +151,7 @@ fn create_deployment(load: &Load, dir: &Path) -> anyhow::Result<PathBuf> {
             .map(|k| k.to_string())
             .collect(),
         insecure_demo_seed: None,
+        remote_keepers: Vec::new(),
     };
     let made = audita_deploy::init_with(dir, &origin, &opts)?;
     let public: Vec<(&str, &str, audita_evidence::VerifyingKey)> = load

@@ -12,6 +12,7 @@ mod bench_pipeline;
 mod demo;
 mod deployment;
 mod inputs;
+mod keeper;
 mod load;
 mod query;
 mod sample_record;
@@ -45,6 +46,9 @@ enum Command {
     Principal(deployment::PrincipalArgs),
     /// The simulated fleet as a client of a deployment (`fleet register`).
     Fleet(deployment::FleetArgs),
+    /// A keeper as an independent C2SP tlog-witness service (serve, generate-key,
+    /// evidence).
+    Keeper(keeper::KeeperArgs),
     /// Run one pipeline stage as its own process over Apache Kafka.
     Stage(audita_pipeline::process::StageArgs),
     /// Publish the simulated fleet's commands to Apache Kafka.
@@ -87,6 +91,7 @@ fn main() {
         Command::BenchPipeline(args) => bench_pipeline::run(args),
         Command::Load(args) => load::run(args),
         Command::Stage(args) => stage::run_stage(args),
+        Command::Keeper(args) => keeper::run(args),
         Command::Feed(args) => stage::run_feed(args),
         Command::Init(args) => deployment::run_init(args),
         Command::Principal(args) => deployment::run_principal(args),

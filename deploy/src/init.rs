@@ -64,13 +64,24 @@ pub struct InitOptions {
     pub local_keepers: Vec<String>,
     /// `Some(seed)`: every key derives from this public seed (`[insecure] demo_seed`).
     pub insecure_demo_seed: Option<u64>,
+    /// Keepers run as services in their own trust domains: (name, published vkey,
+    /// tlog-witness URL). The deployment never holds their keys.
+    pub remote_keepers: Vec<(String, String, String)>,
+}
+
+/// A keeper line of `audita.toml`.
+enum KeeperLine<'a> {
+    /// Run in this deployment's process, its key in this file.
+    Local(&'a str),
+    /// A tlog-witness service at this URL.
+    Remote(&'a str),
 }
 
 /// The `audita.toml` of a new deployment.
-pub fn config_text(
+fn config_text(
     origin: &str,
     log_vkey: &str,
-    keepers: &[(String, String, String)],
+    keepers: &[(String, String, KeeperLine<'_>)],
     insecure: Option<u64>,
 ) -> String {
     let mut witness = format!(
@@ -82,9 +93,15 @@ pub fn config_text(
             "# [[witness.keepers]]\n# name = \"insurer.example/keeper\"\n# vkey = \"insurer.example/keeper+…\"   # the keeper's published verifier key\n# url = \"https://keeper.insurer.example/\"\n",
         );
     }
-    for (name, vkey, key) in keepers {
+    for (name, vkey, line) in keepers {
+        let last = match line {
+            KeeperLine::Local(key) => {
+                format!("key = \"{key}\"   # run in this deployment's process")
+            }
+            KeeperLine::Remote(url) => format!("url = \"{url}\"   # its tlog-witness endpoint"),
+        };
         witness.push_str(&format!(
-            "[[witness.keepers]]\nname = \"{name}\"\nvkey = \"{vkey}\"\nkey = \"{key}\"   # run in this deployment's process\n"
+            "[[witness.keepers]]\nname = \"{name}\"\nvkey = \"{vkey}\"\n{last}\n"
         ));
     }
     let insecure = insecure
@@ -148,13 +165,13 @@ pub fn init_with(dir: &Path, origin: &str, opts: &InitOptions) -> Result<Created
     let log = keys::generate_for(opts.insecure_demo_seed, origin);
     keys::write(&dir.join("keys/log.key"), origin, &log, false)?;
     let log_vkey = vkey(origin, ED25519_NOTE_TYPE, &log.verifying_key());
-    let mut keepers = Vec::new();
+    let mut files = Vec::new();
     for (i, name) in opts.local_keepers.iter().enumerate() {
         check_name(name).map_err(|e| DeployError::Other(format!("keeper {name:?}: {e}")))?;
         let key = keys::generate_for(opts.insecure_demo_seed, name);
         let file = format!("keys/keepers/{i}.key");
         keys::write(&dir.join(&file), name, &key, false)?;
-        keepers.push((
+        files.push((
             name.clone(),
             vkey(
                 name,
@@ -163,6 +180,21 @@ pub fn init_with(dir: &Path, origin: &str, opts: &InitOptions) -> Result<Created
             ),
             file,
         ));
+    }
+    let mut keepers: Vec<(String, String, KeeperLine<'_>)> = files
+        .iter()
+        .map(|(n, v, f)| (n.clone(), v.clone(), KeeperLine::Local(f)))
+        .collect();
+    for (name, vkey, url) in &opts.remote_keepers {
+        check_name(name).map_err(|e| DeployError::Other(format!("keeper {name:?}: {e}")))?;
+        for bad in ['"', '\\', '\n'] {
+            if vkey.contains(bad) || url.contains(bad) {
+                return Err(DeployError::Other(format!(
+                    "keeper {name}: vkey and url may not contain {bad:?}"
+                )));
+            }
+        }
+        keepers.push((name.clone(), vkey.clone(), KeeperLine::Remote(url)));
     }
     write_atomic(
         &dir.join("principals.json"),

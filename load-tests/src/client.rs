@@ -112,18 +112,26 @@ fn hex_prefix(bytes: &[u8]) -> String {
 /// Creates the throw-away deployment of `audita demo` in `dir` and registers the
 /// simulated fleet in it: fresh keys and a per-run origin — or, with `insecure_seed`,
 /// keys derived from that public seed and the origin naming it (reproducible tests).
+/// Its keepers are the services `keepers` lists (name, vkey, URL), or, when none is
+/// given, [`DEMO_KEEPERS`] run in the sealer's process.
 pub fn demo_deployment(
     dir: &Path,
     shape: &Shape,
     insecure_seed: Option<u64>,
+    keepers: &[(String, String, String)],
 ) -> Result<Config, DeployError> {
     let origin = match insecure_seed {
         Some(seed) => seeded_origin(seed),
         None => format!("audita.demo/run-{}", run_id()),
     };
     let opts = InitOptions {
-        local_keepers: DEMO_KEEPERS.iter().map(|k| k.to_string()).collect(),
+        local_keepers: if keepers.is_empty() {
+            DEMO_KEEPERS.iter().map(|k| k.to_string()).collect()
+        } else {
+            Vec::new()
+        },
         insecure_demo_seed: insecure_seed,
+        remote_keepers: keepers.to_vec(),
     };
     let made = audita_deploy::init_with(dir, &origin, &opts)?;
     register(&made.config, shape)?;

@@ -37,6 +37,8 @@ pub struct Deployment {
     pub keepers: Vec<(String, SigningKey)>,
     /// Valid keeper co-signatures an epoch needs to count as witnessed.
     pub quorum: usize,
+    /// Keepers run as tlog-witness services: (name, endpoint URL).
+    pub remote_keepers: Vec<(String, String)>,
     /// Topic name prefix.
     pub prefix: String,
     /// Slicer retention horizon (record-time ms).
@@ -78,6 +80,12 @@ impl Deployment {
             log_key,
             keepers,
             quorum: c.quorum,
+            remote_keepers: c
+                .keepers
+                .iter()
+                .filter(|k| k.key_source.is_none())
+                .filter_map(|k| k.url.clone().map(|u| (k.name.clone(), u)))
+                .collect(),
             prefix: c.topic_prefix.clone(),
             horizon_ms: c.slicer_horizon_ms,
             dedupe_ms: c.dedupe_horizon_ms,
@@ -122,6 +130,7 @@ impl Deployment {
             origin,
             log_key: Some(log_key),
             quorum: local.len(),
+            remote_keepers: Vec::new(),
             keepers: local,
             prefix: prefix.to_string(),
             horizon_ms: audita_slicer::stage::DEFAULT_HORIZON_MS,

@@ -24,6 +24,7 @@ mod deployment;
 pub mod metrics;
 pub mod process;
 mod stages;
+pub mod witness;
 
 pub use audita_sinks::sink::Collected;
 pub use deployment::{

@@ -60,7 +60,7 @@ pub fn run_sealer(
     let live = m.clone();
     let mut seen = SealerStats::default();
     let mut stage = SealerStage::open(d.sealer_config(dir)?)?
-        .with_witnesses(Vec::new(), d.quorum)
+        .with_witnesses(crate::witness::remote(d), d.quorum)
         .with_horizon(d.dedupe_ms)
         .with_observer(Box::new(move |s, watermark| {
             live.sealer_messages.inc_by(s.sealed - seen.sealed);
