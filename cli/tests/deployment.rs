@@ -351,3 +351,23 @@ fn a_revoked_or_not_yet_valid_key_makes_its_messages_suspect_with_the_reason() {
     assert!(codes.contains("key_revoked"), "{codes:?}");
     assert!(codes.contains("key_not_yet_valid"), "{codes:?}");
 }
+
+/// The README's first command runs `audita demo` with its default, relative `--out`:
+/// the fleet's key files must be found relative to the deployment's directory, not
+/// to `/` (they once were: "62 fleet principals have no key file").
+#[test]
+fn the_demo_runs_with_a_relative_output_directory() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = audita()
+        .current_dir(cwd.path())
+        .args(["demo", "--cells", "2", "--quiet", "--out", "rel-demo"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "audita demo --out rel-demo: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(cwd.path().join("rel-demo/record/FORMAT").exists());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("verifies clean"));
+}

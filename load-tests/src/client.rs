@@ -72,12 +72,10 @@ pub fn fleet_of(c: &Config, shape: &Shape) -> Result<Fleet, DeployError> {
         if let Some(k) = keys.get(name) {
             return k.clone();
         }
-        let file = dir.join(format!("{name}.key"));
-        match audita_deploy::keys::load(
-            file.to_str().unwrap_or_default(),
-            Path::new("/"),
-            Some(name),
-        ) {
+        // Relative to the deployment's directory, whether that is absolute or not
+        // (`audita demo --out audita-demo`).
+        match audita_deploy::keys::load(&format!("keys/principals/{name}.key"), &c.dir, Some(name))
+        {
             Ok(k) => {
                 keys.insert(name.to_string(), k.clone());
                 k
