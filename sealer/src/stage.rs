@@ -23,6 +23,9 @@
 //!   pending message waited `epoch_age`; epochs are numbered and chained by the pure
 //!   [`audita_evidence::Sealer`]; every configured keeper co-signs each checkpoint
 //!   after checking consistency with the previous one.
+//! - The record's static tiled log (`audita_record::tiles`: `checkpoint`, `tile/`)
+//!   is appended after each epoch and its checkpoint are on disk, so tiles never
+//!   lead the record; on open it is caught up with (or rebuilt from) the record.
 
 use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange, TailProver};
@@ -30,6 +33,7 @@ use audita_evidence::{
     EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, SealedEpoch, Sealer,
     SignedEnvelope, SigningKey,
 };
+use audita_record::tiles::{TileError, TileLog};
 use audita_record::{self as disk, ReadError, RecordWriter};
 use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT, FRAME_WATERMARK};
 use audita_topics::names as topics;
@@ -54,6 +58,9 @@ pub enum StageError {
     /// The record directory could not be read or written.
     #[error(transparent)]
     Disk(#[from] ReadError),
+    /// The record's tiled log could not be written.
+    #[error(transparent)]
+    Tiles(#[from] TileError),
     /// The record on disk does not reproduce its own seals; refusing to extend it.
     #[error("record directory {0} is inconsistent: {1}")]
     Inconsistent(PathBuf, String),
@@ -89,6 +96,8 @@ pub struct SealerConfig {
 pub struct SealerStage {
     config: SealerConfig,
     writer: RecordWriter,
+    /// The record's static tiled log, appended after each epoch.
+    tiles: TileLog,
     sealer: Sealer,
     keepers: Vec<Keeper>,
     /// The log's compact range at the last checkpoint (for consistency proofs).
@@ -148,7 +157,9 @@ impl SealerStage {
                     .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?,
             );
         }
+        let (tiles, _) = TileLog::open(&dir)?;
         let mut stage = SealerStage {
+            tiles,
             sealer: Sealer::new(&config.origin, config.log_key.clone())
                 .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?,
             writer,
@@ -516,11 +527,15 @@ impl SealerStage {
         }
         self.writer.write_epoch(&epoch)?;
         let number = epoch.header.number;
+        let leaves: Vec<Vec<u8>> = epoch.leaves.iter().map(MessageId::leaf_bytes).collect();
+        let checkpoint = epoch.checkpoint.to_text().into_bytes();
+        self.tiles
+            .append_epoch(epoch.header.start, &leaves, &checkpoint)?;
         let msg = EpochMessage {
             header: epoch.header.as_bytes().to_vec(),
-            checkpoint: epoch.checkpoint.to_text().into_bytes(),
+            checkpoint,
             prefix: self.log.nodes(),
-            leaves: epoch.leaves.iter().map(MessageId::leaf_bytes).collect(),
+            leaves,
             envelopes: self.pending.iter().map(|e| e.as_bytes().to_vec()).collect(),
             receipts: std::mem::take(&mut self.pending_receipts),
             watermark: self.watermark(),
