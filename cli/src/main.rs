@@ -13,8 +13,10 @@ mod demo;
 mod deployment;
 mod inputs;
 mod load;
+mod proof;
 mod query;
 mod sample_record;
+mod serve_log;
 mod stage;
 mod verdict;
 mod verify;
@@ -59,6 +61,10 @@ enum Command {
     Verdict(verdict::VerdictArgs),
     /// SQL over the verdict tables (incidents, findings) with Apache DataFusion.
     Query(query::QueryArgs),
+    /// RFC 9162 inclusion and consistency proofs over a record, with their checkpoint.
+    Proof(proof::ProofArgs),
+    /// Serve a record's tiled log (c2sp.org/tlog-tiles) over HTTP.
+    ServeLog(serve_log::ServeLogArgs),
     /// Write a small signed, sealed sample fleet record.
     SampleRecord(sample_record::SampleRecordArgs),
 }
@@ -97,6 +103,8 @@ fn main() {
         Command::Verdict(args) => verdict::run(args),
         Command::SampleRecord(args) => sample_record::run(args),
         Command::Query(args) => query::run(args),
+        Command::Proof(args) => proof::run(args),
+        Command::ServeLog(args) => serve_log::run(args),
     };
     std::process::exit(code);
 }
