@@ -5,7 +5,8 @@
 //! Design constraints (layout, inside the record directory):
 //! ```text
 //! DIR/checkpoint                  the latest checkpoint note with its keeper cosignatures:
-//!                                 byte for byte one of DIR/checkpoints/checkpoint-NNNNNN.txt
+//!                                 the sealer writes the same bytes as the epoch's
+//!                                 DIR/checkpoints/checkpoint-NNNNNN.txt
 //! DIR/tile/<L>/<N>                full hash tile: 256 hashes × 32 bytes at level L
 //! DIR/tile/<L>/<N>.p/<W>          partial hash tile of W (1..=255) hashes
 //! DIR/tile/entries/<N>[.p/<W>]    entry bundle: W entries, each `u16 big-endian length || leaf`
@@ -762,8 +763,8 @@ pub fn rebuild(dir: &Path) -> Result<u64, TileError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TileProblem {
     /// Stable code: `tile_mismatch`, `tile_missing`, `checkpoint_unreadable`,
-    /// `checkpoint_not_in_record`, `checkpoint_root_mismatch`, `tiles_ahead`,
-    /// `vkey_mismatch`.
+    /// `checkpoint_not_in_record`, `checkpoint_unsigned`, `checkpoint_root_mismatch`,
+    /// `tiles_ahead`, `vkey_mismatch`.
     pub code: &'static str,
     /// The file at fault, relative to the record directory.
     pub path: String,
@@ -789,8 +790,9 @@ pub struct TileReport {
 /// Checks the tiles of record `dir` against its (already read) `record`: every
 /// tile and bundle of the tiles' checkpoint size is recomputed from the record's
 /// leaves and compared, every partial file present is checked as a prefix of its
-/// tile, the `checkpoint` must be one of the record's checkpoint notes and the
-/// vkey files must hold the record's log and keeper keys.
+/// tile, the `checkpoint` must state the tree of one of the record's checkpoints
+/// with a valid log signature, and the vkey files must hold the record's log and
+/// keeper keys.
 pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileReport {
     let mut report = TileReport {
         record_size: record.epochs.iter().map(|e| e.leaves.len() as u64).sum(),
@@ -842,21 +844,30 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
         );
         return report;
     };
-    let (size, root) = match SignedCheckpoint::parse(&note) {
-        Ok(cp) => (cp.checkpoint().size, cp.checkpoint().root),
+    let held = match SignedCheckpoint::parse(&note) {
+        Ok(cp) => cp,
         Err(e) => {
             problem(&mut report, "checkpoint_unreadable", "checkpoint", e.to_string());
             return report;
         }
     };
+    let (size, root) = (held.checkpoint().size, held.checkpoint().root);
     report.size = size;
-    if !record.checkpoints.iter().any(|c| *c == note) {
+    // The same tree as one of the record's checkpoints, signed by the log; its
+    // cosignature lines may differ (keepers that co-signed later add theirs).
+    let in_record = record.checkpoints.iter().any(|c| {
+        SignedCheckpoint::parse(c).is_ok_and(|c| c.checkpoint() == held.checkpoint())
+    });
+    if !in_record {
         problem(
             &mut report,
             "checkpoint_not_in_record",
             "checkpoint",
-            "is not byte for byte one of the record's checkpoints".into(),
+            "states a tree (origin, size, root) that no checkpoint of the record states".into(),
         );
+    }
+    if let Err(e) = held.verify_log(keys) {
+        problem(&mut report, "checkpoint_unsigned", "checkpoint", e.to_string());
     }
     if size > report.record_size {
         let have = report.record_size;
@@ -1293,7 +1304,8 @@ mod tests {
             fs::write(&path, &original).unwrap();
             assert!(check(d.path()).problems.is_empty());
         }
-        // A checkpoint that is not the record's.
+        // An older checkpoint of the record: a consistent but stale view whose
+        // tiles are checked at that size (the newer partials are then extra).
         let cp = d.path().join("checkpoint");
         let note = fs::read(&cp).unwrap();
         fs::write(&cp, &s.record.checkpoints[0]).unwrap();
@@ -1302,6 +1314,22 @@ mod tests {
         fs::write(&cp, b"garbage\n").unwrap();
         let codes: Vec<&str> = check(d.path()).problems.iter().map(|p| p.code).collect();
         assert_eq!(codes, vec!["checkpoint_unreadable"]);
+        // The same tree with a keeper's cosignature dropped: still the record's tree.
+        let text = String::from_utf8(note.clone()).unwrap();
+        let fewer: Vec<&str> = text.lines().collect();
+        let fewer = fewer[..fewer.len() - 1].join("\n") + "\n";
+        fs::write(&cp, &fewer).unwrap();
+        assert!(check(d.path()).problems.is_empty());
+        // The log's signature broken (its first byte after the key id).
+        let log_line = text.lines().position(|l| l.starts_with('\u{2014}')).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        let at = lines[log_line].rfind(' ').unwrap() + 8;
+        let c = lines[log_line].as_bytes()[at];
+        let swapped = if c == b'A' { "B" } else { "A" };
+        lines[log_line].replace_range(at..at + 1, swapped);
+        fs::write(&cp, lines.join("\n") + "\n").unwrap();
+        let codes: Vec<&str> = check(d.path()).problems.iter().map(|p| p.code).collect();
+        assert_eq!(codes, vec!["checkpoint_unsigned"]);
         fs::write(&cp, &note).unwrap();
         assert!(check(d.path()).problems.is_empty());
     }
