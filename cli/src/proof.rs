@@ -215,11 +215,13 @@ fn inclusion(
     let proof = InclusionProof::generate(&log.hashes[..size as usize], index)
         .map_err(|e| Failure::Record(e.to_string()))?;
     let leaf = &log.leaves[index as usize];
-    proof.verify(&log.hashes[index as usize], root).map_err(|e| {
-        Failure::Record(format!(
-            "the record's leaves do not reproduce its checkpoint of size {size}: {e}"
-        ))
-    })?;
+    proof
+        .verify(&log.hashes[index as usize], root)
+        .map_err(|e| {
+            Failure::Record(format!(
+                "the record's leaves do not reproduce its checkpoint of size {size}: {e}"
+            ))
+        })?;
     let note_text = String::from_utf8_lossy(note).into_owned();
     if as_json {
         let v = json!({

@@ -38,7 +38,7 @@
 //!   restart) or `problems`; every tile and entry bundle is recomputed from the
 //!   record's leaves and compared, and each disagreement (`tile_mismatch`,
 //!   `tile_missing`, `checkpoint_unreadable`, `checkpoint_not_in_record`,
-//!   `checkpoint_unsigned`, `checkpoint_root_mismatch`, `tiles_ahead`,
+//!   `checkpoint_unsigned`, `checkpoint_bad_signature`, `checkpoint_root_mismatch`, `tiles_ahead`,
 //!   `vkey_mismatch`) is a problem
 //!   (`counts.tile_problems`, `problem_codes.tiles`; exit 1).
 

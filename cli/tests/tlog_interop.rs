@@ -80,7 +80,12 @@ struct Server {
 impl Server {
     fn start(dir: &Path) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_audita"))
-            .args(["serve-log", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+            .args([
+                "serve-log",
+                dir.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -126,7 +131,14 @@ fn request(addr: &str, method: &str, path: &str) -> (u16, BTreeMap<String, Strin
         .expect("a response head");
     let head = text(&raw[..split]);
     let mut lines = head.lines();
-    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
@@ -205,7 +217,10 @@ fn tile_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     }
     let mut out = BTreeMap::new();
     walk(dir, &dir.join("tile"), &mut out);
-    out.insert("checkpoint".into(), fs::read(dir.join("checkpoint")).unwrap());
+    out.insert(
+        "checkpoint".into(),
+        fs::read(dir.join("checkpoint")).unwrap(),
+    );
     out
 }
 
@@ -254,7 +269,14 @@ fn checkpoint_sizes(dir: &Path) -> Vec<u64> {
 fn demo_record_tiles_and_proofs_verify_with_go_and_python_and_tampering_fails_them() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("demo");
-    let o = audita(&["demo", "--out", out.to_str().unwrap(), "--cells", "64", "--quiet"]);
+    let o = audita(&[
+        "demo",
+        "--out",
+        out.to_str().unwrap(),
+        "--cells",
+        "64",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "demo: {}", text(&o.stderr));
     let dir = out.join("record");
     let d = dir.to_str().unwrap();
@@ -268,11 +290,18 @@ fn demo_record_tiles_and_proofs_verify_with_go_and_python_and_tampering_fails_th
     for (path, bytes) in &rebuilt {
         assert_eq!(inc.get(path), Some(bytes), "{path}");
     }
-    assert!(inc.keys().filter(|p| !rebuilt.contains_key(*p)).all(|p| p.contains(".p/")));
+    assert!(inc
+        .keys()
+        .filter(|p| !rebuilt.contains_key(*p))
+        .all(|p| p.contains(".p/")));
     let v = audita(&["verify", "--brief", d]);
     assert_eq!(v.status.code(), Some(0), "{}", text(&v.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
-    assert_eq!(summary["tiles"]["status"], "current", "{}", summary["tiles"]);
+    assert_eq!(
+        summary["tiles"]["status"], "current",
+        "{}",
+        summary["tiles"]
+    );
     assert_eq!(summary["tiles"]["size"], size);
 
     // Proofs to check: consistency from every other checkpoint (and 0), inclusion
@@ -331,20 +360,31 @@ fn demo_record_tiles_and_proofs_verify_with_go_and_python_and_tampering_fails_th
             "{what}: the Go verifier accepted it: {}",
             text(&o.stdout)
         );
-        assert!(text(&o.stderr).contains("FAIL"), "{what}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("FAIL"),
+            "{what}: {}",
+            text(&o.stderr)
+        );
     };
     fails(
         "a flipped level-0 tile hash",
-        with_flipped(&dir.join("tile/0/000"), 100, || run_interop(&server, &dir, &[])),
+        with_flipped(&dir.join("tile/0/000"), 100, || {
+            run_interop(&server, &dir, &[])
+        }),
     );
     fails(
         "a flipped entry byte",
-        with_flipped(&dir.join("tile/entries/000"), 5, || run_interop(&server, &dir, &[])),
+        with_flipped(&dir.join("tile/entries/000"), 5, || {
+            run_interop(&server, &dir, &[])
+        }),
     );
     // A cosignature's last base64 character before the newline of the last line.
     let cp = dir.join("checkpoint");
     let note = fs::read(&cp).unwrap();
-    assert!(text(&note).matches('\u{2014}').count() >= 2, "log signature and cosignatures");
+    assert!(
+        text(&note).matches('\u{2014}').count() >= 2,
+        "log signature and cosignatures"
+    );
     // A keeper cosignature's signature bytes (char 20 of the base64: past the key
     // id and timestamp), then the log's own signature (the first signature line).
     fails(
@@ -427,7 +467,12 @@ fn demo_record_tiles_and_proofs_verify_with_go_and_python_and_tampering_fails_th
         }
         fs::write(f, serde_json::to_vec(&doc).unwrap()).unwrap();
         let o = python(std::slice::from_ref(f));
-        assert_eq!(o.status.code(), Some(1), "tampered {field}: {}", text(&o.stdout));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "tampered {field}: {}",
+            text(&o.stdout)
+        );
         fs::write(f, &original).unwrap();
     }
 }
@@ -496,7 +541,12 @@ fn serve_log_serves_the_tiled_log_and_nothing_else() {
     // A record without tiles: serve-log refuses it in one line; verify says absent.
     fs::remove_dir_all(dir.join("tile")).unwrap();
     fs::remove_file(dir.join("checkpoint")).unwrap();
-    let o = audita(&["serve-log", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    let o = audita(&[
+        "serve-log",
+        dir.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(text(&o.stderr).lines().count(), 1, "{}", text(&o.stderr));
     let v = audita(&["verify", "--brief", dir.to_str().unwrap()]);
@@ -510,8 +560,12 @@ fn verify_reports_a_tampered_tile_and_proof_errors_are_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("r");
     let d = dir.to_str().unwrap();
-    assert!(audita(&["sample-record", d, "--messages", "300"]).status.success());
-    let v = with_flipped(&dir.join("tile/0/000"), 7, || audita(&["verify", "--brief", d]));
+    assert!(audita(&["sample-record", d, "--messages", "300"])
+        .status
+        .success());
+    let v = with_flipped(&dir.join("tile/0/000"), 7, || {
+        audita(&["verify", "--brief", d])
+    });
     assert_eq!(v.status.code(), Some(1));
     let summary: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
     assert_eq!(summary["tiles"]["status"], "problems");
@@ -523,10 +577,22 @@ fn verify_reports_a_tampered_tile_and_proof_errors_are_one_line() {
     let (first, last) = (sizes[0], *sizes.last().unwrap());
     let no_cp = (1..last).find(|s| !sizes.contains(s)).unwrap();
     for (args, want) in [
-        (vec!["proof", "inclusion", d, &"0".repeat(64)], "is not in the log"),
-        (vec!["proof", "inclusion", d, "not-an-id"], "is not author:hex"),
         (
-            vec!["proof", "consistency", d, &last.to_string(), &first.to_string()],
+            vec!["proof", "inclusion", d, &"0".repeat(64)],
+            "is not in the log",
+        ),
+        (
+            vec!["proof", "inclusion", d, "not-an-id"],
+            "is not author:hex",
+        ),
+        (
+            vec![
+                "proof",
+                "consistency",
+                d,
+                &last.to_string(),
+                &first.to_string(),
+            ],
             "is larger than NEW_SIZE",
         ),
         (
@@ -537,7 +603,10 @@ fn verify_reports_a_tampered_tile_and_proof_errors_are_one_line() {
             vec!["proof", "consistency", d, "0", &no_cp.to_string()],
             "no checkpoint of the record has size",
         ),
-        (vec!["proof", "consistency", "/nonexistent/dir", "0"], "cannot read"),
+        (
+            vec!["proof", "consistency", "/nonexistent/dir", "0"],
+            "cannot read",
+        ),
     ] {
         let o = audita(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -551,7 +620,13 @@ fn verify_reports_a_tampered_tile_and_proof_errors_are_one_line() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["schema"], "audita.proof.consistency/v1");
-    assert_eq!((j["old_size"].as_u64(), j["new_size"].as_u64()), (Some(first), Some(last)));
+    assert_eq!(
+        (j["old_size"].as_u64(), j["new_size"].as_u64()),
+        (Some(first), Some(last))
+    );
     assert!(!j["proof"].as_array().unwrap().is_empty());
-    assert!(j["old_checkpoint"].as_str().unwrap().contains(&format!("\n{first}\n")));
+    assert!(j["old_checkpoint"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("\n{first}\n")));
 }

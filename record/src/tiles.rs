@@ -46,10 +46,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use audita_evidence::checkpoint::{COSIGNATURE_V1_TYPE, ED25519_NOTE_TYPE};
 use audita_evidence::merkle::{leaf_hash, root_from_leaf_hashes, CompactRange};
 use audita_evidence::trust::vkey;
 use audita_evidence::{EpochHeader, Hash, KeyRegistry, Record, SignedCheckpoint};
-use audita_evidence::checkpoint::{COSIGNATURE_V1_TYPE, ED25519_NOTE_TYPE};
 
 use crate::{io_err, read_bounded, write_file, Limit, ReadError, Stream};
 
@@ -180,7 +180,9 @@ impl TileId {
             if digits.len() != 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
-            n = n.checked_mul(1000)?.checked_add(digits.parse::<u64>().ok()?)?;
+            n = n
+                .checked_mul(1000)?
+                .checked_add(digits.parse::<u64>().ok()?)?;
         }
         let id = TileId {
             kind,
@@ -430,7 +432,11 @@ impl Edge {
             };
             // The bundle must hash to the level-0 partial tile.
             let level0 = edge.levels.first().map(Vec::as_slice).unwrap_or(&[]);
-            if entries.iter().map(|e| leaf_hash(e)).ne(level0.iter().copied()) {
+            if entries
+                .iter()
+                .map(|e| leaf_hash(e))
+                .ne(level0.iter().copied())
+            {
                 return Ok(None);
             }
             edge.entries = entries;
@@ -541,9 +547,7 @@ impl TileLog {
         let cp_path = dir.join("checkpoint");
         let held = match read_bounded(&cp_path, crate::DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
             Ok(b) => Some(b),
-            Err(ReadError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
+            Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 None
             }
             Err(e) => return Err(e.into()),
@@ -763,8 +767,8 @@ pub fn rebuild(dir: &Path) -> Result<u64, TileError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TileProblem {
     /// Stable code: `tile_mismatch`, `tile_missing`, `checkpoint_unreadable`,
-    /// `checkpoint_not_in_record`, `checkpoint_unsigned`, `checkpoint_root_mismatch`,
-    /// `tiles_ahead`, `vkey_mismatch`.
+    /// `checkpoint_not_in_record`, `checkpoint_unsigned`, `checkpoint_bad_signature`,
+    /// `checkpoint_root_mismatch`, `tiles_ahead`, `vkey_mismatch`.
     pub code: &'static str,
     /// The file at fault, relative to the record directory.
     pub path: String,
@@ -791,8 +795,8 @@ pub struct TileReport {
 /// tile and bundle of the tiles' checkpoint size is recomputed from the record's
 /// leaves and compared, every partial file present is checked as a prefix of its
 /// tile, the `checkpoint` must state the tree of one of the record's checkpoints
-/// with a valid log signature, and the vkey files must hold the record's log and
-/// keeper keys.
+/// with a valid log signature and nothing but valid keeper cosignatures besides,
+/// and the vkey files must hold the record's log and keeper keys.
 pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileReport {
     let mut report = TileReport {
         record_size: record.epochs.iter().map(|e| e.leaves.len() as u64).sum(),
@@ -807,7 +811,11 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
     };
     let (logs, keepers) = vkey_files(keys);
     for (name, want) in [("keys/log.vkey", logs), ("keys/keepers.vkey", keepers)] {
-        match read_bounded(&dir.join(name), crate::DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
+        match read_bounded(
+            &dir.join(name),
+            crate::DEFAULT_FRAME_BYTES,
+            Limit::FrameBytes,
+        ) {
             Ok(b) if b == want.as_bytes() => {}
             Ok(_) => problem(
                 &mut report,
@@ -815,19 +823,21 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
                 name,
                 "does not hold the record's keys (keys/*.txt)".into(),
             ),
-            Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            }
+            Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => problem(&mut report, "vkey_mismatch", name, e.to_string()),
         }
     }
     let cp_path = dir.join("checkpoint");
     let note = match read_bounded(&cp_path, crate::DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
         Ok(b) => Some(b),
-        Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            None
-        }
+        Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
-            problem(&mut report, "checkpoint_unreadable", "checkpoint", e.to_string());
+            problem(
+                &mut report,
+                "checkpoint_unreadable",
+                "checkpoint",
+                e.to_string(),
+            );
             None
         }
     };
@@ -847,7 +857,12 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
     let held = match SignedCheckpoint::parse(&note) {
         Ok(cp) => cp,
         Err(e) => {
-            problem(&mut report, "checkpoint_unreadable", "checkpoint", e.to_string());
+            problem(
+                &mut report,
+                "checkpoint_unreadable",
+                "checkpoint",
+                e.to_string(),
+            );
             return report;
         }
     };
@@ -855,9 +870,10 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
     report.size = size;
     // The same tree as one of the record's checkpoints, signed by the log; its
     // cosignature lines may differ (keepers that co-signed later add theirs).
-    let in_record = record.checkpoints.iter().any(|c| {
-        SignedCheckpoint::parse(c).is_ok_and(|c| c.checkpoint() == held.checkpoint())
-    });
+    let in_record = record
+        .checkpoints
+        .iter()
+        .any(|c| SignedCheckpoint::parse(c).is_ok_and(|c| c.checkpoint() == held.checkpoint()));
     if !in_record {
         problem(
             &mut report,
@@ -867,7 +883,24 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
         );
     }
     if let Err(e) = held.verify_log(keys) {
-        problem(&mut report, "checkpoint_unsigned", "checkpoint", e.to_string());
+        problem(
+            &mut report,
+            "checkpoint_unsigned",
+            "checkpoint",
+            e.to_string(),
+        );
+    }
+    // Every other line must be a valid cosignature of one of the record's keepers.
+    for line in held.classify(keys) {
+        use audita_evidence::SignatureLine as L;
+        if let L::Unknown { name } | L::Invalid { name } = line {
+            problem(
+                &mut report,
+                "checkpoint_bad_signature",
+                "checkpoint",
+                format!("signature line of {name} is not a valid log or keeper signature"),
+            );
+        }
     }
     if size > report.record_size {
         let have = report.record_size;
@@ -875,9 +908,7 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
             &mut report,
             "tiles_ahead",
             "checkpoint",
-            format!(
-                "size {size} is beyond the record's {have} leaves"
-            ),
+            format!("size {size} is beyond the record's {have} leaves"),
         );
         return report;
     }
@@ -931,7 +962,9 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
 /// Checks every `<N>.p/<W>` file of tile `id` (whose bytes at the checked size
 /// are `bytes`) as a prefix of it; a wider partial than the tile is a mismatch.
 fn check_partial_files(dir: &Path, id: &TileId, bytes: &[u8], report: &mut TileReport) {
-    let mut pdir = dir.join(id.with_width(TILE_WIDTH as u16).path()).into_os_string();
+    let mut pdir = dir
+        .join(id.with_width(TILE_WIDTH as u16).path())
+        .into_os_string();
     pdir.push(".p");
     let Ok(entries) = fs::read_dir(PathBuf::from(pdir)) else {
         return;
@@ -1103,7 +1136,10 @@ mod tests {
                 .partials()
                 .into_iter()
                 .find(|(id, _)| id.kind == TileKind::Entries);
-            assert_eq!(partial.map(|(id, _)| id.width as u64), Some(size % 256).filter(|w| *w > 0));
+            assert_eq!(
+                partial.map(|(id, _)| id.width as u64),
+                Some(size % 256).filter(|w| *w > 0)
+            );
         }
     }
 
@@ -1268,7 +1304,10 @@ mod tests {
             .iter()
             .map(|(id, _)| id.path())
             .collect();
-        assert!(current.contains(&"tile/1/000.p/2".to_string()), "{current:?}");
+        assert!(
+            current.contains(&"tile/1/000.p/2".to_string()),
+            "{current:?}"
+        );
         let stale = files
             .keys()
             .find(|p| p.contains(".p/") && !current.contains(p))
@@ -1310,7 +1349,10 @@ mod tests {
         let note = fs::read(&cp).unwrap();
         fs::write(&cp, &s.record.checkpoints[0]).unwrap();
         let codes: Vec<&str> = check(d.path()).problems.iter().map(|p| p.code).collect();
-        assert!(!codes.is_empty() && !codes.contains(&"checkpoint_not_in_record"), "{codes:?}");
+        assert!(
+            !codes.is_empty() && !codes.contains(&"checkpoint_not_in_record"),
+            "{codes:?}"
+        );
         fs::write(&cp, b"garbage\n").unwrap();
         let codes: Vec<&str> = check(d.path()).problems.iter().map(|p| p.code).collect();
         assert_eq!(codes, vec!["checkpoint_unreadable"]);
@@ -1321,7 +1363,10 @@ mod tests {
         fs::write(&cp, &fewer).unwrap();
         assert!(check(d.path()).problems.is_empty());
         // The log's signature broken (its first byte after the key id).
-        let log_line = text.lines().position(|l| l.starts_with('\u{2014}')).unwrap();
+        let log_line = text
+            .lines()
+            .position(|l| l.starts_with('\u{2014}'))
+            .unwrap();
         let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
         let at = lines[log_line].rfind(' ').unwrap() + 8;
         let c = lines[log_line].as_bytes()[at];
@@ -1329,7 +1374,10 @@ mod tests {
         lines[log_line].replace_range(at..at + 1, swapped);
         fs::write(&cp, lines.join("\n") + "\n").unwrap();
         let codes: Vec<&str> = check(d.path()).problems.iter().map(|p| p.code).collect();
-        assert_eq!(codes, vec!["checkpoint_unsigned"]);
+        assert_eq!(
+            codes,
+            vec!["checkpoint_unsigned", "checkpoint_bad_signature"]
+        );
         fs::write(&cp, &note).unwrap();
         assert!(check(d.path()).problems.is_empty());
     }
@@ -1371,7 +1419,10 @@ mod tests {
             .partials()
             .remove(0);
         let p0 = d.path().join(
-            Edge::load(d.path(), log.size()).unwrap().unwrap().partials()[0]
+            Edge::load(d.path(), log.size())
+                .unwrap()
+                .unwrap()
+                .partials()[0]
                 .0
                 .path(),
         );

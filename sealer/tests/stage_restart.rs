@@ -212,7 +212,10 @@ fn tiles_left_behind_by_a_crash_catch_up_on_restart() {
     assert_tiles_agree(dir.path());
     run_to_idle(&mut stage, &bus);
     assert_eq!(sealed_ids(dir.path()).len(), envs.len());
-    assert!(sealed_ids(dir.path()).len() > 256, "crosses a tile boundary");
+    assert!(
+        sealed_ids(dir.path()).len() > 256,
+        "crosses a tile boundary"
+    );
     assert_tiles_agree(dir.path());
 }
 
