@@ -457,10 +457,9 @@ fn demo_record_tiles_and_proofs_verify_with_go_and_python_and_tampering_fails_th
             Some(v) => doc[field] = v,
             None => {
                 let first = doc["proof"][0].as_str().unwrap().to_owned();
-                let flipped = if first.starts_with('A') {
-                    format!("B{}", &first[1..])
-                } else {
-                    format!("A{}", &first[1..])
+                let flipped = match first.strip_prefix('A') {
+                    Some(rest) => format!("B{rest}"),
+                    None => format!("A{}", &first[1..]),
                 };
                 doc["proof"][0] = serde_json::json!(flipped);
             }
