@@ -589,6 +589,12 @@ impl TileLog {
             }
             return Ok((log, Opened::Current));
         }
+        if log.edge.size > size {
+            // Tiles beyond the record's latest checkpoint (its newer checkpoint
+            // files are gone): nothing signed covers them; rebuild to the latest.
+            log.clear()?;
+            opened = Opened::Rebuilt;
+        }
         log.catch_up(size)?;
         log.publish(&latest)?;
         Ok((log, opened))
@@ -1433,6 +1439,26 @@ mod tests {
         assert_eq!(TileLog::open(d.path()).unwrap().1, Opened::Rebuilt);
         assert!(check(d.path()).problems.is_empty());
         assert_eq!(fs::read(&p0).unwrap(), edge_tile);
+        // The record's last epoch and checkpoint removed (a record cut short under
+        // its tiles): no epoch ends at the tiles' size, so they are rebuilt.
+        fs::remove_file(d.path().join("epochs/epoch-000001.seg")).unwrap();
+        fs::remove_file(d.path().join("checkpoints/checkpoint-000001.txt")).unwrap();
+        let (log, opened) = TileLog::open(d.path()).unwrap();
+        assert_eq!(opened, Opened::Rebuilt);
+        assert_eq!(log.size(), s.epochs[0].header.size);
+        assert!(check(d.path()).problems.is_empty());
+        // Only the newest checkpoint file removed: tiles beyond every checkpoint.
+        let mut w = RecordWriter::open(d.path()).unwrap();
+        w.write_epoch(&s.epochs[1]).unwrap();
+        drop(TileLog::open(d.path()).unwrap());
+        fs::remove_file(d.path().join("checkpoints/checkpoint-000001.txt")).unwrap();
+        let (log, opened) = TileLog::open(d.path()).unwrap();
+        assert_eq!(
+            (opened, log.size()),
+            (Opened::Rebuilt, s.epochs[0].header.size)
+        );
+        w.write_checkpoint(s.epochs[1].checkpoint.to_text().as_bytes())
+            .unwrap();
         // A checkpoint from another log (not the end of any record epoch).
         let other = sample_record(99, 700);
         fs::write(d.path().join("checkpoint"), &other.record.checkpoints[0]).unwrap();
