@@ -14,8 +14,10 @@ mod deployment;
 mod inputs;
 mod keeper;
 mod load;
+mod proof;
 mod query;
 mod sample_record;
+mod serve_log;
 mod stage;
 mod verdict;
 mod verify;
@@ -63,6 +65,10 @@ enum Command {
     Verdict(verdict::VerdictArgs),
     /// SQL over the verdict tables (incidents, findings) with Apache DataFusion.
     Query(query::QueryArgs),
+    /// RFC 9162 inclusion and consistency proofs over a record, with their checkpoint.
+    Proof(proof::ProofArgs),
+    /// Serve a record's tiled log (c2sp.org/tlog-tiles) over HTTP.
+    ServeLog(serve_log::ServeLogArgs),
     /// Write a small signed, sealed sample fleet record.
     SampleRecord(sample_record::SampleRecordArgs),
 }
@@ -102,6 +108,8 @@ fn main() {
         Command::Verdict(args) => verdict::run(args),
         Command::SampleRecord(args) => sample_record::run(args),
         Command::Query(args) => query::run(args),
+        Command::Proof(args) => proof::run(args),
+        Command::ServeLog(args) => serve_log::run(args),
     };
     std::process::exit(code);
 }

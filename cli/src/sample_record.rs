@@ -25,21 +25,26 @@ pub struct SampleRecordArgs {
 pub fn run(args: &SampleRecordArgs) -> i32 {
     let sample = sample_record(args.seed, args.messages);
     let result = (|| {
-        let mut w = RecordWriter::create(&args.dir, &sample.keys)?;
+        let mut w = RecordWriter::create(&args.dir, &sample.keys).map_err(|e| e.to_string())?;
         // One envelope and one receipt segment per epoch, as the sealer stage writes them.
         let mut start = 0usize;
         for e in &sample.epochs {
             let n = e.leaves.len();
-            w.write_signed_envelopes(&sample.envelopes[start..start + n])?;
+            w.write_signed_envelopes(&sample.envelopes[start..start + n])
+                .map_err(|e| e.to_string())?;
             let receipts: Vec<&[u8]> = sample.receipts[start..start + n]
                 .iter()
                 .map(|r| r.as_bytes())
                 .collect();
-            w.write_receipts(&receipts)?;
-            w.write_epoch(e)?;
+            w.write_receipts(&receipts).map_err(|e| e.to_string())?;
+            w.write_epoch(e).map_err(|e| e.to_string())?;
             start += n;
         }
         w.write_payloads(&sample.payloads)
+            .map_err(|e| e.to_string())?;
+        // The log as a static tiled log (c2sp.org/tlog-tiles), as the sealer keeps it.
+        audita_record::tiles::rebuild(&args.dir).map_err(|e| e.to_string())?;
+        Ok::<(), String>(())
     })();
     match result {
         Ok(()) => {

@@ -31,6 +31,16 @@
 //! - Payload `status`: `available`, `shredded` (key destroyed and recorded so by a
 //!   tombstone: clean), `missing_key` (key gone without a tombstone: a problem),
 //!   `absent`, `corrupted`.
+//! - `tiles` reports the record's static tiled log (c2sp.org/tlog-tiles,
+//!   `audita_record::tiles`): `status` is `absent` (an older record without tiles:
+//!   not a problem), `current` (the tiles hold every sealed leaf at the record's
+//!   latest checkpoint), `behind` (a prefix, e.g. after a crash before the sealer's
+//!   restart) or `problems`; every tile and entry bundle is recomputed from the
+//!   record's leaves and compared, and each disagreement (`tile_mismatch`,
+//!   `tile_missing`, `checkpoint_unreadable`, `checkpoint_not_in_record`,
+//!   `checkpoint_unsigned`, `checkpoint_bad_signature`, `checkpoint_root_mismatch`, `tiles_ahead`,
+//!   `vkey_mismatch`) is a problem
+//!   (`counts.tile_problems`, `problem_codes.tiles`; exit 1).
 
 use std::path::PathBuf;
 
@@ -100,6 +110,7 @@ fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
         held_checkpoints: held,
         ..Policy::default()
     };
+    let tiles = audita_record::tiles::check_tiles(&args.dir, &dir.record, &dir.keys);
     let (keys, trust) = Trust::load(
         args.trust.as_deref(),
         dir.keys,
@@ -107,7 +118,7 @@ fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
         args.limits.max_input_bytes,
     )?;
     let partition = verify_record_with(&dir.record, &keys, &policy, dir.payloads.as_ref());
-    let summary = summarize(&partition, &trust, args);
+    let summary = summarize(&partition, &trust, &tiles, args);
     println!(
         "{}",
         serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into())
@@ -117,6 +128,12 @@ fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
         failures.push(failure_line(&partition));
     }
     failures.extend(trust.failure_line());
+    if !tiles.problems.is_empty() {
+        failures.push(format!(
+            "{} problem(s) in the tiled log",
+            tiles.problems.len()
+        ));
+    }
     if failures.is_empty() {
         Ok(0)
     } else {
@@ -334,7 +351,32 @@ fn receipt_fault(f: &ReceiptFault) -> String {
     }
 }
 
-fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
+fn tiles_json(t: &audita_record::tiles::TileReport, max: usize) -> Value {
+    let status = if !t.present {
+        "absent"
+    } else if !t.problems.is_empty() {
+        "problems"
+    } else if t.size == t.record_size {
+        "current"
+    } else {
+        "behind"
+    };
+    json!({
+        "status": status,
+        "size": t.size,
+        "record_size": t.record_size,
+        "files_checked": t.files_checked,
+        "problems": t.problems.iter().take(max).map(|p| json!({"code": p.code, "path": p.path, "detail": p.detail})).collect::<Vec<_>>(),
+        "problems_more": t.problems.len().saturating_sub(max),
+    })
+}
+
+fn summarize(
+    p: &Partition,
+    trust: &Trust,
+    tiles: &audita_record::tiles::TileReport,
+    args: &VerifyArgs,
+) -> Value {
     let max = args.max_list;
     let mut more = Map::new();
     let certified = capped(
@@ -497,11 +539,12 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
         "checkpoint_faults": tally(p.checkpoints.iter().flat_map(|c| c.faults.iter().map(checkpoint_fault_code))),
         "payloads": tally(p.payloads.iter().map(payload_status).filter(|s| !matches!(*s, "available" | "shredded"))),
         "trust": tally(trust.problems().iter().map(|t| t.code())),
+        "tiles": tally(tiles.problems.iter().map(|t| t.code)),
     });
     let mut out = json!({
         "schema": "audita.verify/v1",
         "record": args.dir.display().to_string(),
-        "clean": p.is_clean() && trust.problems().is_empty(),
+        "clean": p.is_clean() && trust.problems().is_empty() && tiles.problems.is_empty(),
         "trust": trust.json(),
         "counts": {
             "certified": p.certified.len(),
@@ -517,6 +560,7 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
             "shredded_payloads": status_count("shredded"),
             "missing_key_payloads": status_count("missing_key"),
             "trust_problems": trust.problems().len(),
+            "tile_problems": tiles.problems.len(),
         },
         "problem_codes": problem_codes,
         "suspect": suspect,
@@ -528,6 +572,7 @@ fn summarize(p: &Partition, trust: &Trust, args: &VerifyArgs) -> Value {
         "equivocations": equivocations,
         "held_checkpoints": held,
         "payloads": payloads,
+        "tiles": tiles_json(tiles, args.max_list),
     });
     if !args.brief {
         out["certified"] = certified;

@@ -20,6 +20,12 @@
 //! DIR/checkpoints/checkpoint-NNNNNN.txt  C2SP checkpoint note with keeper co-signatures
 //! DIR/payloads/<hex>.ct, <hex>.key   optional payload store: ciphertext and its key
 //! DIR/payloads/<hex>.shredded        empty tombstone of a crypto-shredded payload
+//! DIR/keys/log.vkey                  the log's C2SP verifier key (type 0x01), one line
+//! DIR/keys/keepers.vkey              the keepers' C2SP verifier keys (cosignature/v1, type 0x04)
+//! DIR/checkpoint                     the log as a C2SP static tiled log (c2sp.org/tlog-tiles):
+//! DIR/tile/<L>/<N>[.p/<W>]           latest checkpoint, hash tiles and entry bundles of the
+//! DIR/tile/entries/<N>[.p/<W>]       sealed leaves; written by the sealer after each epoch
+//!                                    ([`tiles`]); optional (older records have none)
 //! ```
 //! - A payload is *shredded* only when its tombstone says so; a `.ct` whose `.key`
 //!   is gone without a tombstone is a payload whose key is **missing** (a problem
@@ -75,6 +81,8 @@ use audita_evidence::{
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use thiserror::Error;
+
+pub mod tiles;
 
 /// Content of the `FORMAT` file.
 pub const FORMAT_LINE: &str = "audita-record v1\n";
@@ -886,6 +894,7 @@ impl RecordWriter {
             &dir.join("keys/logs.txt"),
             key_lines(keys.logs().map(|(n, k)| (n.as_str(), k))).as_bytes(),
         )?;
+        tiles::write_vkeys(dir, keys)?;
         Ok(Self {
             dir: dir.to_owned(),
             envelope_segments: 0,

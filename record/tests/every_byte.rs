@@ -1,6 +1,7 @@
 //! Exhaustive tamper check of the on-disk format: flipping any single byte of any
 //! record file, in process, never leaves a clean verification. This is the same
-//! read-then-verify path that `audita verify` runs.
+//! read-then-verify path that `audita verify` runs (the record, then its tiled log
+//! and vkeys against it).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,13 +27,19 @@ fn write_sample(dir: &Path) {
         start += n;
     }
     w.write_payloads(&s.payloads).unwrap();
+    audita_record::tiles::rebuild(dir).unwrap();
 }
 
 /// `Some(true)` clean, `Some(false)` problems found, `None` unreadable.
 fn clean(dir: &Path) -> Option<bool> {
     let (record, keys) = read_record(dir).ok()?;
     let store = read_payloads(dir).ok()?;
-    Some(verify_record_with(&record, &keys, &Policy::default(), store.as_ref()).is_clean())
+    let tiles = audita_record::tiles::check_tiles(dir, &record, &keys);
+    Some(
+        verify_record_with(&record, &keys, &Policy::default(), store.as_ref()).is_clean()
+            && tiles.present
+            && tiles.problems.is_empty(),
+    )
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {

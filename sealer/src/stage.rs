@@ -25,8 +25,11 @@
 //! - Each checkpoint is offered to the deployment's keepers ([`crate::witness`]) with
 //!   a consistency proof from each keeper's last co-signed size; an epoch with fewer
 //!   than the quorum of valid co-signatures is sealed and published all the same,
-//!   counted as under-witnessed, and keepers that come back co-sign a later (or, when
-//!   idle, the latest) checkpoint, whose note on disk then carries their lines.
+//!   counted as under-witnessed, and keepers that come back co-sign every checkpoint
+//!   they missed, oldest first, whose notes on disk then carry their lines.
+//! - The record's static tiled log (`audita_record::tiles`: `checkpoint`, `tile/`)
+//!   is appended after each epoch and its checkpoint are on disk, so tiles never
+//!   lead the record; on open it is caught up with (or rebuilt from) the record.
 
 use crate::witness::{LocalWitness, Witness, Witnesses};
 use audita_bus::{BusError, Consumer, Delivery, Producer};
@@ -36,6 +39,7 @@ use audita_evidence::{
     EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, SealedEpoch, Sealer,
     SignedEnvelope, SigningKey,
 };
+use audita_record::tiles::{TileError, TileLog};
 use audita_record::{self as disk, ReadError, RecordWriter};
 use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT, FRAME_WATERMARK};
 use audita_topics::names as topics;
@@ -60,6 +64,9 @@ pub enum StageError {
     /// The record directory could not be read or written.
     #[error(transparent)]
     Disk(#[from] ReadError),
+    /// The record's tiled log could not be written.
+    #[error(transparent)]
+    Tiles(#[from] TileError),
     /// The record on disk does not reproduce its own seals; refusing to extend it.
     #[error("record directory {0} is inconsistent: {1}")]
     Inconsistent(PathBuf, String),
@@ -95,6 +102,8 @@ pub struct SealerConfig {
 pub struct SealerStage {
     config: SealerConfig,
     writer: RecordWriter,
+    /// The record's static tiled log, appended after each epoch.
+    tiles: TileLog,
     sealer: Sealer,
     /// The keepers and what the sealer knows of each (built once the log is known).
     witnesses: Witnesses,
@@ -150,7 +159,9 @@ impl SealerStage {
         } else {
             RecordWriter::open(&dir)?
         };
+        let (tiles, _) = TileLog::open(&dir)?;
         let mut stage = SealerStage {
+            tiles,
             sealer: Sealer::new(&config.origin, config.log_key.clone())
                 .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?,
             writer,
@@ -538,11 +549,15 @@ impl SealerStage {
         self.rewrite_checkpoints(&older, epoch.header.number)?;
         self.latest = Some(epoch.checkpoint.clone());
         let number = epoch.header.number;
+        let leaves: Vec<Vec<u8>> = epoch.leaves.iter().map(MessageId::leaf_bytes).collect();
+        let checkpoint = epoch.checkpoint.to_text().into_bytes();
+        self.tiles
+            .append_epoch(epoch.header.start, &leaves, &checkpoint)?;
         let msg = EpochMessage {
             header: epoch.header.as_bytes().to_vec(),
-            checkpoint: epoch.checkpoint.to_text().into_bytes(),
+            checkpoint,
             prefix: self.log.nodes(),
-            leaves: epoch.leaves.iter().map(MessageId::leaf_bytes).collect(),
+            leaves,
             envelopes: self.pending.iter().map(|e| e.as_bytes().to_vec()).collect(),
             receipts: std::mem::take(&mut self.pending_receipts),
             watermark: self.watermark(),

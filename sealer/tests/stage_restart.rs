@@ -8,6 +8,7 @@ use audita_evidence::sample::{sample_record, SAMPLE_KEEPERS, SAMPLE_ORIGIN};
 use audita_evidence::SignedEnvelope;
 use audita_evidence::{derive_signing_key, verify_record};
 use audita_record::read_record;
+use audita_record::tiles::check_tiles;
 use audita_sealer::stage::{SealerConfig, SealerStage};
 use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT};
 use audita_topics::names as topics;
@@ -86,6 +87,19 @@ fn run_to_idle(stage: &mut SealerStage, bus: &Bus) {
         .unwrap();
 }
 
+/// The record's tiled log holds exactly its leaves, at its latest checkpoint.
+fn assert_tiles_agree(dir: &std::path::Path) {
+    let (record, keys) = read_record(dir).unwrap();
+    let report = check_tiles(dir, &record, &keys);
+    assert!(report.present, "the sealer writes tiles");
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.size, report.record_size, "tiles are current");
+    assert_eq!(
+        std::fs::read(dir.join("checkpoint")).unwrap(),
+        *record.checkpoints.last().unwrap()
+    );
+}
+
 fn sealed_ids(dir: &std::path::Path) -> Vec<Vec<u8>> {
     let (record, _) = read_record(dir).unwrap();
     record
@@ -124,6 +138,7 @@ fn each_message_is_sealed_once_and_the_record_verifies() {
         partition.is_clean(),
         "record written by the stage must verify clean: {partition:?}"
     );
+    assert_tiles_agree(dir.path());
 }
 
 #[test]
@@ -164,6 +179,44 @@ fn a_crash_mid_window_loses_nothing_and_seals_nothing_twice() {
         partition.is_clean(),
         "record after restart must verify clean: {partition:?}"
     );
+    assert_tiles_agree(dir.path());
+}
+
+/// A crash after epochs were written but before the tiles' checkpoint moved on
+/// (tiles of the later epochs partly on disk, `checkpoint` still an old one): the
+/// reopened stage catches the tiles up from the record and keeps them current.
+#[test]
+fn tiles_left_behind_by_a_crash_catch_up_on_restart() {
+    let bus = Bus::Embedded(EmbeddedBus::new(4));
+    let (envs, keys) = publish(&bus, 13, 300);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut stage = SealerStage::open(config(dir.path(), keys.clone())).unwrap();
+        let mut c = bus.consumer("sealer", &[topics::ACCEPTED]).unwrap();
+        let mut p = bus.producer().unwrap();
+        let mut taken = 0;
+        while taken < 600 {
+            if let Some(d) = c.poll(Duration::from_millis(50)).unwrap() {
+                stage.accept(d);
+                taken += 1;
+                if stage.due() {
+                    stage.close(p.as_mut(), c.as_mut()).unwrap();
+                }
+            }
+        }
+        assert!(stage.stats().epochs >= 3);
+    }
+    let (record, _) = read_record(dir.path()).unwrap();
+    std::fs::write(dir.path().join("checkpoint"), &record.checkpoints[1]).unwrap();
+    let mut stage = SealerStage::open(config(dir.path(), keys)).unwrap();
+    assert_tiles_agree(dir.path());
+    run_to_idle(&mut stage, &bus);
+    assert_eq!(sealed_ids(dir.path()).len(), envs.len());
+    assert!(
+        sealed_ids(dir.path()).len() > 256,
+        "crosses a tile boundary"
+    );
+    assert_tiles_agree(dir.path());
 }
 
 #[test]
