@@ -45,7 +45,7 @@ use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT, FRAME_WATERMARK};
 use audita_topics::names as topics;
 use audita_topics::{EpochMessage, Quarantined, Watermark};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -231,10 +231,15 @@ impl SealerStage {
         let mut epochs = disk::Stream::segments(&dir, "epochs", "epoch-", b'H')?;
         let mut envelopes = disk::Stream::segments(&dir, "segments", "envelopes-", b'E')?;
         let mut log = CompactRange::new();
+        // What may be forgotten on restart is what was forgettable before it: the
+        // horizon behind the event-time watermark the sealer last published (kept in
+        // WATERMARK_FILE), never behind the newest timestamp read back — partitions
+        // are consumed independently, so a later cell's receipts can be sealed before
+        // an earlier cell's envelopes arrive, and those must not become `late`.
+        let cutoff = read_watermark(&dir).saturating_sub(self.horizon_ms);
         // The last epoch read: header, leaves, envelope frames, leaf hashes.
         type LastEpoch = (EpochHeader, Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Hash>);
         let mut last: Option<LastEpoch> = None;
-        let mut newest = 0u64;
         while let Some(frames) = epochs.next_file() {
             let mut frames = frames?.into_iter();
             let header = EpochHeader::decode(frames.next().unwrap_or_default())
@@ -256,11 +261,10 @@ impl SealerStage {
                         log.size() - 1
                     )));
                 }
-                newest = newest.max(env.envelope().timestamp);
                 self.remember_sealed(id.digest, env.envelope().timestamp);
                 sealed_envs.push(bytes);
             }
-            self.prune(newest.saturating_sub(self.horizon_ms));
+            self.prune(cutoff);
             last = Some((header, leaves, sealed_envs, prefix));
         }
         if let Some((header, leaves, sealed_envs, prefix)) = last {
@@ -286,10 +290,9 @@ impl SealerStage {
             let t = Receipt::decode(r.clone())
                 .map(|r| r.timestamp())
                 .unwrap_or(0);
-            newest = newest.max(t);
             self.remember_receipt(audita_evidence::sha256(&r), t);
             if self.receipts_seen.len().is_multiple_of(4096) {
-                self.prune(newest.saturating_sub(self.horizon_ms));
+                self.prune(cutoff);
             }
         }
         // Envelopes on disk that no epoch covers: back into the open window.
@@ -302,7 +305,7 @@ impl SealerStage {
                 self.pending_on_disk += 1;
             }
         }
-        self.prune(newest.saturating_sub(self.horizon_ms));
+        self.prune(cutoff);
         if !self.pending.is_empty() {
             self.oldest_pending = Some(Instant::now());
         }
@@ -565,6 +568,7 @@ impl SealerStage {
         let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
         out.send(&topic, epoch.header.origin.as_bytes(), &msg.encode())?;
         out.flush()?;
+        write_watermark(&self.config.dir, msg.watermark)?;
         self.last_size = epoch.header.size;
         self.stats.sealed += epoch.leaves.len() as u64;
         self.stats.epochs += 1;
@@ -689,6 +693,33 @@ impl SealerStage {
         self.close(out, input)?;
         Ok(())
     }
+}
+
+/// The sealer's own state file in the record directory (not part of the record):
+/// the event-time watermark of the last published epoch, decimal.
+pub const WATERMARK_FILE: &str = "sealer.watermark";
+
+/// The watermark the sealer last published (0 when none was kept).
+fn read_watermark(dir: &Path) -> u64 {
+    std::fs::read_to_string(dir.join(WATERMARK_FILE))
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Keeps `watermark` (atomically: temporary file, fsync, rename).
+fn write_watermark(dir: &Path, watermark: u64) -> Result<(), StageError> {
+    use std::io::Write as _;
+    let path = dir.join(WATERMARK_FILE);
+    let tmp = dir.join(format!("{WATERMARK_FILE}.tmp"));
+    let io = |e: std::io::Error| {
+        StageError::Inconsistent(path.clone(), format!("writing the watermark: {e}"))
+    };
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(format!("{watermark}\n").as_bytes())
+        .map_err(io)?;
+    f.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)
 }
 
 /// Counters of the sealer stage.

@@ -360,3 +360,47 @@ fn an_epoch_written_but_not_published_is_published_after_restart() {
         "the republished epoch carries its envelopes"
     );
 }
+
+/// Regression (a SIGTERM run lost a whole cell): a later message's receipt sealed
+/// before earlier envelopes arrive (they travel on other partitions) must not make
+/// those envelopes `late` after a restart. What a restart forgets follows the
+/// event-time watermark the sealer published, not the newest timestamp it reads back.
+#[test]
+fn a_restart_after_an_early_receipt_does_not_make_earlier_envelopes_late() {
+    let s = sample_record(9, 60);
+    let mut keys = s.keys.clone();
+    let _ = keys.add_log(
+        SAMPLE_ORIGIN,
+        derive_signing_key(7, SAMPLE_ORIGIN).verifying_key(),
+    );
+    for k in SAMPLE_KEEPERS {
+        let _ = keys.add_keeper(k, derive_signing_key(7, k).verifying_key());
+    }
+    let bus = Bus::Embedded(EmbeddedBus::new(4));
+    let mut p = bus.producer().unwrap();
+    // The newest receipt first, alone: an epoch of one receipt.
+    let newest = s.receipts.last().unwrap();
+    let mut f = vec![FRAME_RECEIPT];
+    f.extend_from_slice(newest.as_bytes());
+    p.send(topics::ACCEPTED, b"r", &f).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut stage = SealerStage::open(config(dir.path(), keys.clone()))
+        .unwrap()
+        .with_horizon(1);
+    run_to_idle(&mut stage, &bus);
+    assert_eq!(stage.stats().sealed, 0);
+    drop(stage);
+    // Restart (an orderly stop sealed that epoch), then the envelopes arrive.
+    for e in &s.envelopes {
+        let mut f = vec![FRAME_ENVELOPE];
+        f.extend_from_slice(e.as_bytes());
+        p.send(topics::ACCEPTED, e.envelope().author.as_str().as_bytes(), &f)
+            .unwrap();
+    }
+    let mut stage = SealerStage::open(config(dir.path(), keys))
+        .unwrap()
+        .with_horizon(1);
+    run_to_idle(&mut stage, &bus);
+    assert_eq!(stage.stats().late, 0, "no envelope quarantined as late");
+    assert_eq!(sealed_ids(dir.path()).len(), s.envelopes.len());
+}
