@@ -394,8 +394,12 @@ fn a_restart_after_an_early_receipt_does_not_make_earlier_envelopes_late() {
     for e in &s.envelopes {
         let mut f = vec![FRAME_ENVELOPE];
         f.extend_from_slice(e.as_bytes());
-        p.send(topics::ACCEPTED, e.envelope().author.as_str().as_bytes(), &f)
-            .unwrap();
+        p.send(
+            topics::ACCEPTED,
+            e.envelope().author.as_str().as_bytes(),
+            &f,
+        )
+        .unwrap();
     }
     let mut stage = SealerStage::open(config(dir.path(), keys))
         .unwrap()
