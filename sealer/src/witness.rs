@@ -405,9 +405,11 @@ impl Witnesses {
                     t.size = t.size.max(size);
                     continue;
                 }
-                if size <= t.size {
+                if size < t.size {
                     // The keeper co-signed a larger tree already: this one stays
-                    // without its line (a witness never signs a smaller tree).
+                    // without its line (a witness never signs a smaller tree). A
+                    // checkpoint of the same tree (an epoch of receipts only) is
+                    // offered with the empty proof.
                     continue;
                 }
                 match offer_one(t, &name, &self.history, &p.checkpoint, dir, &has) {
@@ -509,8 +511,8 @@ fn offer_one(
             }
             Answer::Conflict(theirs) if tries < 2 && theirs != t.size => {
                 t.size = theirs;
-                if theirs >= size {
-                    // It holds this tree or a larger one already.
+                if theirs > size {
+                    // It holds a larger tree already.
                     return None;
                 }
             }

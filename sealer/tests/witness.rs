@@ -274,3 +274,35 @@ fn a_keeper_shown_a_fork_cosigns_one_branch_only() {
     );
     assert_eq!(sb.stats().under_witnessed, sb.stats().epochs);
 }
+
+/// An epoch of receipts only states the same tree as the epoch before it (or the
+/// empty tree, first): keepers co-sign it too (with the empty proof), so it is not
+/// left under-witnessed.
+#[test]
+fn an_epoch_of_receipts_only_is_witnessed() {
+    let s = sample_record(13, 20);
+    let keys = keys_for(13, 20);
+    let bus = Bus::Embedded(EmbeddedBus::new(4));
+    let mut p = bus.producer().unwrap();
+    let mut f = vec![FRAME_RECEIPT];
+    f.extend_from_slice(s.receipts[0].as_bytes());
+    p.send(topics::ACCEPTED, b"r", &f).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let service = Service::new(&keys);
+    let mut stage = SealerStage::open(config(dir.path(), keys.clone()))
+        .unwrap()
+        .with_witnesses(vec![Box::new(service.clone())], 1);
+    run_to_idle(&mut stage, &bus);
+    publish(&bus, 13, 20);
+    run_to_idle(&mut stage, &bus);
+    // A receipt not seen before, alone: an epoch of the same tree as the last.
+    let other = sample_record(14, 5);
+    let mut f = vec![FRAME_RECEIPT];
+    f.extend_from_slice(other.receipts[0].as_bytes());
+    p.send(topics::ACCEPTED, b"r", &f).unwrap();
+    let before = stage.stats().epochs;
+    run_to_idle(&mut stage, &bus);
+    assert_eq!(stage.stats().epochs, before + 1, "a receipts-only epoch");
+    assert_eq!(stage.stats().under_witnessed, 0);
+    assert!(cosigned(dir.path(), &keys).iter().all(|c| *c));
+}
