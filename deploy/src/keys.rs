@@ -139,6 +139,15 @@ pub fn parse(
     Ok(key)
 }
 
+/// A fresh identifier for a throw-away deployment's origin (12 hex digits from OS
+/// randomness), so no two runs sign under one log identity.
+pub fn run_id() -> String {
+    generate().verifying_key().as_bytes()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Reads a key from `source`: a path (relative to `base`) or `env:NAME`.
 pub fn load(source: &str, base: &Path, expect_name: Option<&str>) -> Result<SigningKey, KeyError> {
     if let Some(var) = source.strip_prefix("env:") {

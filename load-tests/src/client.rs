@@ -99,12 +99,7 @@ pub fn fleet_of(c: &Config, shape: &Shape) -> Result<Fleet, DeployError> {
 
 /// A fresh run identifier for a throw-away deployment's origin (OS randomness).
 pub fn run_id() -> String {
-    let k = audita_deploy::keys::generate();
-    hex_prefix(k.verifying_key().as_bytes())
-}
-
-fn hex_prefix(bytes: &[u8]) -> String {
-    bytes[..6].iter().map(|b| format!("{b:02x}")).collect()
+    audita_deploy::keys::run_id()
 }
 
 /// Creates the throw-away deployment of `audita demo` in `dir` and registers the

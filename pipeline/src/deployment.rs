@@ -107,11 +107,7 @@ impl Deployment {
         keepers: &[&str],
     ) -> Result<Deployment> {
         let fresh = audita_deploy::keys::generate;
-        let id = fresh().verifying_key().as_bytes()[..6]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>();
-        let origin = format!("audita.ephemeral/run-{id}");
+        let origin = format!("audita.ephemeral/run-{}", audita_deploy::keys::run_id());
         let mut keys = principals;
         let log_key = fresh();
         keys.add_log(&origin, log_key.verifying_key())

@@ -107,7 +107,7 @@ pub struct SealerStage {
     sealer: Sealer,
     /// The keepers and what the sealer knows of each (built once the log is known).
     witnesses: Witnesses,
-    /// The latest checkpoint as written (offered again to keepers behind it).
+    /// The latest checkpoint read back at open: keepers held in-process resume from it.
     latest: Option<SignedCheckpoint>,
     /// The log's compact range at the last checkpoint (for consistency proofs).
     log: CompactRange,
@@ -550,7 +550,6 @@ impl SealerStage {
         self.stats.keepers_behind = self.witnesses.behind() as u64;
         self.writer.write_epoch(&epoch)?;
         self.rewrite_checkpoints(&older, epoch.header.number)?;
-        self.latest = Some(epoch.checkpoint.clone());
         let number = epoch.header.number;
         let leaves: Vec<Vec<u8>> = epoch.leaves.iter().map(MessageId::leaf_bytes).collect();
         let checkpoint = epoch.checkpoint.to_text().into_bytes();

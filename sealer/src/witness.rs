@@ -253,6 +253,9 @@ pub struct Pending {
     pub checkpoint: SignedCheckpoint,
     /// Whether it carries the quorum.
     pub quorum_met: bool,
+    /// Keepers whose valid co-signature it carries (verified once, when the line is
+    /// added, so settling never re-verifies every pending note).
+    pub cosigned_by: std::collections::BTreeSet<String>,
 }
 
 /// Checkpoints kept for keepers that missed them (about 400 bytes each); beyond this
@@ -357,26 +360,25 @@ impl Witnesses {
     ) -> (Vec<Pending>, Pending) {
         self.history.append(hashes);
         let size = checkpoint.checkpoint().size;
-        self.pending.insert(
-            size,
-            Pending {
-                index,
-                checkpoint: checkpoint.clone(),
-                quorum_met: self.quorum == 0,
-            },
-        );
+        let cosigned_by = cosigners(checkpoint, keys);
+        let head = Pending {
+            index,
+            checkpoint: checkpoint.clone(),
+            quorum_met: cosigned_by.len() >= self.quorum,
+            cosigned_by,
+        };
+        self.pending.insert(size, head.clone());
         let changed = self.run(keys, dir);
-        let head = self.pending.get(&size).cloned().unwrap_or_else(|| {
-            changed
-                .iter()
-                .find(|p| p.checkpoint.checkpoint().size == size)
-                .cloned()
-                .unwrap_or(Pending {
-                    index,
-                    checkpoint: checkpoint.clone(),
-                    quorum_met: self.quorum == 0,
-                })
-        });
+        let head = self
+            .pending
+            .get(&size)
+            .or_else(|| {
+                changed
+                    .iter()
+                    .find(|p| p.checkpoint.checkpoint().size == size)
+            })
+            .cloned()
+            .unwrap_or(head);
         (changed, head)
     }
 
@@ -385,11 +387,6 @@ impl Witnesses {
     /// co-signatures changed (in size order).
     pub fn run(&mut self, keys: &KeyRegistry, dir: &Path) -> Vec<Pending> {
         let now = Instant::now();
-        let has = |cp: &SignedCheckpoint, name: &str| {
-            cp.classify(keys)
-                .iter()
-                .any(|l| matches!(l, SignatureLine::Cosigned(c) if c.keeper == name))
-        };
         let mut changed = std::collections::BTreeSet::new();
         for t in &mut self.tracked {
             if t.retry_at.is_some_and(|r| now < r) {
@@ -401,7 +398,7 @@ impl Witnesses {
                 let Some(p) = self.pending.get_mut(&size) else {
                     continue;
                 };
-                if has(&p.checkpoint, &name) {
+                if p.cosigned_by.contains(&name) {
                     t.size = t.size.max(size);
                     continue;
                 }
@@ -412,9 +409,10 @@ impl Witnesses {
                     // offered with the empty proof.
                     continue;
                 }
-                match offer_one(t, &name, &self.history, &p.checkpoint, dir, &has) {
+                match offer_one(t, &name, &self.history, &p.checkpoint, keys, dir) {
                     Some(next) => {
                         p.checkpoint = next;
+                        p.cosigned_by.insert(name.clone());
                         changed.insert(size);
                         self.collected += 1;
                     }
@@ -432,7 +430,7 @@ impl Witnesses {
         let mut out = Vec::new();
         let mut done = Vec::new();
         for (size, p) in self.pending.iter_mut() {
-            let cosigned = names.iter().filter(|n| has(&p.checkpoint, n)).count();
+            let cosigned = names.iter().filter(|n| p.cosigned_by.contains(*n)).count();
             p.quorum_met = cosigned >= self.quorum;
             if changed.contains(size) {
                 out.push(p.clone());
@@ -465,6 +463,17 @@ impl Witnesses {
     }
 }
 
+/// The keepers whose valid co-signature `cp` carries.
+fn cosigners(cp: &SignedCheckpoint, keys: &KeyRegistry) -> std::collections::BTreeSet<String> {
+    cp.classify(keys)
+        .into_iter()
+        .filter_map(|l| match l {
+            SignatureLine::Cosigned(c) => Some(c.keeper),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Offers one checkpoint to one keeper (retrying once from the size a 409 names);
 /// the note with the keeper's verified line, or `None` (the keeper is backed off).
 fn offer_one(
@@ -472,8 +481,8 @@ fn offer_one(
     name: &str,
     history: &History,
     cp: &SignedCheckpoint,
+    keys: &KeyRegistry,
     dir: &Path,
-    has: &dyn Fn(&SignedCheckpoint, &str) -> bool,
 ) -> Option<SignedCheckpoint> {
     let now = Instant::now();
     let size = cp.checkpoint().size;
@@ -489,7 +498,7 @@ fn offer_one(
         match t.witness.add_checkpoint(t.size, &proof, &cp.to_text()) {
             Answer::Cosigned(lines) => {
                 return match cp.with_signature_lines(&lines) {
-                    Ok(next) if has(&next, name) => {
+                    Ok(next) if cosigners(&next, keys).contains(name) => {
                         t.size = size;
                         t.retry_at = None;
                         t.backoff = FIRST_BACKOFF;
