@@ -13,6 +13,7 @@ mod demo;
 mod deployment;
 mod inputs;
 mod keeper;
+mod keeper_evidence;
 mod load;
 mod proof;
 mod query;

@@ -13,7 +13,11 @@
 //!   in the record directory — keys, segments, `..`, a directory listing — can be
 //!   reached; everything else is 404 (405 for other methods).
 //! - Every read is bounded by the tile's largest legal size; every request has a
-//!   time limit ([`REQUEST_TIMEOUT`], 408 past it).
+//!   time limit ([`REQUEST_TIMEOUT`], 408 past it); request headers not received
+//!   within that time close the connection, and at most
+//!   `audita_keeper::MAX_CONNECTIONS` connections are served at once (the keeper's
+//!   accept loop, `audita_keeper::serve_connections`), so clients that open
+//!   connections and never finish a request cannot exhaust the server.
 //! - The server prints `serving RECORD_DIR on http://ADDR` (the bound address: port
 //!   0 picks a free one) on stdout once it listens, and runs until SIGINT/SIGTERM.
 
@@ -75,10 +79,20 @@ fn serve(args: &ServeLogArgs) -> Result<(), String> {
         println!("serving {} on http://{bound}", args.dir.display());
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        axum::serve(listener, router(&args.dir))
-            .with_graceful_shutdown(shutdown())
-            .await
-            .map_err(|e| format!("server: {e}"))
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            shutdown().await;
+            let _ = stop.send(());
+        });
+        audita_keeper::serve_connections(
+            "serve-log",
+            listener,
+            router(&args.dir),
+            REQUEST_TIMEOUT,
+            stopped,
+        )
+        .await;
+        Ok(())
     })
 }
 

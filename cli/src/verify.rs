@@ -41,6 +41,11 @@
 //!   `checkpoint_unsigned`, `checkpoint_bad_signature`, `checkpoint_root_mismatch`, `tiles_ahead`,
 //!   `vkey_mismatch`) is a problem
 //!   (`counts.tile_problems`, `problem_codes.tiles`; exit 1).
+//! - `keeper_evidence` (only with `--keeper-evidence`) judges the conflicting
+//!   checkpoints keepers refused against the record (statuses in
+//!   `keeper_evidence.rs`): a `fork` or a log-signed checkpoint `beyond_record` is a
+//!   problem (exit 1); evidence that does not check is reported as `invalid` and
+//!   proves nothing against the log.
 
 use std::path::PathBuf;
 
@@ -75,6 +80,11 @@ pub struct VerifyArgs {
     /// quorum, instead of the record's own keys/ (format in README).
     #[arg(long, value_name = "FILE")]
     pub trust: Option<PathBuf>,
+    /// Equivocation evidence kept by a keeper (`audita.keeper-evidence/v1`: a file
+    /// of one record or of the array `audita keeper evidence` prints, or the
+    /// keeper's state directory), judged against this record (repeatable).
+    #[arg(long = "keeper-evidence", value_name = "PATH")]
+    pub keeper_evidence: Vec<PathBuf>,
     /// At most this many entries per list in the summary (counts stay complete).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_list: usize,
@@ -117,8 +127,16 @@ fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
         &mut policy,
         args.limits.max_input_bytes,
     )?;
+    let found = crate::keeper_evidence::read(&args.keeper_evidence, args.limits.max_input_bytes)?;
     let partition = verify_record_with(&dir.record, &keys, &policy, dir.payloads.as_ref());
-    let summary = summarize(&partition, &trust, &tiles, args);
+    let evidence = crate::keeper_evidence::judge(found, &dir.record, &keys);
+    let mut summary = summarize(&partition, &trust, &tiles, args);
+    if !args.keeper_evidence.is_empty() {
+        summary["keeper_evidence"] = crate::keeper_evidence::summary(&evidence, args.max_list);
+        if evidence.iter().any(|j| j.is_problem()) {
+            summary["clean"] = json!(false);
+        }
+    }
     println!(
         "{}",
         serde_json::to_string_pretty(&summary).unwrap_or_else(|_| "{}".into())
@@ -134,6 +152,7 @@ fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
             tiles.problems.len()
         ));
     }
+    failures.extend(crate::keeper_evidence::failure_line(&evidence));
     if failures.is_empty() {
         Ok(0)
     } else {

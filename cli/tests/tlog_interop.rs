@@ -535,6 +535,37 @@ fn serve_log_serves_the_tiled_log_and_nothing_else() {
     let (status, h, _) = request(&server.addr, "POST", "/checkpoint");
     assert_eq!(status, 405);
     assert_eq!(h["allow"], "GET, HEAD");
+
+    // Clients that open a connection and send half a request line never finish it:
+    // others are still served at once, and the server closes the stalled
+    // connections itself once their headers are overdue (the request time limit).
+    let mut stalled: Vec<TcpStream> = (0..32)
+        .map(|_| {
+            let mut s = TcpStream::connect(&server.addr).unwrap();
+            s.write_all(b"GET /tile/0/0").unwrap();
+            s
+        })
+        .collect();
+    let t = std::time::Instant::now();
+    let (status, _, _) = request(&server.addr, "GET", "/checkpoint");
+    assert_eq!(status, 200);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        t.elapsed()
+    );
+    for s in &mut stalled {
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        let mut buf = Vec::new();
+        // EOF (or a reset) within the header timeout, not an answer we waited for.
+        let _ = s.read_to_end(&mut buf);
+    }
+    let closed_after = t.elapsed();
+    assert!(
+        closed_after < std::time::Duration::from_secs(15),
+        "stalled connections closed after {closed_after:?}"
+    );
     drop(server);
 
     // A record without tiles: serve-log refuses it in one line; verify says absent.

@@ -16,6 +16,14 @@
 //!   the declaration, the checkpoint it was computed against and the decoded messages
 //!   it names — or an abstention with its reason. Like the verdict, it is a function of
 //!   the bundle and the registries alone.
+//! - Witnessing does not gate certification here: a message sealed in an epoch whose
+//!   checkpoint the log signed is judged certified even when fewer keepers than the
+//!   deployment's quorum co-signed it yet (keepers down or behind, [`Registries`]).
+//!   The record then says so (`record.under_witnessed`, with the quorum), so a
+//!   reader sees that the verdict stands on the log's signature alone; `audita
+//!   verify` / `audita verdict` over the record keep requiring the quorum and accept
+//!   it once the keepers caught up. Requiring it here would turn a keeper outage
+//!   into verdicts that treat the whole fleet's evidence as unsealed.
 
 #![warn(missing_docs)]
 
@@ -49,7 +57,19 @@ pub enum JudgeError {
 /// A record as published on `audita.verdicts` (a verdict or an abstention).
 pub use audita_topics::VerdictRecord as VerdictMessage;
 
-/// Judges one slice bundle.
+/// What a worker judges against: the deployment's keys and duties, and the keeper
+/// quorum its verdict records state witnessing against.
+#[derive(Clone, Copy, Debug)]
+pub struct Registries<'a> {
+    /// Principal, log and keeper keys.
+    pub keys: &'a KeyRegistry,
+    /// The duty registry.
+    pub duties: &'a DutyRegistry,
+    /// Valid keeper co-signatures an epoch needs to count as witnessed.
+    pub quorum: usize,
+}
+
+/// Judges one slice bundle (certification does not wait for keepers: module doc).
 pub fn judge(
     bundle: &SliceBundle,
     keys: &KeyRegistry,
@@ -59,7 +79,11 @@ pub fn judge(
         .map_err(|e| JudgeError::Declaration(e.to_string()))?;
     let adverse = Adverse::new(decl).map_err(|e| JudgeError::Declaration(e.to_string()))?;
     let evidence = &bundle.evidence;
-    let mut partition = verify_proven(evidence, keys, &Policy::default());
+    let policy = Policy {
+        keeper_quorum: Some(0),
+        ..Policy::default()
+    };
+    let mut partition = verify_proven(evidence, keys, &policy);
     // Named by a receipt, cited by nothing in the slice: outside the slice.
     partition.missing.retain(|m| !m.certified_citers.is_empty());
     // The verdict layer reads messages, receipts and the partition; the epochs'
@@ -153,15 +177,15 @@ pub fn message(v: &Verdict) -> VerdictMessage {
 /// The full topic record of a verdict judged from `bundle`: [`message`] plus the
 /// declaration, the checkpoint the verdict's record root belongs to, the decoded
 /// certified messages and the registered duties the verdict names.
-pub fn record(
-    v: &Verdict,
-    bundle: &SliceBundle,
-    keys: &KeyRegistry,
-    duties: &DutyRegistry,
-) -> VerdictMessage {
+pub fn record(v: &Verdict, bundle: &SliceBundle, reg: &Registries<'_>) -> VerdictMessage {
+    let (keys, duties) = (reg.keys, reg.duties);
     let mut m = message(v);
     m.declaration = serde_json::from_slice(&bundle.declaration).ok();
-    m.record = anchor(&bundle.evidence.checkpoints, &v.record_root, keys);
+    m.record = anchor(&bundle.evidence.checkpoints, &v.record_root, keys).map(|mut a| {
+        a.quorum = reg.quorum;
+        a.under_witnessed = under_witnessed(&bundle.evidence.checkpoints, keys, reg.quorum);
+        a
+    });
     let mut named = BTreeSet::new();
     if let Some(json) = &m.verdict {
         strings_in(json, &mut named);
@@ -196,6 +220,27 @@ pub fn record(
     m
 }
 
+/// Whether some log-signed tree (origin, size, root) among `checkpoints` has fewer
+/// than `quorum` distinct keepers whose co-signature verifies, counting every note
+/// of that tree (a later copy may carry more lines).
+fn under_witnessed(checkpoints: &[Vec<u8>], keys: &KeyRegistry, quorum: usize) -> bool {
+    let mut trees: BTreeMap<(String, u64, [u8; 32]), BTreeSet<String>> = BTreeMap::new();
+    for bytes in checkpoints {
+        let Ok(c) = SignedCheckpoint::parse(bytes) else {
+            continue;
+        };
+        if c.verify_log(keys).is_err() {
+            continue;
+        }
+        let cp = c.checkpoint();
+        trees
+            .entry((cp.origin.clone(), cp.size, cp.root))
+            .or_default()
+            .extend(c.cosignatures(keys).into_iter().map(|s| s.keeper));
+    }
+    trees.values().any(|signers| signers.len() < quorum)
+}
+
 /// The checkpoint whose root is the verdict's record root (else the largest one).
 fn anchor(checkpoints: &[Vec<u8>], root: &str, keys: &KeyRegistry) -> Option<RecordAnchor> {
     let parsed: Vec<(SignedCheckpoint, &Vec<u8>)> = checkpoints
@@ -221,6 +266,8 @@ fn anchor(checkpoints: &[Vec<u8>], root: &str, keys: &KeyRegistry) -> Option<Rec
                 timestamp: s.timestamp,
             })
             .collect(),
+        quorum: 0,
+        under_witnessed: false,
     })
 }
 
@@ -312,8 +359,7 @@ fn effect_text(e: &Effect) -> String {
 /// declaration, when the bundle decodes), never dropped.
 pub fn handle(
     d: &Delivery,
-    keys: &KeyRegistry,
-    duties: &DutyRegistry,
+    reg: &Registries<'_>,
     topic_prefix: &str,
     out: &mut dyn Producer,
 ) -> Result<(), BusError> {
@@ -322,9 +368,9 @@ pub fn handle(
     let result = bundle
         .as_ref()
         .ok_or(JudgeError::Bundle)
-        .and_then(|b| judge(b, keys, duties).map(|v| (v, b)));
+        .and_then(|b| judge(b, reg.keys, reg.duties).map(|v| (v, b)));
     let payload = match result {
-        Ok((v, b)) => serde_json::to_vec(&record(&v, b, keys, duties)),
+        Ok((v, b)) => serde_json::to_vec(&record(&v, b, reg)),
         Err(e) => {
             let incident = String::from_utf8_lossy(&d.key);
             tracing::warn!(incident = %incident, error = %e, "abstaining");
@@ -346,31 +392,19 @@ pub fn handle(
 pub fn run(
     input: &mut dyn Consumer,
     out: &mut dyn Producer,
-    keys: &KeyRegistry,
-    duties: &DutyRegistry,
+    reg: &Registries<'_>,
     topic_prefix: &str,
     stop: &AtomicBool,
     max_idle: Option<Duration>,
 ) -> Result<u64, BusError> {
-    run_observed(
-        input,
-        out,
-        keys,
-        duties,
-        topic_prefix,
-        stop,
-        max_idle,
-        |_| {},
-    )
+    run_observed(input, out, reg, topic_prefix, stop, max_idle, |_| {})
 }
 
 /// [`run`], calling `on_slice` with the time each slice took to verify and judge.
-#[allow(clippy::too_many_arguments)]
 pub fn run_observed(
     input: &mut dyn Consumer,
     out: &mut dyn Producer,
-    keys: &KeyRegistry,
-    duties: &DutyRegistry,
+    reg: &Registries<'_>,
     topic_prefix: &str,
     stop: &AtomicBool,
     max_idle: Option<Duration>,
@@ -379,7 +413,7 @@ pub fn run_observed(
     let started = Instant::now();
     let n = audita_bus::pump(input, out, stop, 8, max_idle, |d, out| {
         let t = Instant::now();
-        handle(d, keys, duties, topic_prefix, out)?;
+        handle(d, reg, topic_prefix, out)?;
         on_slice(t.elapsed());
         Ok(())
     })?;

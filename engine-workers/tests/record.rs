@@ -28,8 +28,11 @@ fn publish(payload: Vec<u8>) -> Value {
     };
     audita_engine_workers::handle(
         &d,
-        &KeyRegistry::default(),
-        &DutyRegistry::default(),
+        &audita_engine_workers::Registries {
+            keys: &KeyRegistry::default(),
+            duties: &DutyRegistry::default(),
+            quorum: 0,
+        },
         "",
         out.as_mut(),
     )

@@ -41,4 +41,7 @@ pub use client::{
 };
 pub use config::{generate_key, keeper_vkey, load_key, log_vkey, KeeperConfig, KeeperFile, Limits};
 pub use evidence::{evidence, ConflictKind, ConflictRecord, Finding};
-pub use server::{serve, serve_with, Answer, FaultHook, FaultPoint, Keeper, KeeperHandle};
+pub use server::{
+    serve, serve_connections, serve_with, Answer, FaultHook, FaultPoint, Keeper, KeeperHandle,
+    MAX_CONNECTIONS,
+};

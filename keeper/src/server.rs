@@ -138,6 +138,86 @@ pub struct Keeper {
     fault: Option<FaultHook>,
     /// Serializes evidence writes across logs (the count bound is exact).
     evidence_lock: std::sync::Mutex<()>,
+    metrics: Metrics,
+}
+
+/// The keeper's Prometheus metrics (`GET /metrics`). Label values are bounded:
+/// answers are the fixed set below, origins only the configured logs.
+struct Metrics {
+    registry: prometheus::Registry,
+    /// Answers to `add-checkpoint`, by `answer` (`cosigned`, `conflict`,
+    /// `bad_request`, `forbidden`, `unknown_log`, `bad_proof`, `unavailable`).
+    answers: prometheus::IntCounterVec,
+    /// Conflicting log-signed checkpoints refused, by `kind` (`equivocation`,
+    /// `inconsistent`).
+    conflicts: prometheus::IntCounterVec,
+    /// The latest co-signed tree size, by `origin`.
+    latest_size: prometheus::IntGaugeVec,
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let registry = prometheus::Registry::new();
+        let answers = prometheus::IntCounterVec::new(
+            prometheus::Opts::new(
+                "audita_keeper_answers_total",
+                "Answers to add-checkpoint requests, by answer",
+            ),
+            &["answer"],
+        )
+        .expect("valid metric");
+        let conflicts = prometheus::IntCounterVec::new(
+            prometheus::Opts::new(
+                "audita_keeper_conflicts_total",
+                "Log-signed checkpoints refused because they conflict with the co-signed one, by kind",
+            ),
+            &["kind"],
+        )
+        .expect("valid metric");
+        let latest_size = prometheus::IntGaugeVec::new(
+            prometheus::Opts::new(
+                "audita_keeper_latest_size",
+                "Tree size of the latest checkpoint co-signed, by log origin",
+            ),
+            &["origin"],
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(answers.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(conflicts.clone()),
+            Box::new(latest_size.clone()),
+        ] {
+            registry.register(c).expect("metric registered once");
+        }
+        Metrics {
+            registry,
+            answers,
+            conflicts,
+            latest_size,
+        }
+    }
+
+    fn render(&self) -> String {
+        use prometheus::Encoder as _;
+        let mut buf = Vec::new();
+        let _ = prometheus::TextEncoder::new().encode(&self.registry.gather(), &mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+impl Answer {
+    /// The metric label of this answer.
+    fn label(&self) -> &'static str {
+        match self {
+            Answer::Cosigned(_) => "cosigned",
+            Answer::Conflict(_) => "conflict",
+            Answer::BadRequest(_) => "bad_request",
+            Answer::Forbidden => "forbidden",
+            Answer::UnknownLog(_) => "unknown_log",
+            Answer::BadProof(_) => "bad_proof",
+            Answer::Unavailable(_) => "unavailable",
+        }
+    }
 }
 
 /// Why a keeper cannot start.
@@ -165,6 +245,7 @@ impl Keeper {
     /// checkpoint.
     pub fn open(config: &KeeperConfig, fault: Option<FaultHook>) -> Result<Self, ServeError> {
         let state = StateDir::open(&config.state_dir)?;
+        let metrics = Metrics::new();
         let mut logs = BTreeMap::new();
         for (origin, keys) in &config.logs {
             let mut regs = Vec::new();
@@ -175,6 +256,10 @@ impl Keeper {
                 regs.push(r);
             }
             let latest = state.load(origin)?;
+            metrics
+                .latest_size
+                .with_label_values(&[origin.as_str()])
+                .set(latest.as_ref().map_or(0, |l| l.checkpoint().size) as i64);
             logs.insert(
                 origin.clone(),
                 Log {
@@ -194,6 +279,7 @@ impl Keeper {
             limits: config.limits,
             fault,
             evidence_lock: std::sync::Mutex::new(()),
+            metrics,
         })
     }
 
@@ -302,6 +388,10 @@ impl Keeper {
             return Answer::Unavailable(format!("state write failed: {e}"));
         }
         slot.latest = Some(signed);
+        self.metrics
+            .latest_size
+            .with_label_values(&[new.origin.as_str()])
+            .set(new.size as i64);
         self.fault_at(FaultPoint::AfterPersist);
         tracing::debug!(origin = %new.origin, size = new.size, "co-signed");
         Answer::Cosigned(line)
@@ -314,6 +404,13 @@ impl Keeper {
     }
 
     fn keep(&self, kind: ConflictKind, cosigned: &SignedCheckpoint, req: &AddCheckpoint) {
+        self.metrics
+            .conflicts
+            .with_label_values(&[match kind {
+                ConflictKind::Equivocation => "equivocation",
+                ConflictKind::Inconsistent => "inconsistent",
+            }])
+            .inc();
         let record = ConflictRecord {
             format: EVIDENCE_FORMAT.into(),
             kind,
@@ -344,12 +441,13 @@ impl Keeper {
         }
     }
 
-    /// The HTTP routes (`POST /add-checkpoint`, `GET /healthz` for probes) with
-    /// the body and time limits.
+    /// The HTTP routes (`POST /add-checkpoint`, `GET /healthz` for probes, `GET
+    /// /metrics` in the Prometheus text format) with the body and time limits.
     pub fn router(self: &Arc<Self>) -> Router {
         Router::new()
             .route("/add-checkpoint", post(handle))
             .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+            .route("/metrics", axum::routing::get(metrics))
             .with_state(self.clone())
             .layer(DefaultBodyLimit::max(self.limits.max_body))
             // Refuses a declared length over the limit before reading the body.
@@ -364,7 +462,24 @@ impl Keeper {
 }
 
 async fn handle(State(keeper): State<Arc<Keeper>>, body: Bytes) -> Answer {
-    keeper.add_checkpoint(&body).await
+    let answer = keeper.add_checkpoint(&body).await;
+    keeper
+        .metrics
+        .answers
+        .with_label_values(&[answer.label()])
+        .inc();
+    answer
+}
+
+async fn metrics(State(keeper): State<Arc<Keeper>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        keeper.metrics.render(),
+    )
+        .into_response()
 }
 
 /// A running keeper: its address; stops when shut down or dropped.
@@ -444,7 +559,7 @@ pub fn serve_with(
         .spawn(move || {
             runtime.block_on(async move {
                 match tokio::net::TcpListener::from_std(listener) {
-                    Ok(l) => accept_loop(l, app, header_timeout, stopped).await,
+                    Ok(l) => serve_connections("keeper", l, app, header_timeout, stopped).await,
                     Err(e) => tracing::error!(error = %e, "keeper: listener"),
                 }
             })
@@ -460,11 +575,16 @@ pub fn serve_with(
 /// Connections served at once; past it a new connection is closed at once.
 pub const MAX_CONNECTIONS: usize = 256;
 
-/// Accepts HTTP/1.1 connections (keep-alive) until `stopped`: each connection must
-/// send its request headers within `header_timeout` (the router bounds the rest of
-/// the request), at most [`MAX_CONNECTIONS`] at once. On stop, idle connections
-/// close at once and requests in flight get 5 s to finish.
-async fn accept_loop(
+/// Accepts HTTP/1.1 connections (keep-alive) for `app` until `stopped`: each
+/// connection must send its request headers within `header_timeout` (the router
+/// bounds the rest of the request), at most [`MAX_CONNECTIONS`] at once (a further
+/// one is closed on accept). On stop, idle connections close at once and requests
+/// in flight get 5 s to finish. `what` names the server in log lines. The keeper's
+/// loop, shared by Audita's other HTTP endpoints (`audita serve-log`, the stages'
+/// metrics endpoint), so a client that opens connections and never finishes a
+/// request cannot exhaust any of them.
+pub async fn serve_connections(
+    what: &'static str,
     listener: tokio::net::TcpListener,
     app: Router,
     header_timeout: std::time::Duration,
@@ -482,13 +602,13 @@ async fn accept_loop(
                     Ok((s, _)) => s,
                     Err(e) => {
                         // Out of file descriptors and the like: back off, go on.
-                        tracing::warn!(error = %e, "keeper: accept");
+                        tracing::warn!(server = what, error = %e, "accept failed");
                         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                         continue;
                     }
                 };
                 let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    tracing::warn!(max = MAX_CONNECTIONS, "keeper: connection limit reached, closing a new connection");
+                    tracing::warn!(server = what, max = MAX_CONNECTIONS, "connection limit reached, closing a new connection");
                     continue;
                 };
                 let svc = hyper_util::service::TowerToHyperService::new(app.clone());

@@ -122,6 +122,51 @@ fn every_status_code_path() {
     // After all of that the keeper still serves, at size 9.
     let (st, _, _) = add(&url, 9, &log.proof(9, 20), &log.note(20));
     assert_eq!(st, 200);
+
+    // Its metrics count what it answered (400s before the log is known are
+    // counted too) and the size it holds.
+    let text = ureq::get(&format!("{url}/metrics"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    let value = |name: &str| -> u64 {
+        text.lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .unwrap_or_else(|| panic!("{name} missing from\n{text}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value("audita_keeper_answers_total{answer=\"cosigned\"}"), 4);
+    assert_eq!(value("audita_keeper_answers_total{answer=\"conflict\"}"), 3);
+    assert_eq!(
+        value("audita_keeper_answers_total{answer=\"bad_proof\"}"),
+        4
+    );
+    assert_eq!(
+        value("audita_keeper_answers_total{answer=\"unknown_log\"}"),
+        1
+    );
+    assert_eq!(
+        value("audita_keeper_answers_total{answer=\"forbidden\"}"),
+        2
+    );
+    assert_eq!(
+        value("audita_keeper_answers_total{answer=\"bad_request\"}"),
+        9
+    );
+    assert_eq!(
+        value("audita_keeper_conflicts_total{kind=\"inconsistent\"}"),
+        4
+    );
+    assert_eq!(
+        value("audita_keeper_latest_size{origin=\"log.example/a\"}"),
+        20
+    );
 }
 
 #[test]

@@ -25,15 +25,32 @@ const KEEPER: &str = "operator.example/keeper";
 
 #[test]
 fn live_incidents_pass_ingest_are_sealed_once_and_each_gets_one_verdict() {
-    check(Placement::Live);
+    check(Placement::Live, Keeper::Up);
 }
 
 #[test]
 fn own_slot_incidents_pass_ingest_are_sealed_once_and_each_gets_one_verdict() {
-    check(Placement::OwnSlot);
+    check(Placement::OwnSlot, Keeper::Up);
 }
 
-fn check(placement: Placement) {
+/// The deployment's one keeper is a tlog-witness service that does not answer (a
+/// closed loopback port): the sealer keeps sealing under-witnessed epochs, every
+/// incident still gets its one verdict with the planted ρ, and each verdict record
+/// states that it stands on un-co-signed checkpoints.
+#[test]
+fn with_the_keeper_down_every_incident_is_judged_and_marked_under_witnessed() {
+    check(Placement::Live, Keeper::Down);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Keeper {
+    /// Co-signs inside the sealer's process.
+    Up,
+    /// A remote keeper whose endpoint refuses connections.
+    Down,
+}
+
+fn check(placement: Placement, keeper: Keeper) {
     let config = LoadConfig {
         robots: 20,
         commands_per_s: 2.0,
@@ -63,10 +80,14 @@ fn check(placement: Placement) {
     // throw-away deployment with the load's principals and duties.
     let duties = load.fleet.duties().expect("duty registry parses");
     let prefix = "lt.";
-    let d = Arc::new(
-        Deployment::ephemeral(load.fleet.keys.clone(), duties.clone(), prefix, &[KEEPER])
-            .expect("deployment"),
-    );
+    let mut d = Deployment::ephemeral(load.fleet.keys.clone(), duties.clone(), prefix, &[KEEPER])
+        .expect("deployment");
+    if keeper == Keeper::Down {
+        // Port 9 (discard) on loopback: nothing listens, connections are refused.
+        d.keepers.clear();
+        d.remote_keepers = vec![(KEEPER.to_string(), "http://127.0.0.1:9".to_string())];
+    }
+    let d = Arc::new(d);
     let keys = d.keys.clone();
     let topic = |t: &str| d.topic(t);
     let bus = Bus::Embedded(EmbeddedBus::new(4).with_pending_limit(100_000));
@@ -162,6 +183,15 @@ fn check(placement: Placement) {
             "{incident} abstained: {}",
             vs[0]["abstained"]
         );
+        let anchor = &vs[0]["record"];
+        assert_eq!(anchor["quorum"], 1, "{incident}: {anchor}");
+        assert_eq!(
+            anchor["under_witnessed"],
+            keeper == Keeper::Down,
+            "{incident}: {anchor}"
+        );
+        let cosigners = anchor["cosignatures"].as_array().unwrap().len();
+        assert_eq!(cosigners, usize::from(keeper == Keeper::Up), "{incident}");
     }
     // Through the whole pipeline, every incident's ρ equals its cell's planted causal
     // profile (fleet principals sharing the window get ρ = 0).

@@ -137,11 +137,15 @@ pub fn run_engine(
 ) -> Result<u64> {
     let mut c = bus.consumer(&d.topic("engine-workers"), &[&d.topic(topics::SLICES)])?;
     let mut p = bus.producer()?;
+    let registries = audita_engine_workers::Registries {
+        keys: &d.keys,
+        duties: &d.duties,
+        quorum: d.quorum,
+    };
     let n = audita_engine_workers::run_observed(
         c.as_mut(),
         p.as_mut(),
-        &d.keys,
-        &d.duties,
+        &registries,
         &d.prefix,
         stop,
         idle,

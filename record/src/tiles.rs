@@ -557,6 +557,10 @@ impl TileLog {
             edge: Edge::new(),
         };
         let mut opened = Opened::CaughtUp { from: 0 };
+        let latest = crate::last_checkpoint(dir)?;
+        let latest_tree = latest
+            .as_deref()
+            .and_then(|n| parse_note(&dir.join("checkpoints"), n).ok());
         if let Some(note) = held {
             let loaded = match parse_note(&cp_path, &note) {
                 Ok((size, root)) => Edge::load(dir, size)?
@@ -565,7 +569,12 @@ impl TileLog {
                 Err(_) => None,
             };
             match loaded {
-                Some((edge, root)) if log.record_has(edge.size, &root)? => {
+                // The usual restart: the tiles state the record's latest tree, so
+                // no epoch file needs reading to place them.
+                Some((edge, root))
+                    if latest_tree == Some((edge.size, root))
+                        || log.record_has(edge.size, &root)? =>
+                {
                     opened = Opened::CaughtUp { from: edge.size };
                     log.edge = edge;
                 }
@@ -575,7 +584,7 @@ impl TileLog {
                 }
             }
         }
-        let Some(latest) = crate::last_checkpoint(dir)? else {
+        let Some(latest) = latest else {
             return Ok((log, opened));
         };
         let latest_path = dir.join("checkpoints");
@@ -717,6 +726,19 @@ impl TileLog {
         }
         write_file(&cp_path, note)?;
         Ok(())
+    }
+
+    /// Replaces `checkpoint` with `note` when it states the tiled tree (the same
+    /// checkpoint with more keeper co-signatures, after keepers caught up); a note
+    /// of another tree is left alone (`Ok(false)`): the tiles publish only their
+    /// own size.
+    pub fn update_checkpoint(&mut self, note: &[u8]) -> Result<bool, TileError> {
+        let (size, root) = parse_note(&self.dir.join("checkpoint"), note)?;
+        if size != self.edge.size || root != self.edge.root() {
+            return Ok(false);
+        }
+        write_file(&self.dir.join("checkpoint"), note)?;
+        Ok(true)
     }
 
     /// Appends one sealed epoch — its first leaf index `start`, its leaves and its

@@ -646,8 +646,10 @@ impl SealerStage {
         skip: u64,
     ) -> Result<(), StageError> {
         for p in changed.iter().filter(|p| p.index != skip) {
-            self.writer
-                .replace_checkpoint(p.index, p.checkpoint.to_text().as_bytes())?;
+            let note = p.checkpoint.to_text();
+            self.writer.replace_checkpoint(p.index, note.as_bytes())?;
+            // The tiled log's `checkpoint` gains the lines too when it is this tree.
+            self.tiles.update_checkpoint(note.as_bytes())?;
         }
         self.stats.cosignatures = self.witnesses.collected();
         Ok(())

@@ -22,6 +22,9 @@
 //! - Proofs are computed from memory for keepers within [`MAX_LAG_LEAVES`] leaves of
 //!   the head (the compact range at the oldest retained size plus the leaf hashes
 //!   since), and from the record on disk beyond that.
+//! - Keepers are asked concurrently (one thread per due keeper for the round), so
+//!   an epoch waits for the slowest keeper's round trip, not their sum; the lines
+//!   each returns are verified against the note it was shown and then joined.
 //! - The transport is a [`Witness`]: [`LocalWitness`] runs a keeper in this process
 //!   (deployments that hold a keeper's key, and tests); the HTTP client of a keeper
 //!   service implements the same trait outside this crate.
@@ -387,36 +390,44 @@ impl Witnesses {
     /// co-signatures changed (in size order).
     pub fn run(&mut self, keys: &KeyRegistry, dir: &Path) -> Vec<Pending> {
         let now = Instant::now();
+        // Every due keeper at once (an epoch waits for the slowest keeper, not for
+        // the sum of them): each walks the pending checkpoints it lacks, oldest
+        // first, against the notes as they stand, and returns its verified lines.
+        let (pending, history) = (&self.pending, &self.history);
+        let mut due: Vec<&mut Tracked> = self
+            .tracked
+            .iter_mut()
+            .filter(|t| t.retry_at.is_none_or(|r| now >= r))
+            .collect();
+        let answers: Vec<(String, Vec<(u64, String)>)> = if due.len() < 2 {
+            due.iter_mut()
+                .map(|t| offer_all(t, pending, history, keys, dir))
+                .collect()
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = due
+                    .into_iter()
+                    .map(|t| scope.spawn(move || offer_all(t, pending, history, keys, dir)))
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            })
+        };
         let mut changed = std::collections::BTreeSet::new();
-        for t in &mut self.tracked {
-            if t.retry_at.is_some_and(|r| now < r) {
-                continue;
-            }
-            let name = t.witness.name().to_string();
-            let sizes: Vec<u64> = self.pending.keys().copied().collect();
-            for size in sizes {
+        for (name, lines) in answers {
+            for (size, line) in lines {
                 let Some(p) = self.pending.get_mut(&size) else {
                     continue;
                 };
-                if p.cosigned_by.contains(&name) {
-                    t.size = t.size.max(size);
-                    continue;
-                }
-                if size < t.size {
-                    // The keeper co-signed a larger tree already: this one stays
-                    // without its line (a witness never signs a smaller tree). A
-                    // checkpoint of the same tree (an epoch of receipts only) is
-                    // offered with the empty proof.
-                    continue;
-                }
-                match offer_one(t, &name, &self.history, &p.checkpoint, keys, dir) {
-                    Some(next) => {
+                match p.checkpoint.with_signature_lines(&line) {
+                    Ok(next) => {
                         p.checkpoint = next;
                         p.cosigned_by.insert(name.clone());
                         changed.insert(size);
                         self.collected += 1;
                     }
-                    None => break,
+                    Err(e) => {
+                        tracing::error!(keeper = %name, size, error = %e, "co-signature line does not join the note; ignored")
+                    }
                 }
             }
         }
@@ -474,8 +485,40 @@ fn cosigners(cp: &SignedCheckpoint, keys: &KeyRegistry) -> std::collections::BTr
         .collect()
 }
 
+/// Offers keeper `t` every checkpoint of `pending` it has not co-signed, oldest
+/// first, until one fails (the keeper is then backed off); returns its name and the
+/// verified signature lines it returned, by tree size.
+fn offer_all(
+    t: &mut Tracked,
+    pending: &std::collections::BTreeMap<u64, Pending>,
+    history: &History,
+    keys: &KeyRegistry,
+    dir: &Path,
+) -> (String, Vec<(u64, String)>) {
+    let name = t.witness.name().to_string();
+    let mut out = Vec::new();
+    for (&size, p) in pending {
+        if p.cosigned_by.contains(&name) {
+            t.size = t.size.max(size);
+            continue;
+        }
+        if size < t.size {
+            // The keeper co-signed a larger tree already: this one stays without
+            // its line (a witness never signs a smaller tree). A checkpoint of the
+            // same tree (an epoch of receipts only) is offered with the empty proof.
+            continue;
+        }
+        match offer_one(t, &name, history, &p.checkpoint, keys, dir) {
+            Some(lines) => out.push((size, lines)),
+            None => break,
+        }
+    }
+    (name, out)
+}
+
 /// Offers one checkpoint to one keeper (retrying once from the size a 409 names);
-/// the note with the keeper's verified line, or `None` (the keeper is backed off).
+/// the keeper's signature lines once they verify on the note, or `None` (the keeper
+/// is backed off).
 fn offer_one(
     t: &mut Tracked,
     name: &str,
@@ -483,7 +526,7 @@ fn offer_one(
     cp: &SignedCheckpoint,
     keys: &KeyRegistry,
     dir: &Path,
-) -> Option<SignedCheckpoint> {
+) -> Option<String> {
     let now = Instant::now();
     let size = cp.checkpoint().size;
     for tries in 1..=2 {
@@ -497,14 +540,20 @@ fn offer_one(
         };
         match t.witness.add_checkpoint(t.size, &proof, &cp.to_text()) {
             Answer::Cosigned(lines) => {
-                return match cp.with_signature_lines(&lines) {
-                    Ok(next) if cosigners(&next, keys).contains(name) => {
+                // Only the keeper's own valid line joins the note: anything else it
+                // returned (other names, junk) is dropped.
+                let own = lines.lines().map(|l| format!("{l}\n")).find(|l| {
+                    cp.with_signature_lines(l)
+                        .is_ok_and(|next| cosigners(&next, keys).contains(name))
+                });
+                return match own {
+                    Some(line) => {
                         t.size = size;
                         t.retry_at = None;
                         t.backoff = FIRST_BACKOFF;
-                        Some(next)
+                        Some(line)
                     }
-                    _ => {
+                    None => {
                         tracing::error!(keeper = %name, "keeper returned no valid co-signature; ignored");
                         t.fail(now);
                         None

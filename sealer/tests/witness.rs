@@ -182,6 +182,14 @@ fn keepers_down_leave_epochs_under_witnessed_and_they_catch_up() {
         "every checkpoint it missed is co-signed, oldest first: {after:?}"
     );
     assert_eq!(stage.stats().keepers_behind, 0);
+    // The tiled log's checkpoint (what tlog clients fetch) carries the line too.
+    let tiled =
+        SignedCheckpoint::parse(&std::fs::read(dir.path().join("checkpoint")).unwrap()).unwrap();
+    assert!(
+        tiled.cosignatures(&keys).iter().any(|c| c.keeper == KEEPER),
+        "tiles' checkpoint after catch-up: {}",
+        tiled.to_text()
+    );
     let (record, dir_keys) = read_record(dir.path()).unwrap();
     let part = verify_record_with(&record, &dir_keys, &policy, None);
     let faults: Vec<String> = part
@@ -305,4 +313,85 @@ fn an_epoch_of_receipts_only_is_witnessed() {
     assert_eq!(stage.stats().epochs, before + 1, "a receipts-only epoch");
     assert_eq!(stage.stats().under_witnessed, 0);
     assert!(cosigned(dir.path(), &keys).iter().all(|c| *c));
+}
+
+/// A keeper that answers with its own valid line wrapped in junk: a line claiming
+/// another keeper's name and a malformed one.
+struct Noisy(LocalWitness);
+
+impl Witness for Noisy {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn add_checkpoint(&mut self, old_size: u64, proof: &[Hash], note: &str) -> Answer {
+        match self.0.add_checkpoint(old_size, proof, note) {
+            Answer::Cosigned(own) => Answer::Cosigned(format!(
+                "— {OTHER} AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==\n{own}— not a line\n"
+            )),
+            other => other,
+        }
+    }
+}
+
+const OTHER: &str = "vendor.example/keeper";
+
+/// Three keepers asked at once, one of them noisy: every checkpoint on disk carries
+/// exactly the log's line and one valid line per keeper — nothing a keeper returned
+/// besides its own valid co-signature joins the note.
+#[test]
+fn three_keepers_cosign_every_epoch_and_only_their_own_valid_lines_join_the_note() {
+    let names = [KEEPER, OTHER, "regulator.example/keeper"];
+    let mut keys = keys_for(8, 60);
+    for n in &names[1..] {
+        keys.add_keeper(n, derive_signing_key(9, n).verifying_key())
+            .unwrap();
+    }
+    let local = |n: &str| {
+        LocalWitness::new(
+            Keeper::new(n, derive_signing_key(9, n)).unwrap(),
+            keys.clone(),
+        )
+    };
+    let witnesses: Vec<Box<dyn Witness>> = vec![
+        Box::new(Noisy(local(names[0]))),
+        Box::new(local(names[1])),
+        Box::new(local(names[2])),
+    ];
+    let bus = Bus::Embedded(EmbeddedBus::new(4));
+    let n = publish(&bus, 8, 60);
+    let dir = tempfile::tempdir().unwrap();
+    let mut stage = SealerStage::open(config(dir.path(), keys.clone()))
+        .unwrap()
+        .with_witnesses(witnesses, 3);
+    run_to_idle(&mut stage, &bus);
+    let s = stage.stats();
+    assert_eq!(s.sealed, n as u64);
+    assert!(s.epochs > 2);
+    assert_eq!(s.under_witnessed, 0);
+    assert_eq!(s.cosignatures, 3 * s.epochs);
+    let mut files: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len() as u64, s.epochs);
+    for f in files {
+        let cp = SignedCheckpoint::parse(&std::fs::read(&f).unwrap()).unwrap();
+        let mut signers: Vec<String> = cp
+            .cosignatures(&keys)
+            .into_iter()
+            .map(|c| c.keeper)
+            .collect();
+        signers.sort();
+        let mut want: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        want.sort();
+        assert_eq!(signers, want, "{}", f.display());
+        assert_eq!(
+            cp.signatures().len(),
+            4,
+            "log + 3 keepers only: {}",
+            cp.to_text()
+        );
+    }
 }

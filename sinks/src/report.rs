@@ -274,6 +274,7 @@ struct ReportPage {
     log_origin: String,
     checkpoint: String,
     cosignatures: Vec<(String, u64)>,
+    under_witnessed: String,
     declaration: String,
     verify_cmd: String,
     verdict_cmd: String,
@@ -404,6 +405,19 @@ fn base(record: &VerdictRecord, origin: &RecordOrigin) -> ReportPage {
                     .iter()
                     .map(|c| (c.keeper.clone(), c.timestamp))
                     .collect()
+            })
+            .unwrap_or_default(),
+        under_witnessed: anchor
+            .filter(|a| a.under_witnessed)
+            .map(|a| {
+                format!(
+                    "When this verdict was computed, a checkpoint it rests on carried fewer \
+                     valid keeper co-signatures than the deployment's quorum of {}: it stands \
+                     on the log operator's signature alone until the keepers catch up. \
+                     Re-run the commands below once they have; a verifier that requires the \
+                     quorum refuses the record until then.",
+                    a.quorum
+                )
             })
             .unwrap_or_default(),
         declaration: decl.map(pretty).unwrap_or_default(),

@@ -60,7 +60,7 @@ pub const INCIDENTS_SCHEMA: &str = "audita.incidents/v1";
 /// Schema id of the findings table.
 pub const FINDINGS_SCHEMA: &str = "audita.findings/v1";
 /// Additive version within the schema id (bumped when columns are appended).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 /// Files at least this large are not compacted again.
 pub const SMALL_FILE_BYTES: u64 = 64 << 20;
 /// File holding the record origin in a tables directory.
@@ -223,6 +223,9 @@ pub struct IncidentRow {
     pub log_origin: Option<String>,
     /// Keepers whose co-signature on that checkpoint verifies.
     pub keepers: Vec<String>,
+    /// Whether the slice rested on a checkpoint short of the keeper quorum when
+    /// judged (null without a checkpoint).
+    pub under_witnessed: Option<bool>,
     /// When the sink first took the verdict (Unix ms, UTC).
     pub verdict_time: i64,
     /// Principals in the verdict.
@@ -309,6 +312,7 @@ pub fn rows_of(
         keepers: anchor
             .map(|a| a.cosignatures.iter().map(|c| c.keeper.clone()).collect())
             .unwrap_or_default(),
+        under_witnessed: anchor.map(|a| a.under_witnessed),
         verdict_time,
         principals: 0,
         culpable: 0,
@@ -416,6 +420,7 @@ pub fn incidents_schema() -> Arc<Schema> {
         Field::new("culpable", DataType::UInt32, false),
         list_field("culpable_principals"),
         Field::new("evidence_items", DataType::UInt32, false),
+        Field::new("under_witnessed", DataType::Boolean, true),
     ]))
 }
 
@@ -494,6 +499,9 @@ pub fn incidents_batch(rows: &[IncidentRow]) -> Result<RecordBatch, SinkError> {
         u32s(|r| r.culpable),
         lists(rows, |r| &r.culpable_principals),
         u32s(|r| r.evidence_items),
+        Arc::new(BooleanArray::from(
+            rows.iter().map(|r| r.under_witnessed).collect::<Vec<_>>(),
+        )),
     ];
     RecordBatch::try_new(incidents_schema(), columns).map_err(enc)
 }

@@ -128,7 +128,7 @@ fn pyarrow_reads_both_tables_with_timestamps_partitions_and_metadata() {
     assert_eq!(row("inc-unknown")["predicate"], Value::Null);
     let meta = &inc["meta"];
     assert_eq!(meta["audita.schema"], "audita.incidents/v1");
-    assert_eq!(meta["audita.schema_version"], "1");
+    assert_eq!(meta["audita.schema_version"], "2");
     assert_eq!(meta["audita.record_origin"], "2026-03-01T22:00:00.000Z");
     let f = &v["findings"];
     let frows = f["rows"].as_array().unwrap();

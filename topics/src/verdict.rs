@@ -154,6 +154,16 @@ pub struct RecordAnchor {
     pub checkpoint: String,
     /// Keeper co-signatures that verify against the registry.
     pub cosignatures: Vec<CosignatureView>,
+    /// Valid keeper co-signatures the deployment requires of an epoch (its
+    /// quorum, `k` of the `n` keepers).
+    #[serde(default)]
+    pub quorum: usize,
+    /// Whether some checkpoint the slice rests on had fewer valid keeper
+    /// co-signatures than `quorum` when the verdict was computed (keepers down or
+    /// behind): the verdict stands on the log's signature alone until they catch
+    /// up, and a verifier requiring the quorum does not yet accept its record.
+    #[serde(default)]
+    pub under_witnessed: bool,
 }
 
 /// A verified keeper co-signature.
@@ -161,8 +171,8 @@ pub struct RecordAnchor {
 pub struct CosignatureView {
     /// Keeper name.
     pub keeper: String,
-    /// The timestamp the keeper signed (`cosignature/v1` `time` line), as the sealer
-    /// supplies it: record-time milliseconds in this deployment.
+    /// The timestamp the keeper signed (`cosignature/v1` `time` line): POSIX
+    /// seconds of the keeper's own clock.
     pub timestamp: u64,
 }
 
