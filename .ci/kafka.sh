@@ -5,6 +5,7 @@
 #   .ci/kafka.sh start RUNDIR     format storage, start a broker on free loopback ports,
 #                                 wait until it accepts connections, print host:port
 #   .ci/kafka.sh stop RUNDIR      stop the broker started in RUNDIR (no-op if none)
+#   .ci/kafka.sh restart RUNDIR   start the broker of RUNDIR again (same ports, same data)
 #
 # The broker listens on 127.0.0.1 only. Its log is RUNDIR/broker.log.
 set -euo pipefail
@@ -52,11 +53,18 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.flush.interval.messages=1000000
 PROPS
-  local java_opts="-Xms256m -Xmx768m -XX:+UseSerialGC -Djava.awt.headless=true -Dlog4j2.configurationFile=$here/kafka/log4j2.properties"
   local cluster
   cluster=$(java $java_opts -cp "$lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)
   java $java_opts -cp "$lib/*" kafka.tools.StorageTool format -t "$cluster" -c "$run/server.properties" \
     >"$run/format.log" 2>&1 || { echo "kafka: storage format failed:" >&2; tail -n 20 "$run/format.log" >&2; return 1; }
+  launch "$run" "$port"
+}
+
+java_opts="-Xms256m -Xmx768m -XX:+UseSerialGC -Djava.awt.headless=true -Dlog4j2.configurationFile=$here/kafka/log4j2.properties"
+
+# Starts the broker of RUNDIR (configured, storage formatted) and waits for PORT.
+launch() {
+  local run="$1" port="$2"
   nohup java $java_opts -cp "$lib/*" kafka.Kafka "$run/server.properties" >"$run/broker.log" 2>&1 &
   echo $! > "$run/broker.pid"
   for _ in $(seq 1 240); do
@@ -73,6 +81,18 @@ PROPS
   done
   echo "kafka: broker did not start within 120 s:" >&2; tail -n 30 "$run/broker.log" >&2
   stop "$run"; return 1
+}
+
+restart() {
+  local run="$1"
+  run="$(cd "$run" && pwd)"
+  [ -f "$run/server.properties" ] || { echo "kafka: no broker configured in $run" >&2; return 1; }
+  stop "$run"
+  local port
+  port=$(sed -n 's#^listeners=PLAINTEXT://127.0.0.1:\([0-9]*\),.*#\1#p' "$run/server.properties")
+  [ -n "$port" ] || { echo "kafka: no PLAINTEXT port in $run/server.properties" >&2; return 1; }
+  mv -f "$run/broker.log" "$run/broker.log.1" 2>/dev/null || true
+  launch "$run" "$port"
 }
 
 stop() {
@@ -92,5 +112,6 @@ case "$cmd" in
   resolve) resolve ;;
   start) start "${1:?RUNDIR}" ;;
   stop) stop "${1:?RUNDIR}" ;;
-  *) echo "usage: $0 resolve | start RUNDIR | stop RUNDIR" >&2; exit 2 ;;
+  restart) restart "${1:?RUNDIR}" ;;
+  *) echo "usage: $0 resolve | start RUNDIR | stop RUNDIR | restart RUNDIR" >&2; exit 2 ;;
 esac

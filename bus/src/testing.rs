@@ -31,6 +31,12 @@ impl KafkaBroker {
                 });
             }
         }
+        KafkaBroker::start_private()
+    }
+
+    /// A private single-node broker of this test alone (never the shared one), which
+    /// the test may [`stop`](Self::stop) and [`restart`](Self::restart).
+    pub fn start_private() -> Result<KafkaBroker, String> {
         let run = std::env::temp_dir().join(format!(
             "audita-kafka-{}-{}",
             std::process::id(),
@@ -58,6 +64,37 @@ impl KafkaBroker {
     /// `host:port` of the broker.
     pub fn bootstrap(&self) -> &str {
         &self.bootstrap
+    }
+
+    fn control(&self, what: &str) -> Result<(), String> {
+        let run = self
+            .owned_run_dir
+            .as_ref()
+            .ok_or_else(|| format!("cannot {what} the shared broker (use start_private)"))?;
+        let out = Command::new("bash")
+            .arg(script())
+            .arg(what)
+            .arg(run)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", script().display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "kafka {what} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    /// Stops a private broker (its data stays; [`Self::restart`] brings it back).
+    pub fn stop(&self) -> Result<(), String> {
+        self.control("stop")
+    }
+
+    /// Starts a stopped private broker again on the same address with its data.
+    pub fn restart(&self) -> Result<(), String> {
+        self.control("restart")
     }
 }
 

@@ -11,6 +11,7 @@ mod bench;
 mod bench_pipeline;
 mod demo;
 mod deployment;
+mod export;
 mod inputs;
 mod keeper;
 mod keeper_evidence;
@@ -72,6 +73,9 @@ enum Command {
     ServeLog(serve_log::ServeLogArgs),
     /// Write a small signed, sealed sample fleet record.
     SampleRecord(sample_record::SampleRecordArgs),
+    /// Export a record's evidence in a standard form (`export dsse`: DSSE JSON
+    /// envelopes for off-the-shelf verifiers).
+    Export(export::ExportArgs),
 }
 
 fn main() {
@@ -111,6 +115,7 @@ fn main() {
         Command::Query(args) => query::run(args),
         Command::Proof(args) => proof::run(args),
         Command::ServeLog(args) => serve_log::run(args),
+        Command::Export(args) => export::run(args),
     };
     std::process::exit(code);
 }
