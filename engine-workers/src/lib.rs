@@ -16,6 +16,14 @@
 //!   the declaration, the checkpoint it was computed against and the decoded messages
 //!   it names — or an abstention with its reason. Like the verdict, it is a function of
 //!   the bundle and the registries alone.
+//! - With the deployment's predicate file ([`judge_checked`], [`run_checked`]) the
+//!   declaration is checkable: the monitor re-derives it from the bundle's certified
+//!   messages (which the slicer ships: `audita_monitor::reads`) and a declaration the
+//!   slice does not support — `t*` moved, an anchor dropped, a realised command
+//!   marked unrealised, no declarer — is refused: no verdict, an abstention record
+//!   whose reason starts `declaration refused:`. A slice re-derives what its window
+//!   holds; the whole-record check (`audita verdict --predicates`) also sees what
+//!   precedes the window.
 
 #![warn(missing_docs)]
 
@@ -27,6 +35,7 @@ use audita_topics::names as topics;
 use audita_topics::SliceBundle;
 use audita_topics::VerdictRow;
 use audita_topics::{CosignatureView, DutyView, MessageView, RecordAnchor};
+use audita_monitor::Predicates;
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +53,9 @@ pub enum JudgeError {
     /// The verdict layer refused (e.g. too many completions: abstention).
     #[error("verdict: {0}")]
     Verdict(String),
+    /// The declaration is not what the slice's certified record supports.
+    #[error("{0}")]
+    Refused(audita_monitor::Refusal),
 }
 
 /// A record as published on `audita.verdicts` (a verdict or an abstention).
@@ -55,13 +67,32 @@ pub fn judge(
     keys: &KeyRegistry,
     duties: &DutyRegistry,
 ) -> Result<Verdict, JudgeError> {
+    judge_checked(bundle, keys, duties, None)
+}
+
+/// Judges one slice bundle, first checking its declaration against the slice's
+/// certified messages with the predicate file when one is given.
+pub fn judge_checked(
+    bundle: &SliceBundle,
+    keys: &KeyRegistry,
+    duties: &DutyRegistry,
+    predicates: Option<&Predicates>,
+) -> Result<Verdict, JudgeError> {
     let decl: AdverseDecl = serde_json::from_slice(&bundle.declaration)
         .map_err(|e| JudgeError::Declaration(e.to_string()))?;
-    let adverse = Adverse::new(decl).map_err(|e| JudgeError::Declaration(e.to_string()))?;
+    Adverse::new(decl.clone()).map_err(|e| JudgeError::Declaration(e.to_string()))?;
     let evidence = &bundle.evidence;
     let mut partition = verify_proven(evidence, keys, &Policy::default());
     // Named by a receipt, cited by nothing in the slice: outside the slice.
     partition.missing.retain(|m| !m.certified_citers.is_empty());
+    let decl = match predicates {
+        None => decl,
+        Some(file) => {
+            let derived = audita_monitor::derive(&partition, file);
+            audita_monitor::check(&decl, file, &derived).map_err(JudgeError::Refused)?
+        }
+    };
+    let adverse = Adverse::new(decl).map_err(|e| JudgeError::Declaration(e.to_string()))?;
     // The verdict layer reads messages, receipts and the partition; the epochs'
     // leaf lists are not part of a proven slice.
     let record = Record {
@@ -317,12 +348,24 @@ pub fn handle(
     topic_prefix: &str,
     out: &mut dyn Producer,
 ) -> Result<(), BusError> {
+    handle_checked(d, keys, duties, None, topic_prefix, out)
+}
+
+/// [`handle`], checking declarations against the predicate file when one is given.
+pub fn handle_checked(
+    d: &Delivery,
+    keys: &KeyRegistry,
+    duties: &DutyRegistry,
+    predicates: Option<&Predicates>,
+    topic_prefix: &str,
+    out: &mut dyn Producer,
+) -> Result<(), BusError> {
     let topic = format!("{topic_prefix}{}", topics::VERDICTS);
     let bundle = SliceBundle::decode(&d.payload);
     let result = bundle
         .as_ref()
         .ok_or(JudgeError::Bundle)
-        .and_then(|b| judge(b, keys, duties).map(|v| (v, b)));
+        .and_then(|b| judge_checked(b, keys, duties, predicates).map(|v| (v, b)));
     let payload = match result {
         Ok((v, b)) => serde_json::to_vec(&record(&v, b, keys, duties)),
         Err(e) => {
@@ -374,12 +417,39 @@ pub fn run_observed(
     topic_prefix: &str,
     stop: &AtomicBool,
     max_idle: Option<Duration>,
+    on_slice: impl FnMut(Duration),
+) -> Result<u64, BusError> {
+    run_checked(
+        input,
+        out,
+        keys,
+        duties,
+        None,
+        topic_prefix,
+        stop,
+        max_idle,
+        on_slice,
+    )
+}
+
+/// [`run_observed`], checking every declaration against the predicate file when one
+/// is given (a refused one becomes an abstention, never a verdict).
+#[allow(clippy::too_many_arguments)]
+pub fn run_checked(
+    input: &mut dyn Consumer,
+    out: &mut dyn Producer,
+    keys: &KeyRegistry,
+    duties: &DutyRegistry,
+    predicates: Option<&Predicates>,
+    topic_prefix: &str,
+    stop: &AtomicBool,
+    max_idle: Option<Duration>,
     mut on_slice: impl FnMut(Duration),
 ) -> Result<u64, BusError> {
     let started = Instant::now();
     let n = audita_bus::pump(input, out, stop, 8, max_idle, |d, out| {
         let t = Instant::now();
-        handle(d, keys, duties, topic_prefix, out)?;
+        handle_checked(d, keys, duties, predicates, topic_prefix, out)?;
         on_slice(t.elapsed());
         Ok(())
     })?;
