@@ -30,8 +30,8 @@
 //!   * **severity** by the predicate's rule, from the subject's registered mass and
 //!     its telemetry at `t*`.
 //!   Each fact names the certified messages establishing it.
-//! - Separation pairs only fresh observations (neither older than the file's
-//!   `stale_after_ms`); subjects are tried in the report's order, then by name, and
+//! - Separation pairs only fresh observations (within the file's `stale_after_ms`
+//!   of the report being evaluated, earlier or later); subjects are tried in the report's order, then by name, and
 //!   the first other party below the threshold is the one named.
 //! - Deterministic: maps are `BTreeMap`s, ties are broken by arrival order.
 //! - Memory: the latest observation per entity, and per actuator the commands of
@@ -290,14 +290,19 @@ impl Monitor {
                     let margin = pred.near_miss_margin.unwrap_or(0.0);
                     // Subjects: updated ones first (report order), then the others
                     // that are still fresh.
-                    let fresh = ts.saturating_sub(self.file.stale_after_ms);
+                    // Fresh: within `stale_after_ms` of this report either way — a
+                    // stream sealed across partitions may deliver another author's
+                    // later reports first, and those are no more "here now" than
+                    // stale ones (regression: a 64-cell demo paired one cell's robot
+                    // with another cell's worker).
+                    let stale = self.file.stale_after_ms;
                     let order: Vec<String> = updated
                         .iter()
                         .cloned()
                         .chain(
                             self.latest
                                 .iter()
-                                .filter(|(k, l)| !updated.contains(k) && l.ts >= fresh)
+                                .filter(|(k, l)| !updated.contains(k) && l.ts.abs_diff(ts) <= stale)
                                 .map(|(k, _)| k.clone()),
                         )
                         .collect();

@@ -23,8 +23,9 @@
 //!   issued at least this long before `t*` whose effect no certified actuation report
 //!   realised by `t*` is **unrealised** (its effect never arrived).
 //!   `stale_after_ms` (default 5000): a separation pairs two entities' latest
-//!   observations only when neither is older than this (record time) — an entity
-//!   that stopped reporting is not "still there".
+//!   observations only when they lie within this of each other (record time) — an
+//!   entity that stopped reporting is not "still there", and one whose reports
+//!   arrived ahead of the stream is not "here yet".
 //! - `entities`: the registered entities — class and, for kinetic severity, the
 //!   mass in kg (finite, positive). Telemetry reports an entity's class too; the
 //!   registry is what severity trusts for mass.
