@@ -227,7 +227,9 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     // The deployment's adverse predicates: its monitor stage detects every incident
     // from the sealed record (the fleet publishes no declaration), and its engine
     // workers check each declaration against the slice.
-    d.predicates = Some(audita_monitor::Predicates::from_json(&fleet.predicates_json)?);
+    d.predicates = Some(audita_monitor::Predicates::from_json(
+        &fleet.predicates_json,
+    )?);
     let d = Arc::new(d);
     let total = fleet.messages() as u64;
     let bar = if args.quiet {

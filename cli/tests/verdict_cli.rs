@@ -150,16 +150,31 @@ fn verdict_with_predicates_refuses_a_declaration_the_record_does_not_support() {
     let rec = rec.to_str().unwrap().to_string();
     let run = |decl: &audita_verdict::AdverseDecl| {
         let a = write("adverse.json", serde_json::to_string(decl).unwrap());
-        audita(&["verdict", &rec, "--duties", &d, "--adverse", &a, "--predicates", &p])
+        audita(&[
+            "verdict",
+            &rec,
+            "--duties",
+            &d,
+            "--adverse",
+            &a,
+            "--predicates",
+            &p,
+        ])
     };
     let out = run(&decl);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["declaration"]["predicate"], "separation_below_0.5m");
     assert_eq!(v["declaration"]["declarer"]["kind"], "monitor");
     let facts = v["declaration"]["facts"].as_array().expect("facts");
-    assert!(facts.iter().any(|f| f["fact"] == "anchor"
-        && f["evidence"].as_array().is_some_and(|e| e.len() >= 2)));
+    assert!(facts
+        .iter()
+        .any(|f| f["fact"] == "anchor" && f["evidence"].as_array().is_some_and(|e| e.len() >= 2)));
     assert_eq!(v["principals"]["planner-1"]["rho_lo"], 0.5);
     let anchor = decl.anchors[0].clone();
     let mut moved = decl.clone();
@@ -183,7 +198,10 @@ fn verdict_with_predicates_refuses_a_declaration_the_record_does_not_support() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{want}: {err}");
         assert!(out.stdout.is_empty(), "{want}: a verdict was printed");
-        assert!(err.contains("declaration refused") && err.contains(want), "{err}");
+        assert!(
+            err.contains("declaration refused") && err.contains(want),
+            "{err}"
+        );
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     }
 }

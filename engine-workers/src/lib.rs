@@ -31,11 +31,11 @@ use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::{
     verify_proven, Effect, KeyRegistry, Payload, Policy, Record, SignedCheckpoint, SignedEnvelope,
 };
+use audita_monitor::Predicates;
 use audita_topics::names as topics;
 use audita_topics::SliceBundle;
 use audita_topics::VerdictRow;
 use audita_topics::{CosignatureView, DutyView, MessageView, RecordAnchor};
-use audita_monitor::Predicates;
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -425,13 +425,17 @@ fn telemetry(author: &str, stamp: u64, reading: String) -> Result<Envelope, Reco
 fn rtls_reading(spec: &crate::world::WorldSpec, f: &crate::world::Frame) -> String {
     let mut obs = Vec::new();
     for (r, st) in spec.robots.iter().zip(&f.robots) {
-        obs.push(serde_json::json!({"entity": r.name, "class": "robot", "fields": {
+        obs.push(
+            serde_json::json!({"entity": r.name, "class": "robot", "fields": {
             "x_mm": st.pos.x, "y_mm": st.pos.y, "speed_mm_per_s": st.speed * 10,
-            "halted": st.halted}}));
+            "halted": st.halted}}),
+        );
     }
     for (h, p) in spec.humans.iter().zip(&f.humans) {
-        obs.push(serde_json::json!({"entity": h.name, "class": "human", "fields": {
-            "x_mm": p.x, "y_mm": p.y}}));
+        obs.push(
+            serde_json::json!({"entity": h.name, "class": "human", "fields": {
+            "x_mm": p.x, "y_mm": p.y}}),
+        );
     }
     serde_json::json!({"telemetry": 1, "observations": obs}).to_string()
 }
@@ -751,7 +755,10 @@ pub fn predicates_json(sc: &Scenario) -> String {
     let spec = &sc.spec;
     let mut entities = serde_json::Map::new();
     for r in &spec.robots {
-        entities.insert(r.name.clone(), json!({"class": "robot", "mass_kg": r.mass_kg}));
+        entities.insert(
+            r.name.clone(),
+            json!({"class": "robot", "mass_kg": r.mass_kg}),
+        );
     }
     for h in &spec.humans {
         entities.insert(h.name.clone(), json!({"class": "human"}));

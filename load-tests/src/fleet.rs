@@ -318,8 +318,7 @@ fn cell_payload(i: usize, p: &Payload) -> Payload {
         | Payload::SetParam { target, .. } => *target = cell_name(i, target),
         Payload::SensorReport { sensor, reading } => {
             *sensor = cell_name(i, sensor);
-            if let Some(renamed) = audita_monitor::telemetry::rename(reading, |n| cell_name(i, n))
-            {
+            if let Some(renamed) = audita_monitor::telemetry::rename(reading, |n| cell_name(i, n)) {
                 *reading = renamed;
             }
         }
@@ -544,7 +543,10 @@ fn declare_cell(
     }
     let mut decls = monitor.advance(u64::MAX);
     if decls.len() > 1 {
-        return Err(format!("{} incidents in one facility scenario", decls.len()));
+        return Err(format!(
+            "{} incidents in one facility scenario",
+            decls.len()
+        ));
     }
     Ok(decls.pop())
 }

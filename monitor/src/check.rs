@@ -46,7 +46,12 @@ fn close(a: f64, b: f64) -> bool {
 
 fn sev(s: &Option<Severity>) -> String {
     match s {
-        Some(s) => format!("{} kg at {} m/s ({} J)", s.mass_kg, s.speed_m_per_s, s.joules()),
+        Some(s) => format!(
+            "{} kg at {} m/s ({} J)",
+            s.mass_kg,
+            s.speed_m_per_s,
+            s.joules()
+        ),
         None => "none".into(),
     }
 }

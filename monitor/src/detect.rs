@@ -307,7 +307,9 @@ impl Monitor {
                         )
                         .collect();
                     for s in &order {
-                        let Some(ls) = self.latest.get(s) else { continue };
+                        let Some(ls) = self.latest.get(s) else {
+                            continue;
+                        };
                         if !a.matches(s, &ls.class) {
                             continue;
                         }
@@ -317,11 +319,15 @@ impl Monitor {
                             if o == s || !(s_updated || updated.contains(o)) {
                                 continue;
                             }
-                            let Some(lo) = self.latest.get(o) else { continue };
+                            let Some(lo) = self.latest.get(o) else {
+                                continue;
+                            };
                             if !b.matches(o, &lo.class) {
                                 continue;
                             }
-                            let Some(d) = self.distance(s, o) else { continue };
+                            let Some(d) = self.distance(s, o) else {
+                                continue;
+                            };
                             let holds = d < *below_mm;
                             let near = d < below_mm + margin;
                             if holds {
@@ -357,7 +363,9 @@ impl Monitor {
                 } => {
                     let margin = pred.near_miss_margin.unwrap_or(0.0);
                     for s in updated {
-                        let Some(l) = self.latest.get(s) else { continue };
+                        let Some(l) = self.latest.get(s) else {
+                            continue;
+                        };
                         if !entity.matches(s, &l.class) {
                             continue;
                         }
@@ -389,7 +397,9 @@ impl Monitor {
                 } => {
                     let margin = pred.near_miss_margin.unwrap_or(0.0);
                     for s in updated {
-                        let Some(l) = self.latest.get(s) else { continue };
+                        let Some(l) = self.latest.get(s) else {
+                            continue;
+                        };
                         if !entity.matches(s, &l.class) {
                             continue;
                         }
@@ -412,7 +422,9 @@ impl Monitor {
                 }
                 Condition::Expression { entity, when, expr } => {
                     for s in updated {
-                        let Some(l) = self.latest.get(s) else { continue };
+                        let Some(l) = self.latest.get(s) else {
+                            continue;
+                        };
                         if !entity.matches(s, &l.class) {
                             continue;
                         }
@@ -484,8 +496,7 @@ impl Monitor {
             lb.fields.get("x_mm")?,
             lb.fields.get("y_mm")?,
         );
-        if let (Value::Int(ax), Value::Int(ay), Value::Int(bx), Value::Int(by)) = (ax, ay, bx, by)
-        {
+        if let (Value::Int(ax), Value::Int(ay), Value::Int(bx), Value::Int(by)) = (ax, ay, bx, by) {
             // Exact on integer positions: compare squared distances in i128.
             let dx = *ax as i128 - *bx as i128;
             let dy = *ay as i128 - *by as i128;
@@ -498,8 +509,7 @@ impl Monitor {
 
     /// Severity of a predicate's subject from an observation, with the fact's detail.
     fn severity(&self, pi: usize, subject: &str, obs: &Latest) -> (Option<Severity>, String) {
-        let Some(SeverityRule::Kinetic { speed_field }) = &self.file.predicates[pi].severity
-        else {
+        let Some(SeverityRule::Kinetic { speed_field }) = &self.file.predicates[pi].severity else {
             return (None, String::new());
         };
         let mass = self.file.entities.get(subject).and_then(|e| e.mass_kg);
@@ -517,15 +527,24 @@ impl Monitor {
                 );
                 (Some(s), detail)
             }
-            (None, _) => (None, format!("no registered mass for {subject}: severity unknown")),
-            _ => (None, format!("{subject} reports no {speed_field}: severity unknown")),
+            (None, _) => (
+                None,
+                format!("no registered mass for {subject}: severity unknown"),
+            ),
+            _ => (
+                None,
+                format!("{subject} reports no {speed_field}: severity unknown"),
+            ),
         }
     }
 
     fn declare(&self, p: &Pending) -> AdverseDecl {
         let pred = &self.file.predicates[p.pred];
         let t_star = p.t_star;
-        let start = pred.lookback_ms.map(|l| t_star.saturating_sub(l)).unwrap_or(0);
+        let start = pred
+            .lookback_ms
+            .map(|l| t_star.saturating_sub(l))
+            .unwrap_or(0);
         let deadline = self.file.realisation_deadline_ms;
         let mut facts = vec![Fact {
             fact: FactKind::TStar,
@@ -585,7 +604,9 @@ impl Monitor {
                 Effect::Speed { mm_per_s, .. } => {
                     num("speed_mm_per_s").is_some_and(|v| v > 0.0 && v != *mm_per_s as f64)
                 }
-                Effect::Param { name, value, .. } => num(name.as_str()).is_some_and(|v| v != *value as f64),
+                Effect::Param { name, value, .. } => {
+                    num(name.as_str()).is_some_and(|v| v != *value as f64)
+                }
                 _ => false,
             };
             if superseded {

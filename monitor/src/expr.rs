@@ -98,8 +98,7 @@ fn lex(text: &str) -> Result<Vec<(usize, Tok)>, String> {
             };
             out.push((start, Tok::Num(v)));
         } else if c.is_ascii_alphabetic() || c == b'_' {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.')
-            {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
                 i += 1;
             }
             out.push((start, Tok::Ident(text[start..i].to_string())));
@@ -162,7 +161,10 @@ impl Parser {
     }
     fn or(&mut self, depth: usize) -> Result<Expr, String> {
         if depth > MAX_DEPTH {
-            return Err(format!("nesting deeper than {MAX_DEPTH} at byte {}", self.at()));
+            return Err(format!(
+                "nesting deeper than {MAX_DEPTH} at byte {}",
+                self.at()
+            ));
         }
         let mut items = vec![self.and(depth)?];
         while self.peek_op() == Some("||") {
@@ -190,7 +192,10 @@ impl Parser {
     fn not(&mut self, depth: usize) -> Result<Expr, String> {
         if self.peek_op() == Some("!") {
             if depth > MAX_DEPTH {
-                return Err(format!("nesting deeper than {MAX_DEPTH} at byte {}", self.at()));
+                return Err(format!(
+                    "nesting deeper than {MAX_DEPTH} at byte {}",
+                    self.at()
+                ));
             }
             self.pos += 1;
             return Ok(Expr::Not(Box::new(self.not(depth + 1)?)));
@@ -224,7 +229,10 @@ impl Parser {
                     ));
                 }
             }
-            if matches!(side, Expr::Not(_) | Expr::And(_) | Expr::Or(_) | Expr::Cmp(..)) {
+            if matches!(
+                side,
+                Expr::Not(_) | Expr::And(_) | Expr::Or(_) | Expr::Cmp(..)
+            ) {
                 return Err(format!(
                     "a comparison operand must be a field or a literal (byte {at}); add parentheses around boolean operands with ==/!= only"
                 ));
@@ -397,9 +405,14 @@ mod tests {
             ("mode", Value::Str("auto".into())),
         ]);
         assert!(!e.holds(&halted));
-        let manual = f(&[("halted", Value::Bool(true)), ("mode", Value::Str("manual".into()))]);
+        let manual = f(&[
+            ("halted", Value::Bool(true)),
+            ("mode", Value::Str("manual".into())),
+        ]);
         assert!(e.holds(&manual), "a defined true disjunct decides the or");
-        assert!(Expr::parse("x >= -2.5").unwrap().holds(&f(&[("x", Value::Float(-2.0))])));
+        assert!(Expr::parse("x >= -2.5")
+            .unwrap()
+            .holds(&f(&[("x", Value::Float(-2.0))])));
     }
 
     #[test]

@@ -298,7 +298,9 @@ impl Predicates {
         for (name, e) in &file.entities {
             if let Some(m) = e.mass_kg {
                 if !(m.is_finite() && m > 0.0) {
-                    return Err(bad(format!("entity {name}: mass_kg must be finite and positive")));
+                    return Err(bad(format!(
+                        "entity {name}: mass_kg must be finite and positive"
+                    )));
                 }
             }
         }
@@ -306,7 +308,10 @@ impl Predicates {
         let mut predicates = Vec::with_capacity(file.predicates.len());
         for d in file.predicates {
             if d.name.is_empty() || !seen.insert(d.name.clone()) {
-                return Err(bad(format!("predicate name {:?} is empty or repeated", d.name)));
+                return Err(bad(format!(
+                    "predicate name {:?} is empty or repeated",
+                    d.name
+                )));
             }
             predicates.push(validate(d).map_err(|e| bad(e))?);
         }
@@ -337,7 +342,9 @@ fn validate(d: PredicateDecl) -> Result<Predicate, String> {
     let selector = |s: Option<Selector>, what: &str| -> Result<Selector, String> {
         match s {
             Some(s) if s.class.is_some() || s.name.is_some() => Ok(s),
-            Some(_) => Err(err(&format!("selector {what} names neither class nor name"))),
+            Some(_) => Err(err(&format!(
+                "selector {what} names neither class nor name"
+            ))),
             None => Err(err(&format!("kind needs {what}"))),
         }
     };
@@ -378,7 +385,11 @@ fn validate(d: PredicateDecl) -> Result<Predicate, String> {
         }
         Kind::SpeedInZone => {
             let zone = d.zone.ok_or_else(|| err("kind needs zone"))?;
-            if !zone.min_mm.iter().chain(&zone.max_mm).all(|v| v.is_finite())
+            if !zone
+                .min_mm
+                .iter()
+                .chain(&zone.max_mm)
+                .all(|v| v.is_finite())
                 || zone.min_mm[0] > zone.max_mm[0]
                 || zone.min_mm[1] > zone.max_mm[1]
             {
@@ -448,22 +459,59 @@ mod tests {
         let p = Predicates::from_json(GOOD).unwrap();
         assert_eq!(p.predicates.len(), 4);
         assert_eq!(p.realisation_deadline_ms, 1000);
-        assert!(p.get("over").unwrap().condition.subject().matches("agv-12", "robot"));
-        assert!(!p.get("over").unwrap().condition.subject().matches("arm-1", "robot"));
+        assert!(p
+            .get("over")
+            .unwrap()
+            .condition
+            .subject()
+            .matches("agv-12", "robot"));
+        assert!(!p
+            .get("over")
+            .unwrap()
+            .condition
+            .subject()
+            .matches("arm-1", "robot"));
     }
 
     #[test]
     fn malformed_files_are_one_line_errors_naming_the_problem() {
         let cases = [
             (GOOD.replace("\"version\": 1", "\"version\": 2"), "version"),
-            (GOOD.replace("\"below_mm\": 500", "\"below_mm\": 500, \"colour\": 1"), "unknown field"),
-            (GOOD.replace("\"below_mm\": 500", "\"below_mm\": 500, \"field\": \"x\""), "does not apply"),
-            (GOOD.replace("\"min\": 1, \"max\": 2", "\"min\": 3, \"max\": 2"), "min exceeds max"),
-            (GOOD.replace("speed > 3 && !halted", "speed >"), "predicate expr"),
-            (GOOD.replace("\"name\": \"over\"", "\"name\": \"sep\""), "repeated"),
-            (GOOD.replace("\"mass_kg\": 400", "\"mass_kg\": -1"), "mass_kg"),
-            (GOOD.replace("{\"name\": \"agv-*\"}", "{}"), "neither class nor name"),
-            (GOOD.replace("\"lookback_ms\": 5", "\"lookback_ms\": 5, \"near_miss_margin\": 1"), "near-miss"),
+            (
+                GOOD.replace("\"below_mm\": 500", "\"below_mm\": 500, \"colour\": 1"),
+                "unknown field",
+            ),
+            (
+                GOOD.replace("\"below_mm\": 500", "\"below_mm\": 500, \"field\": \"x\""),
+                "does not apply",
+            ),
+            (
+                GOOD.replace("\"min\": 1, \"max\": 2", "\"min\": 3, \"max\": 2"),
+                "min exceeds max",
+            ),
+            (
+                GOOD.replace("speed > 3 && !halted", "speed >"),
+                "predicate expr",
+            ),
+            (
+                GOOD.replace("\"name\": \"over\"", "\"name\": \"sep\""),
+                "repeated",
+            ),
+            (
+                GOOD.replace("\"mass_kg\": 400", "\"mass_kg\": -1"),
+                "mass_kg",
+            ),
+            (
+                GOOD.replace("{\"name\": \"agv-*\"}", "{}"),
+                "neither class nor name",
+            ),
+            (
+                GOOD.replace(
+                    "\"lookback_ms\": 5",
+                    "\"lookback_ms\": 5, \"near_miss_margin\": 1",
+                ),
+                "near-miss",
+            ),
         ];
         for (text, want) in cases {
             let e = Predicates::from_json(&text).unwrap_err().to_string();

@@ -107,7 +107,10 @@ fn parse_telemetry(text: &str) -> Result<Vec<Observation>, TelemetryError> {
     let bad = |s: String| TelemetryError(s);
     let r: Reading = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
     if r.telemetry != 1 {
-        return Err(bad(format!("unsupported telemetry version {}", r.telemetry)));
+        return Err(bad(format!(
+            "unsupported telemetry version {}",
+            r.telemetry
+        )));
     }
     if r.observations.len() > MAX_OBSERVATIONS {
         return Err(bad(format!(
@@ -201,7 +204,9 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(e.to_string().contains("unknown field"), "{e}");
-        assert!(parse(r#"{"telemetry": 2, "observations": []}"#).unwrap().is_err());
+        assert!(parse(r#"{"telemetry": 2, "observations": []}"#)
+            .unwrap()
+            .is_err());
     }
 
     #[test]

@@ -13,8 +13,7 @@ use std::collections::BTreeSet;
 use audita_evidence::{verify_record, Partition};
 use audita_facility::generator::{generate as draw, Params};
 use audita_facility::record::{
-    adverse_json, planted_realisation, predicates_json, registry_json, sign_record,
-    SignedRecord,
+    adverse_json, planted_realisation, predicates_json, registry_json, sign_record, SignedRecord,
 };
 use audita_facility::scenario::{generate, Family, Scenario};
 use audita_monitor::{check, derive, AlertKind, Derivation, Monitor, Predicates};
@@ -34,7 +33,12 @@ struct Case {
 fn case(sc: Scenario) -> Case {
     let sr = sign_record(&sc).expect("record");
     let part = verify_record(&sr.record, &sr.keys);
-    assert!(part.is_clean(), "{} {}: record not clean", sc.family, sc.seed);
+    assert!(
+        part.is_clean(),
+        "{} {}: record not clean",
+        sc.family,
+        sc.seed
+    );
     let file = Predicates::from_json(&predicates_json(&sc)).expect("predicate file");
     let derived = derive(&part, &file);
     let planted = adverse_json(&sc, &sr)
@@ -71,7 +75,10 @@ fn compare(c: &Case) -> Vec<String> {
         if c.derived.declarations.is_empty() && fired.is_empty() {
             return Vec::new();
         }
-        return vec![format!("{name}: not adverse, yet the monitor fired {:?}", fired)];
+        return vec![format!(
+            "{name}: not adverse, yet the monitor fired {:?}",
+            fired
+        )];
     };
     let [d] = c.derived.declarations.as_slice() else {
         return vec![format!(
@@ -123,12 +130,18 @@ fn compare(c: &Case) -> Vec<String> {
     diff(
         "realised",
         format!("{:?}", of(FactKind::Realised)),
-        format!("{:?}", realised.iter().map(id_string).collect::<BTreeSet<_>>()),
+        format!(
+            "{:?}",
+            realised.iter().map(id_string).collect::<BTreeSet<_>>()
+        ),
     );
     diff(
         "unrealised",
         format!("{:?}", set(&d.unrealised)),
-        format!("{:?}", unrealised.iter().map(id_string).collect::<BTreeSet<_>>()),
+        format!(
+            "{:?}",
+            unrealised.iter().map(id_string).collect::<BTreeSet<_>>()
+        ),
     );
     diff(
         "unrealised facts",
@@ -136,7 +149,10 @@ fn compare(c: &Case) -> Vec<String> {
         format!("{:?}", set(&d.unrealised)),
     );
     if c.sc.family == Family::NoCause.name() && !d.anchors.is_empty() {
-        out.push(format!("{name}: a no-cause control has anchors {:?}", d.anchors));
+        out.push(format!(
+            "{name}: a no-cause control has anchors {:?}",
+            d.anchors
+        ));
     }
     // Every fact's evidence is certified.
     for f in &d.facts {
@@ -218,7 +234,10 @@ fn a_thousand_generator_draws_derive_their_planted_declarations() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(adverse > 100 && quiet > 100, "{adverse} adverse, {quiet} not");
+    assert!(
+        adverse > 100 && quiet > 100,
+        "{adverse} adverse, {quiet} not"
+    );
 }
 
 fn refused(c: &Case, d: &AdverseDecl, want: &str) -> Result<(), String> {
@@ -244,7 +263,10 @@ fn hostile_declarations_are_refused_on_every_family() {
             let d = c.derived.declarations[0].clone();
             // The monitor's own declaration passes.
             if let Err(e) = check(&d, &c.file, &c.derived) {
-                failures.push(format!("{} {seed}: own declaration refused: {e}", fam.name()));
+                failures.push(format!(
+                    "{} {seed}: own declaration refused: {e}",
+                    fam.name()
+                ));
             }
             // The planted declaration, declared by hand by an operator, passes too.
             let mut manual = c.planted.clone().unwrap();
@@ -258,7 +280,10 @@ fn hostile_declarations_are_refused_on_every_family() {
                     assert_eq!(checked.incident, manual.incident);
                     assert_eq!(checked.facts, d.facts);
                 }
-                Err(e) => failures.push(format!("{} {seed}: operator declaration refused: {e}", fam.name())),
+                Err(e) => failures.push(format!(
+                    "{} {seed}: operator declaration refused: {e}",
+                    fam.name()
+                )),
             }
             // Without a declarer: refused.
             let mut anon = manual.clone();
@@ -279,7 +304,11 @@ fn hostile_declarations_are_refused_on_every_family() {
                 .filter(|f| f.fact == FactKind::Realised)
                 .filter_map(|f| f.message.clone())
                 .collect();
-            let victim = d.anchors.first().cloned().or_else(|| realised.first().cloned());
+            let victim = d
+                .anchors
+                .first()
+                .cloned()
+                .or_else(|| realised.first().cloned());
             if let Some(a) = victim {
                 let mut hostile = d.clone();
                 hostile.facts.clear();
@@ -359,6 +388,11 @@ fn incremental_detection_equals_the_whole_record_derivation() {
 fn near_miss_alerts_precede_the_incident_on_safety_families() {
     let c = case(generate(Family::Trivial, 1));
     let kinds: Vec<AlertKind> = c.derived.alerts.iter().map(|a| a.kind).collect();
-    assert_eq!(kinds, vec![AlertKind::NearMiss, AlertKind::Fired], "{:?}", c.derived.alerts);
+    assert_eq!(
+        kinds,
+        vec![AlertKind::NearMiss, AlertKind::Fired],
+        "{:?}",
+        c.derived.alerts
+    );
     assert!(c.derived.alerts[0].t_ms < c.derived.alerts[1].t_ms);
 }

@@ -46,7 +46,10 @@ fn a_report_delivered_ahead_of_the_stream_does_not_pair_with_the_present() {
     assert!(m.observe(&ahead).is_empty());
     // This cell's worker at the same coordinates, now: no pairing with the future.
     let now = report(&mut keys, "c1.tags", 1_000, "c1.worker-1", "human", 100);
-    assert!(m.observe(&now).is_empty(), "paired with a report 49 s ahead");
+    assert!(
+        m.observe(&now).is_empty(),
+        "paired with a report 49 s ahead"
+    );
     // This cell's robot next to it, now: fires.
     let robot = report(&mut keys, "c1.rtls", 1_200, "c1.agv-1", "robot", 300);
     let alerts = m.observe(&robot);
@@ -55,5 +58,8 @@ fn a_report_delivered_ahead_of_the_stream_does_not_pair_with_the_present() {
     assert_eq!(alerts[0].entities, vec!["c1.agv-1", "c1.worker-1"]);
     // A stale worker (more than stale_after_ms before) no longer pairs.
     let late = report(&mut keys, "c1.rtls", 2_500, "c1.agv-2", "robot", 150);
-    assert!(m.observe(&late).is_empty(), "paired with a report 1.5 s old");
+    assert!(
+        m.observe(&late).is_empty(),
+        "paired with a report 1.5 s old"
+    );
 }

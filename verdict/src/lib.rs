@@ -46,8 +46,8 @@ pub use breach::{Breach, Violation};
 pub use duty::{AggregationRule, Counterpart, Duty, DutyRegistry, PrincipalDuties, Rule, Standard};
 pub use slice::{Edge, EdgeKind, Evidence, Node, Outside, Slice};
 pub use verdict::{
-    verdict, verdict_with, Claim, ClaimLevel, DeclarationView, Finding, FindingStatus, Flag, Options, Status,
-    Verdict, VerdictRow, SCHEMA,
+    verdict, verdict_with, Claim, ClaimLevel, DeclarationView, Finding, FindingStatus, Flag,
+    Options, Status, Verdict, VerdictRow, SCHEMA,
 };
 
 /// Why a verdict could not be computed. Every variant is permanent for its input
