@@ -104,8 +104,7 @@ pub fn check(
             Some(d) => *d,
             None => *many
                 .iter()
-                .filter(|d| d.t_star_ms <= decl.t_star_ms)
-                .next_back()
+                .rfind(|d| d.t_star_ms <= decl.t_star_ms)
                 .unwrap_or(&many[0]),
         },
     };

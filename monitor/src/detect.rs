@@ -29,6 +29,7 @@
 //!     anchor: an exogenous outcome.
 //!   * **severity** by the predicate's rule, from the subject's registered mass and
 //!     its telemetry at `t*`.
+//!
 //!   Each fact names the certified messages establishing it.
 //! - Separation pairs only fresh observations (within the file's `stale_after_ms`
 //!   of the report being evaluated, earlier or later); subjects are tried in the report's order, then by name, and

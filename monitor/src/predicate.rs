@@ -313,7 +313,7 @@ impl Predicates {
                     d.name
                 )));
             }
-            predicates.push(validate(d).map_err(|e| bad(e))?);
+            predicates.push(validate(d).map_err(bad)?);
         }
         Ok(Predicates {
             realisation_deadline_ms: file.realisation_deadline_ms,
