@@ -160,7 +160,7 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         &metrics,
         |bus| {
             let mut producer = bus.producer()?;
-            fleet.publish(producer.as_mut(), &d.prefix, None, |n| {
+            fleet.publish_declaring(producer.as_mut(), &d.prefix, None, |n| {
                 // Declarations go out right after the messages up to their t*.
                 let t = order.get(n).copied().unwrap_or(u64::MAX);
                 let mut p = published.lock().unwrap_or_else(|e| e.into_inner());

@@ -8,10 +8,13 @@
 //!   run's), unless `--force`, which first removes what an earlier demo wrote there
 //!   and still refuses if anything else is present.
 //! - Every verdict is re-checkable offline: next to the record and `duties.json`
-//!   the demo writes each incident's adverse declaration (`adverse/<incident>.json`)
-//!   and the verdict the pipeline published (`verdicts/<incident>.json`, canonical
-//!   JSON), so `audita verdict DIR/record --duties DIR/duties.json --adverse
-//!   DIR/adverse/<incident>.json` prints the same bytes.
+//!   the demo writes the predicate file it monitored (`predicates.json`), each
+//!   incident's adverse declaration as the monitor derived it from the record
+//!   (`adverse/<incident>.json`: `t*`, anchors, severity, realisation facts with their
+//!   evidence) and the verdict the pipeline published (`verdicts/<incident>.json`,
+//!   canonical JSON), so `audita verdict DIR/record --duties DIR/duties.json --adverse
+//!   DIR/adverse/<incident>.json --predicates DIR/predicates.json` re-derives the
+//!   declaration, checks it and prints the same bytes.
 //! - The keepers are independent services (`DIR/keepers/keeper-N/`: own key, own
 //!   state), run in this process over loopback HTTP with the code of `audita keeper
 //!   serve`; the sealer reaches them as a tlog-witness client, so the demo's record
@@ -132,7 +135,7 @@ impl DemoKeepers {
 }
 
 /// What `audita demo` writes into its output directory.
-const OUTPUTS: [&str; 10] = [
+const OUTPUTS: [&str; 11] = [
     "deployment",
     "keepers",
     "record",
@@ -142,6 +145,7 @@ const OUTPUTS: [&str; 10] = [
     "journal.jsonl",
     "rows.json",
     "duties.json",
+    "predicates.json",
     "planted.json",
 ];
 
@@ -220,6 +224,12 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     if let Some(n) = args.max_slice_bytes {
         d.max_slice_bytes = n;
     }
+    // The deployment's adverse predicates: its monitor stage detects every incident
+    // from the sealed record (the fleet publishes no declaration), and its engine
+    // workers check each declaration against the slice.
+    d.predicates = Some(audita_monitor::Predicates::from_json(
+        &fleet.predicates_json,
+    )?);
     let d = Arc::new(d);
     let total = fleet.messages() as u64;
     let bar = if args.quiet {
@@ -267,6 +277,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         serde_json::to_vec_pretty(&rows)?,
     )?;
     std::fs::write(args.out.join("duties.json"), &fleet.duties_json)?;
+    std::fs::write(args.out.join("predicates.json"), &fleet.predicates_json)?;
     // What each verdict was judged on and what it said, for re-checking offline.
     let adverse_dir = args.out.join("adverse");
     std::fs::create_dir_all(&adverse_dir)?;

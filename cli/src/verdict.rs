@@ -15,6 +15,14 @@
 //! has suspect/missing evidence (named in the JSON) or its keys differ from the
 //! pinned ones (named on stderr); 2 with one line on stderr when an input cannot be
 //! read, exceeds a size limit (`--max-*`) or is malformed.
+//!
+//! `--predicates P` makes the declaration checkable: the monitor (`audita-monitor`)
+//! re-derives the incident from the certified record and the predicate file, and a
+//! declaration whose `t*`, anchors, severity or realisation facts the record does not
+//! support — or that names no declarer — is refused (exit 2, one line naming the
+//! difference, no verdict). An accepted declaration is judged with the facts the
+//! record establishes, and the verdict names the predicate, the declarer and each
+//! fact's evidence (`declaration`).
 
 use std::path::PathBuf;
 
@@ -35,6 +43,10 @@ pub struct VerdictArgs {
     /// Adverse predicate declaration (JSON, see verdict/SCHEMA.md).
     #[arg(long)]
     pub adverse: PathBuf,
+    /// Predicate file (JSON, see monitor/README.md): re-derive the declaration from
+    /// the record and refuse it unless the record supports it.
+    #[arg(long)]
+    pub predicates: Option<PathBuf>,
     /// Print one JSON row per (incident, principal) instead of the verdict.
     #[arg(long)]
     pub rows: bool,
@@ -104,6 +116,17 @@ fn run_inner(args: &VerdictArgs) -> Result<i32, String> {
             .ok_or_else(|| format!("no epoch of {} has log root {text}", args.dir.display()))?,
     };
     let partition = verify_record_with(&record, &keys, &policy, dir.payloads.as_ref());
+    let adverse = match &args.predicates {
+        None => adverse,
+        Some(path) => {
+            let file = audita_monitor::Predicates::from_json(&read_text(path, max_input)?)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let derived = audita_monitor::derive(&partition, &file);
+            let checked = audita_monitor::check(&adverse.decl, &file, &derived)
+                .map_err(|e| format!("{}: {e}", args.adverse.display()))?;
+            Adverse::new(checked).map_err(|e| e.to_string())?
+        }
+    };
     if let Some(line) = trust.failure_line() {
         eprintln!("audita verdict: {line}");
     }

@@ -123,3 +123,85 @@ fn malformed_inputs_exit_2_with_one_line() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--predicates`: the monitor's declaration (derived from the record) is accepted and
+/// the verdict names the predicate, the declarer and each fact's evidence; the same
+/// declaration with `t*` moved, its anchor marked unrealised or dropped, or without a
+/// declarer is refused — exit 2, one line, no verdict.
+#[test]
+fn verdict_with_predicates_refuses_a_declaration_the_record_does_not_support() {
+    use audita_facility::record::{predicates_json, registry_json};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let sc = generate(Family::Redundancy, 2);
+    let sr = sign_record(&sc).expect("record");
+    let rec = dir.join("rec");
+    audita_record::write_record(&rec, &sr.record, &sr.keys).expect("write");
+    let part = audita_evidence::verify_record(&sr.record, &sr.keys);
+    let file = audita_monitor::Predicates::from_json(&predicates_json(&sc)).unwrap();
+    let decl = audita_monitor::derive(&part, &file).declarations.remove(0);
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let d = write("duties.json", registry_json(&sc, "reasonable_agent"));
+    let p = write("predicates.json", predicates_json(&sc));
+    let rec = rec.to_str().unwrap().to_string();
+    let run = |decl: &audita_verdict::AdverseDecl| {
+        let a = write("adverse.json", serde_json::to_string(decl).unwrap());
+        audita(&[
+            "verdict",
+            &rec,
+            "--duties",
+            &d,
+            "--adverse",
+            &a,
+            "--predicates",
+            &p,
+        ])
+    };
+    let out = run(&decl);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["declaration"]["predicate"], "separation_below_0.5m");
+    assert_eq!(v["declaration"]["declarer"]["kind"], "monitor");
+    let facts = v["declaration"]["facts"].as_array().expect("facts");
+    assert!(facts
+        .iter()
+        .any(|f| f["fact"] == "anchor" && f["evidence"].as_array().is_some_and(|e| e.len() >= 2)));
+    assert_eq!(v["principals"]["planner-1"]["rho_lo"], 0.5);
+    let anchor = decl.anchors[0].clone();
+    let mut moved = decl.clone();
+    moved.facts.clear();
+    moved.t_star_ms += 100;
+    let mut unrealised = decl.clone();
+    unrealised.facts.clear();
+    unrealised.unrealised.push(anchor.clone());
+    let mut dropped = decl.clone();
+    dropped.facts.clear();
+    dropped.anchors.clear();
+    let mut anonymous = decl.clone();
+    anonymous.declarer = None;
+    for (bad, want) in [
+        (&moved, "is not when"),
+        (&unrealised, "the record shows its effect realised"),
+        (&dropped, "dropped"),
+        (&anonymous, "no declarer"),
+    ] {
+        let out = run(bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{want}: {err}");
+        assert!(out.stdout.is_empty(), "{want}: a verdict was printed");
+        assert!(
+            err.contains("declaration refused") && err.contains(want),
+            "{err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+}

@@ -24,6 +24,15 @@
 //!   verify` / `audita verdict` over the record keep requiring the quorum and accept
 //!   it once the keepers caught up. Requiring it here would turn a keeper outage
 //!   into verdicts that treat the whole fleet's evidence as unsealed.
+//! - With the deployment's predicate file ([`Registries::predicates`],
+//!   [`judge_checked`]) the
+//!   declaration is checkable: the monitor re-derives it from the bundle's certified
+//!   messages (which the slicer ships: `audita_monitor::reads`) and a declaration the
+//!   slice does not support — `t*` moved, an anchor dropped, a realised command
+//!   marked unrealised, no declarer — is refused: no verdict, an abstention record
+//!   whose reason starts `declaration refused:`. A slice re-derives what its window
+//!   holds; the whole-record check (`audita verdict --predicates`) also sees what
+//!   precedes the window.
 
 #![warn(missing_docs)]
 
@@ -31,6 +40,7 @@ use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::{
     verify_proven, Effect, KeyRegistry, Payload, Policy, Record, SignedCheckpoint, SignedEnvelope,
 };
+use audita_monitor::Predicates;
 use audita_topics::names as topics;
 use audita_topics::SliceBundle;
 use audita_topics::VerdictRow;
@@ -52,6 +62,9 @@ pub enum JudgeError {
     /// The verdict layer refused (e.g. too many completions: abstention).
     #[error("verdict: {0}")]
     Verdict(String),
+    /// The declaration is not what the slice's certified record supports.
+    #[error("{0}")]
+    Refused(audita_monitor::Refusal),
 }
 
 /// A record as published on `audita.verdicts` (a verdict or an abstention).
@@ -67,6 +80,9 @@ pub struct Registries<'a> {
     pub duties: &'a DutyRegistry,
     /// Valid keeper co-signatures an epoch needs to count as witnessed.
     pub quorum: usize,
+    /// The deployment's predicate file: when given, every declaration is re-derived
+    /// from the slice and refused unless it matches ([`judge_checked`]).
+    pub predicates: Option<&'a Predicates>,
 }
 
 /// Judges one slice bundle (certification does not wait for keepers: module doc).
@@ -75,9 +91,20 @@ pub fn judge(
     keys: &KeyRegistry,
     duties: &DutyRegistry,
 ) -> Result<Verdict, JudgeError> {
+    judge_checked(bundle, keys, duties, None)
+}
+
+/// Judges one slice bundle, first checking its declaration against the slice's
+/// certified messages with the predicate file when one is given.
+pub fn judge_checked(
+    bundle: &SliceBundle,
+    keys: &KeyRegistry,
+    duties: &DutyRegistry,
+    predicates: Option<&Predicates>,
+) -> Result<Verdict, JudgeError> {
     let decl: AdverseDecl = serde_json::from_slice(&bundle.declaration)
         .map_err(|e| JudgeError::Declaration(e.to_string()))?;
-    let adverse = Adverse::new(decl).map_err(|e| JudgeError::Declaration(e.to_string()))?;
+    Adverse::new(decl.clone()).map_err(|e| JudgeError::Declaration(e.to_string()))?;
     let evidence = &bundle.evidence;
     let policy = Policy {
         keeper_quorum: Some(0),
@@ -86,6 +113,14 @@ pub fn judge(
     let mut partition = verify_proven(evidence, keys, &policy);
     // Named by a receipt, cited by nothing in the slice: outside the slice.
     partition.missing.retain(|m| !m.certified_citers.is_empty());
+    let decl = match predicates {
+        None => decl,
+        Some(file) => {
+            let derived = audita_monitor::derive(&partition, file);
+            audita_monitor::check(&decl, file, &derived).map_err(JudgeError::Refused)?
+        }
+    };
+    let adverse = Adverse::new(decl).map_err(|e| JudgeError::Declaration(e.to_string()))?;
     // The verdict layer reads messages, receipts and the partition; the epochs'
     // leaf lists are not part of a proven slice.
     let record = Record {
@@ -368,7 +403,7 @@ pub fn handle(
     let result = bundle
         .as_ref()
         .ok_or(JudgeError::Bundle)
-        .and_then(|b| judge(b, reg.keys, reg.duties).map(|v| (v, b)));
+        .and_then(|b| judge_checked(b, reg.keys, reg.duties, reg.predicates).map(|v| (v, b)));
     let payload = match result {
         Ok((v, b)) => serde_json::to_vec(&record(&v, b, reg)),
         Err(e) => {
@@ -401,6 +436,8 @@ pub fn run(
 }
 
 /// [`run`], calling `on_slice` with the time each slice took to verify and judge.
+/// With [`Registries::predicates`] every declaration is checked first (a refused one
+/// becomes an abstention, never a verdict).
 pub fn run_observed(
     input: &mut dyn Consumer,
     out: &mut dyn Producer,

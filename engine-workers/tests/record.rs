@@ -32,6 +32,7 @@ fn publish(payload: Vec<u8>) -> Value {
             keys: &KeyRegistry::default(),
             duties: &DutyRegistry::default(),
             quorum: 0,
+            predicates: None,
         },
         "",
         out.as_mut(),

@@ -5,9 +5,18 @@
 //!   one root `external_input` (the shift order, authored by `operator`), one root
 //!   `sensor_report` per recorded report, one signed envelope per command, one
 //!   `tool_output` per realised actuation (authored by the actuator, citing the command
-//!   it realised) and, when `Y` fires, the monitor's `sensor_report` naming the
-//!   predicate, tick and severity and citing the actuations on the adverse entity — all
-//!   merged in time order. Keys come from `derive_signing_key(seed, name)`; timestamps
+//!   it realised) and the facility's telemetry — all merged in time order. The record
+//!   carries what a real fleet reports and nothing the simulator alone knows: no
+//!   adverse declaration, no incident report. `audita-monitor` detects the incident
+//!   from the telemetry against the predicate file [`predicates_json`] declares.
+//! - Telemetry (the `audita-monitor` telemetry format: a `sensor_report` whose reading
+//!   is `{"telemetry": 1, "observations": [{"entity", "class", "fields"}]}`), stamped
+//!   at the end of its tick (`tick × 100 + 99`) and receipted by [`MONITOR`]: the
+//!   tracking system [`RTLS`] reports every robot's `x_mm`, `y_mm`, `speed_mm_per_s`
+//!   (0 unless moving) and `halted`, and every human's `x_mm`, `y_mm`, at tick 0,
+//!   every [`RTLS_PERIOD_TICKS`] ticks, at every tick at which a robot is within
+//!   [`RTLS_BAND_MM`] of a human, and at the last simulated tick; the quality-control
+//!   station [`QC`] reports every batch's `param` at tick 0 and whenever one changes. Keys come from `derive_signing_key(seed, name)`; timestamps
 //!   are tick × 100 ms plus a sub-tick sequence number, so the record is a pure function
 //!   of the scenario.
 //! - Citations: a relay cites exactly its consumed inputs; an origin command cites its
@@ -37,8 +46,17 @@ pub const ORIGIN: &str = "audita.example/facility";
 pub const KEEPERS: &[&str] = &["operator.example/keeper", "insurer.example/keeper"];
 /// Messages per epoch.
 pub const EPOCH_SIZE: usize = 4;
-/// Author of the incident report (the declared predicate's monitor).
+/// The incident monitor: recipient (receipt signer) of every telemetry report.
 pub const MONITOR: &str = "incident-monitor";
+/// Author of the tracking system's telemetry (robot and human positions).
+pub const RTLS: &str = "rtls";
+/// Author of the quality-control station's batch readings.
+pub const QC: &str = "qc-station";
+/// The tracking system reports every [`RTLS_PERIOD_TICKS`] ticks, and at every tick
+/// at which some robot is within this distance (mm) of some human.
+pub const RTLS_BAND_MM: i64 = 3000;
+/// Reporting period of the tracking system far from humans (ticks).
+pub const RTLS_PERIOD_TICKS: u32 = 10;
 /// Author of the shift order.
 pub const OPERATOR: &str = "operator";
 
@@ -117,9 +135,14 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
     let spec = &sc.spec;
     let seed = sc.seed;
     let key = |n: &str| derive_signing_key(seed, n);
-    let run = spec.run_actual(Mode::Pinned);
+    let (run, frames) = spec.run_observed();
     let mut keys = KeyRegistry::new();
-    let mut names: Vec<String> = vec![OPERATOR.to_string(), MONITOR.to_string()];
+    let mut names: Vec<String> = vec![
+        OPERATOR.to_string(),
+        MONITOR.to_string(),
+        RTLS.to_string(),
+        QC.to_string(),
+    ];
     names.extend(spec.principals.iter().map(|p| p.name.clone()));
     names.extend(spec.robots.iter().map(|r| r.name.clone()));
     names.extend(spec.batches.iter().map(|b| b.name.clone()));
@@ -177,16 +200,38 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
             .filter(|(_, c)| !c.is_reference())
             .map(|(i, c)| (c.tick, 2, i)),
     );
-    if let Some(adv) = run.adverse {
-        events.push((adv.tick(), 3, 0));
+    // Telemetry, last in its tick: the tracking system's frames (class 3) and the
+    // quality-control station's batch readings (class 4).
+    for (i, f) in frames.iter().enumerate() {
+        let last = i + 1 == frames.len();
+        let near = f.robots.iter().any(|r| {
+            f.humans
+                .iter()
+                .any(|h| r.pos.dist2(*h) < (RTLS_BAND_MM as i128) * (RTLS_BAND_MM as i128))
+        });
+        let tracked = !f.robots.is_empty() || !f.humans.is_empty();
+        if tracked && (f.tick % RTLS_PERIOD_TICKS == 0 || near || last) {
+            events.push((f.tick, 3, i));
+        }
+        let changed = i == 0 || frames[i - 1].batches != f.batches;
+        if !f.batches.is_empty() && changed {
+            events.push((f.tick, 4, i));
+        }
     }
     events.sort();
     let mut report_ids: Vec<Option<MessageId>> = vec![None; run.reports.len()];
     let mut command_ids: Vec<Option<MessageId>> = vec![None; spec.commands.len()];
-    let mut actuation_ids: Vec<(usize, MessageId)> = Vec::new();
     let to_super = supervisor_or(spec, &order_to);
-    for (n, &(tick, class, i)) in events.iter().enumerate() {
-        let stamp = u64::from(tick) * 100 + (n as u64 % 100);
+    let mut n = 0u64;
+    for &(tick, class, i) in &events {
+        // Reports, actuations and commands take sub-tick sequence numbers; telemetry
+        // closes its tick (it reports the state after the tick's actuations and motion).
+        let stamp = if class >= 3 {
+            u64::from(tick) * 100 + 99
+        } else {
+            n += 1;
+            u64::from(tick) * 100 + ((n - 1) % 100)
+        };
         match class {
             0 => {
                 let r = &run.reports[i];
@@ -232,7 +277,6 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
                 )
                 .cite([cid]);
                 let s = sign(env)?;
-                actuation_ids.push((i, s.id().clone()));
                 out.push((s, author));
             }
             2 => {
@@ -326,56 +370,15 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
                 command_ids[i] = Some(s.id().clone());
                 out.push((s, dest));
             }
+            3 => {
+                let reading = rtls_reading(spec, &frames[i]);
+                let s = sign(telemetry(RTLS, stamp, reading)?)?;
+                out.push((s, MONITOR.to_string()));
+            }
             _ => {
-                let Some(adv) = run.adverse else { continue };
-                let (reading, entity) = match adv {
-                    Adverse::Safety {
-                        robot,
-                        human,
-                        severity_mj,
-                        tick,
-                    } => {
-                        let r = spec
-                            .robots
-                            .get(robot.0 as usize)
-                            .map(|r| r.name.clone())
-                            .unwrap_or_default();
-                        let h = spec
-                            .humans
-                            .get(human as usize)
-                            .map(|h| h.name.as_str())
-                            .unwrap_or("?");
-                        (format!("safety: {r} within 0.5 m of {h} at tick {tick}; severity {severity_mj} mJ"), r)
-                    }
-                    Adverse::Quality { batch, value, tick } => {
-                        let b = spec
-                            .batches
-                            .get(batch.0 as usize)
-                            .map(|b| b.name.clone())
-                            .unwrap_or_default();
-                        (
-                            format!("quality: {b} parameter {value} outside range at tick {tick}"),
-                            b,
-                        )
-                    }
-                };
-                let cites: Vec<MessageId> = actuation_ids
-                    .iter()
-                    .filter(|(i, _)| target_name(spec, run.actuations[*i].action) == entity)
-                    .map(|(_, id)| id.clone())
-                    .collect();
-                let env = Envelope::new(
-                    pid(MONITOR)?,
-                    pid(&to_super)?,
-                    stamp,
-                    Payload::SensorReport {
-                        sensor: MONITOR.into(),
-                        reading,
-                    },
-                )
-                .cite(cites);
-                let s = sign(env)?;
-                out.push((s, to_super.clone()));
+                let reading = qc_reading(spec, &frames[i]);
+                let s = sign(telemetry(QC, stamp, reading)?)?;
+                out.push((s, MONITOR.to_string()));
             }
         }
     }
@@ -400,6 +403,52 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
         command_ids,
         command_map,
     })
+}
+
+/// A telemetry report: a root `sensor_report` of `author`, addressed to the incident
+/// monitor (which receipts it).
+fn telemetry(author: &str, stamp: u64, reading: String) -> Result<Envelope, RecordError> {
+    Ok(Envelope::new(
+        pid(author)?,
+        pid(MONITOR)?,
+        stamp,
+        Payload::SensorReport {
+            sensor: author.to_string(),
+            reading,
+        },
+    ))
+}
+
+/// The tracking system's reading of one frame (telemetry format of `audita-monitor`):
+/// every robot's position, speed (mm/s, 0 unless moving) and halt latch, every human's
+/// position.
+fn rtls_reading(spec: &crate::world::WorldSpec, f: &crate::world::Frame) -> String {
+    let mut obs = Vec::new();
+    for (r, st) in spec.robots.iter().zip(&f.robots) {
+        obs.push(
+            serde_json::json!({"entity": r.name, "class": "robot", "fields": {
+            "x_mm": st.pos.x, "y_mm": st.pos.y, "speed_mm_per_s": st.speed * 10,
+            "halted": st.halted}}),
+        );
+    }
+    for (h, p) in spec.humans.iter().zip(&f.humans) {
+        obs.push(
+            serde_json::json!({"entity": h.name, "class": "human", "fields": {
+            "x_mm": p.x, "y_mm": p.y}}),
+        );
+    }
+    serde_json::json!({"telemetry": 1, "observations": obs}).to_string()
+}
+
+/// The quality-control station's reading of every batch parameter in one frame.
+fn qc_reading(spec: &crate::world::WorldSpec, f: &crate::world::Frame) -> String {
+    let obs: Vec<serde_json::Value> = spec
+        .batches
+        .iter()
+        .zip(&f.batches)
+        .map(|(b, v)| serde_json::json!({"entity": b.name, "class": "batch", "fields": {"param": v}}))
+        .collect();
+    serde_json::json!({"telemetry": 1, "observations": obs}).to_string()
 }
 
 fn supervisor_or(spec: &crate::world::WorldSpec, fallback: &str) -> String {
@@ -695,8 +744,110 @@ fn counterpart_realises_outcome(spec: &crate::world::WorldSpec, r: CommandId) ->
     with && !run(&absent)
 }
 
-/// The adverse declaration of a scenario's recorded incident in the `audita-verdict`
-/// JSON format (`None` when the run is not adverse). Anchors are the signed actuating
+/// The adverse predicates a facility deployment declares for a scenario, in the
+/// `audita-monitor` predicate-file format: human–robot separation below 0.5 m
+/// (severity ½·m·v² from the registered mass and the tracked speed, near-miss margin
+/// 0.5 m) and, per batch, its parameter outside the acceptance range. Entities are
+/// registered with their class (and robots with their mass); actuations are due one
+/// world latency after their command.
+pub fn predicates_json(sc: &Scenario) -> String {
+    use serde_json::json;
+    let spec = &sc.spec;
+    let mut entities = serde_json::Map::new();
+    for r in &spec.robots {
+        entities.insert(
+            r.name.clone(),
+            json!({"class": "robot", "mass_kg": r.mass_kg}),
+        );
+    }
+    for h in &spec.humans {
+        entities.insert(h.name.clone(), json!({"class": "human"}));
+    }
+    for b in &spec.batches {
+        entities.insert(b.name.clone(), json!({"class": "batch"}));
+    }
+    let mut predicates = vec![json!({
+        "name": SAFETY_PREDICATE, "kind": "separation",
+        "a": {"class": "robot"}, "b": {"class": "human"},
+        "below_mm": crate::world::SEPARATION_MM, "near_miss_margin": crate::world::SEPARATION_MM,
+        "severity": {"kinetic": {"speed_field": "speed_mm_per_s"}}
+    })];
+    for b in &spec.batches {
+        let name = if spec.batches.len() == 1 {
+            QUALITY_PREDICATE.to_string()
+        } else {
+            format!("{QUALITY_PREDICATE}.{}", b.name)
+        };
+        predicates.push(json!({
+            "name": name, "kind": "out_of_range", "entity": {"name": b.name},
+            "field": "param", "min": b.range.0, "max": b.range.1
+        }));
+    }
+    json!({
+        "version": 1,
+        "realisation_deadline_ms": u64::from(spec.latency) * crate::world::TICK_MS,
+        "entities": entities,
+        "predicates": predicates,
+    })
+    .to_string()
+}
+
+/// Name of the facility's safety predicate.
+pub const SAFETY_PREDICATE: &str = "separation_below_0.5m";
+/// Name of the facility's quality predicate (one batch).
+pub const QUALITY_PREDICATE: &str = "batch_parameter_out_of_range";
+
+/// The planted realisation facts of a scenario's incident, read off the world run
+/// (test oracle only): the signed actuating commands on the adverse entity whose
+/// effect the world applied by `t*` (realised), and those issued at least one
+/// latency before `t*` whose effect it never applied (unrealised). Empty when the run
+/// is not adverse.
+pub fn planted_realisation(sc: &Scenario, sr: &SignedRecord) -> (Vec<MessageId>, Vec<MessageId>) {
+    let spec = &sc.spec;
+    let run = spec.run_actual(Mode::Pinned);
+    let Some(adv) = run.adverse else {
+        return (Vec::new(), Vec::new());
+    };
+    let on_entity = |a: Action| match (adv, a) {
+        (Adverse::Safety { robot, .. }, Action::MoveTo { robot: r, .. })
+        | (Adverse::Safety { robot, .. }, Action::SetSpeed { robot: r, .. })
+        | (Adverse::Safety { robot, .. }, Action::Halt { robot: r }) => robot == r,
+        (Adverse::Quality { batch, .. }, Action::SetParam { batch: b, .. }) => batch == b,
+        _ => false,
+    };
+    let applied: std::collections::BTreeSet<u32> = run
+        .actuations
+        .iter()
+        .filter_map(|e| match e.source {
+            Source::Command(c) => Some(c.0),
+            _ => None,
+        })
+        .collect();
+    let mut realised = Vec::new();
+    let mut unrealised = Vec::new();
+    for (i, c) in spec.commands.iter().enumerate() {
+        let Some(id) = sr.command_map.get(i).cloned().flatten() else {
+            continue;
+        };
+        if c.destination != Destination::Actuator || !on_entity(c.action) {
+            continue;
+        }
+        if applied.contains(&(i as u32)) {
+            realised.push(id);
+        } else if c.tick + spec.latency <= adv.tick() {
+            unrealised.push(id);
+        }
+    }
+    realised.sort();
+    unrealised.sort();
+    (realised, unrealised)
+}
+
+/// The **planted** adverse declaration of a scenario's incident in the
+/// `audita-verdict` JSON format (`None` when the run is not adverse), computed from
+/// the simulator's ground truth by exact re-execution of the world. It is the test
+/// oracle the monitor's record-derived declaration is compared against; nothing a
+/// deployment runs publishes or reads it. Anchors are the signed actuating
 /// commands on the adverse entity realised by `t*` that the outcome needs: all of them
 /// (`combine: all`) when the recorded actuation semantics is one conjunction, any of
 /// them when it is a disjunction of single commands; none for an exogenous outcome.

@@ -107,7 +107,8 @@ impl Point {
     pub const fn new(x: i64, y: i64) -> Self {
         Self { x, y }
     }
-    fn dist2(self, o: Point) -> i128 {
+    /// Squared Euclidean distance in mm².
+    pub fn dist2(self, o: Point) -> i128 {
         let dx = (self.x - o.x) as i128;
         let dy = (self.y - o.y) as i128;
         dx * dx + dy * dy
@@ -478,6 +479,32 @@ pub struct Run {
     pub adverse: Option<Adverse>,
 }
 
+/// The observable state of a robot after one tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RobotState {
+    /// Position.
+    pub pos: Point,
+    /// Speed in mm per tick while moving (0 when stationary, arrived or halted) — the
+    /// speed the safety predicate's severity reads.
+    pub speed: i64,
+    /// Whether a halt has latched.
+    pub halted: bool,
+}
+
+/// The state of the world after one tick's actuations and motion — the state the
+/// predicates read at that tick.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// Tick.
+    pub tick: u32,
+    /// Robots, in [`WorldSpec::robots`] order.
+    pub robots: Vec<RobotState>,
+    /// Human positions, in [`WorldSpec::humans`] order.
+    pub humans: Vec<Point>,
+    /// Batch parameter values, in [`WorldSpec::batches`] order.
+    pub batches: Vec<i64>,
+}
+
 /// A counterfactual: commands treated as absent and omission variables set to
 /// fulfilled (the dutiful halt is inserted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -722,6 +749,30 @@ impl WorldSpec {
         mode: Mode,
         reports: Vec<SensorReport>,
     ) -> Run {
+        self.run_recording(iv, mode, reports, None)
+    }
+
+    /// The recorded (pinned, intervention-free) run together with the state of the
+    /// world at every tick up to `t*` (or the horizon): what the facility's tracking
+    /// and quality-control systems observe and report.
+    pub fn run_observed(&self) -> (Run, Vec<Frame>) {
+        let mut frames = Vec::new();
+        let run = self.run_recording(
+            &Intervention::default(),
+            Mode::Pinned,
+            self.sensor_reports(),
+            Some(&mut frames),
+        );
+        (run, frames)
+    }
+
+    fn run_recording(
+        &self,
+        iv: &Intervention,
+        mode: Mode,
+        reports: Vec<SensorReport>,
+        mut frames: Option<&mut Vec<Frame>>,
+    ) -> Run {
         let eff = self.effective(&iv.absent);
         // Schedule: (effect tick, order key, source, action).
         let mut sched: Vec<(u32, u32, Source, Action)> = Vec::new();
@@ -858,6 +909,24 @@ impl WorldSpec {
                     }
                 }
                 step_humans(&self.humans, &mut hpos, &mut hleg, tick);
+            }
+            if let Some(frames) = frames.as_deref_mut() {
+                frames.push(Frame {
+                    tick,
+                    robots: (0..rpos.len())
+                        .map(|r| RobotState {
+                            pos: rpos[r],
+                            speed: if rtarget[r].is_some_and(|t| t != rpos[r]) && !halted[r] {
+                                rspeed[r]
+                            } else {
+                                0
+                            },
+                            halted: halted[r],
+                        })
+                        .collect(),
+                    humans: hpos.clone(),
+                    batches: bval.clone(),
+                });
             }
             // 3. Predicates.
             for (r, rp) in rpos.iter().enumerate() {

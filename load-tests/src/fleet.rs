@@ -11,10 +11,13 @@
 //!   and shifted to its own time slot (`i × CELL_SLOT_MS` in [`build`]; any base in
 //!   [`build_cell`]), so one key registry holds the whole fleet. Citations are
 //!   remapped to the re-signed ids in record order (a topological order).
-//! - The duty registry and the adverse declaration are the facility's own
-//!   ([`audita_facility::record::registry_json`], [`audita_facility::record::adverse_json`]:
-//!   derived from the world's declarations, never from the planted truth); this module
-//!   only renames them into the cell (principals, actuators, duty ids, anchors, time).
+//! - The duty registry and the adverse predicates are the facility's own
+//!   ([`audita_facility::record::registry_json`],
+//!   [`audita_facility::record::predicates_json`]), renamed into the cell
+//!   (principals, actuators, entities, duty ids). A cell's declaration is what the
+//!   monitor (`audita-monitor`) derives from the cell's own signed messages — never
+//!   the simulator's planted truth; the pipeline's monitor derives the same from the
+//!   sealed stream.
 //! - Deterministic: the same (mix, seed) gives the same bytes.
 
 use audita_bus::{BusError, Producer};
@@ -22,10 +25,10 @@ use audita_evidence::{
     derive_signing_key, Effect, Envelope, KeyRegistry, MessageId, Payload, PrincipalId, Receipt,
     SignedEnvelope, SigningKey,
 };
-use audita_facility::record::{adverse_json, registry_json, sign_record};
+use audita_facility::record::{registry_json, sign_record};
 use audita_facility::scenario::{generate, Family, Scenario};
 use audita_topics::names as topics;
-use audita_verdict::{id_string, parse_id, AdverseDecl, DutyRegistry};
+use audita_verdict::{AdverseDecl, DutyRegistry};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -67,6 +70,9 @@ pub struct Fleet {
     pub cells: Vec<Cell>,
     /// Duty registry JSON (standard `reasonable_agent`).
     pub duties_json: String,
+    /// The adverse predicates the fleet's deployment declares (`audita-monitor`
+    /// predicate-file JSON): the facility's, over every cell.
+    pub predicates_json: String,
 }
 
 impl Fleet {
@@ -109,22 +115,49 @@ impl Fleet {
         self.cells.iter().filter(|c| c.adverse.is_some()).count()
     }
 
-    /// Publishes the fleet as a client of a deployment whose topics carry `prefix`:
-    /// envelopes and receipts in time order, each cell's adverse declaration right
-    /// after the messages up to its `t*`. Paced at `rate` messages per second when
-    /// given (what is due is flushed, so the stream really arrives over time); a
-    /// back-pressured send is retried. Calls `progress` per message.
+    /// Publishes the fleet as a client of a deployment whose topics carry `prefix`,
+    /// as a real fleet does: envelopes and receipts in time order (commands, sensor,
+    /// telemetry and actuation reports) and no adverse declaration — the
+    /// deployment's monitor stage detects every incident. Paced at `rate` messages
+    /// per second when given (what is due is flushed, so the stream really arrives
+    /// over time); a back-pressured send is retried. Calls `progress` per message.
     pub fn publish(
         &self,
         p: &mut dyn Producer,
         prefix: &str,
         rate: Option<f64>,
+        progress: impl FnMut(usize),
+    ) -> Result<(), BusError> {
+        self.publish_with(p, prefix, rate, false, progress)
+    }
+
+    /// [`Fleet::publish`], also sending each cell's declaration (as the monitor
+    /// derives it from the cell's own messages) right after the messages up to its
+    /// `t*`: for a deployment that runs no monitor stage (the multi-process Kafka
+    /// deployment, until the monitor runs as `audita stage monitor`).
+    pub fn publish_declaring(
+        &self,
+        p: &mut dyn Producer,
+        prefix: &str,
+        rate: Option<f64>,
+        progress: impl FnMut(usize),
+    ) -> Result<(), BusError> {
+        self.publish_with(p, prefix, rate, true, progress)
+    }
+
+    fn publish_with(
+        &self,
+        p: &mut dyn Producer,
+        prefix: &str,
+        rate: Option<f64>,
+        declare: bool,
         mut progress: impl FnMut(usize),
     ) -> Result<(), BusError> {
         let started = std::time::Instant::now();
         let mut decls: Vec<(u64, Vec<u8>, String)> = self
             .cells
             .iter()
+            .filter(|_| declare)
             .filter_map(|c| c.adverse.as_ref())
             .map(|a| {
                 (
@@ -208,6 +241,7 @@ pub fn build_with(mix: &[Family], cells: usize, seed: u64, keys: KeySource<'_>) 
     let mut roles = BTreeMap::new();
     let mut principals = serde_json::Map::new();
     let mut out = Vec::new();
+    let mut files = Vec::new();
     let mut cache: BTreeMap<String, SigningKey> = BTreeMap::new();
     let mut key = |name: &str| -> SigningKey {
         cache
@@ -230,6 +264,7 @@ pub fn build_with(mix: &[Family], cells: usize, seed: u64, keys: KeySource<'_>) 
         for (name, role) in roles_of(&sc) {
             roles.insert(cell_name(i, &name), role);
         }
+        files.push((i, cell_predicates(i, &sc)));
         out.push(cell);
     }
     let duties_json = json!({"standard": "reasonable_agent", "principals": principals}).to_string();
@@ -238,6 +273,7 @@ pub fn build_with(mix: &[Family], cells: usize, seed: u64, keys: KeySource<'_>) 
         roles,
         cells: out,
         duties_json,
+        predicates_json: merge_predicates(&files).to_string(),
     }
 }
 
@@ -247,6 +283,8 @@ fn roles_of(sc: &Scenario) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = vec![
         (audita_facility::record::OPERATOR.into(), "operator".into()),
         (audita_facility::record::MONITOR.into(), "monitor".into()),
+        (audita_facility::record::RTLS.into(), "sensor".into()),
+        (audita_facility::record::QC.into(), "sensor".into()),
     ];
     out.extend(
         spec.principals
@@ -278,9 +316,88 @@ fn cell_payload(i: usize, p: &Payload) -> Payload {
         | Payload::SetSpeed { target, .. }
         | Payload::Halt { target }
         | Payload::SetParam { target, .. } => *target = cell_name(i, target),
+        Payload::SensorReport { sensor, reading } => {
+            *sensor = cell_name(i, sensor);
+            if let Some(renamed) = audita_monitor::telemetry::rename(reading, |n| cell_name(i, n)) {
+                *reading = renamed;
+            }
+        }
         _ => {}
     }
     p
+}
+
+/// Record time before `t*` a fleet incident's window reaches back (ms): longer than
+/// any facility scenario runs, far shorter than a cell's time slot, so a window
+/// holds one cell's traffic.
+pub const CELL_LOOKBACK_MS: u64 = 60_000;
+
+/// The facility's predicate file for scenario `sc`, laid as cell `i`: registered
+/// entities renamed into the cell, per-entity selectors generalised to their class
+/// (a cell's telemetry is stale to every other cell's, so class selectors pair
+/// within a cell only), windows limited to [`CELL_LOOKBACK_MS`].
+pub fn cell_predicates(i: usize, sc: &Scenario) -> Value {
+    let mut file: Value = serde_json::from_str(&audita_facility::record::predicates_json(sc))
+        .unwrap_or_else(|_| json!({"version": 1, "predicates": []}));
+    if let Some(entities) = file.get_mut("entities").and_then(Value::as_object_mut) {
+        let renamed: serde_json::Map<String, Value> = entities
+            .iter()
+            .map(|(k, v)| (cell_name(i, k), v.clone()))
+            .collect();
+        *entities = renamed;
+    }
+    if let Some(list) = file.get_mut("predicates").and_then(Value::as_array_mut) {
+        for p in list.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(sel) = p.get_mut("entity").and_then(Value::as_object_mut) {
+                if sel.remove("name").is_some() && !sel.contains_key("class") {
+                    sel.insert("class".into(), json!("batch"));
+                }
+            }
+            p.insert("lookback_ms".into(), json!(CELL_LOOKBACK_MS));
+        }
+    }
+    file
+}
+
+/// Merges cell predicate files into the fleet's: every cell's registered entities;
+/// each predicate once (a cell whose predicate of the same name differs keeps its
+/// own, suffixed `.c<i>`, selecting its own entities by name pattern).
+pub fn merge_predicates(cells: &[(usize, Value)]) -> Value {
+    let mut entities = serde_json::Map::new();
+    let mut predicates: Vec<Value> = Vec::new();
+    let mut deadline = json!(1000);
+    for (i, file) in cells {
+        if let Some(d) = file.get("realisation_deadline_ms") {
+            deadline = d.clone();
+        }
+        if let Some(e) = file.get("entities").and_then(Value::as_object) {
+            entities.extend(e.clone());
+        }
+        for p in file
+            .get("predicates")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = p.get("name").cloned().unwrap_or_default();
+            match predicates.iter().find(|q| q.get("name") == Some(&name)) {
+                None => predicates.push(p.clone()),
+                Some(q) if q == p => {}
+                Some(_) => {
+                    let mut own = p.clone();
+                    own["name"] = json!(format!("{}.c{i}", name.as_str().unwrap_or("")));
+                    for sel in ["entity", "a"] {
+                        if let Some(s) = own.get_mut(sel).and_then(Value::as_object_mut) {
+                            s.insert("name".into(), json!(format!("c{i}.*")));
+                        }
+                    }
+                    predicates.push(own);
+                }
+            }
+        }
+    }
+    json!({"version": 1, "realisation_deadline_ms": deadline, "entities": entities,
+           "predicates": predicates})
 }
 
 /// The committed effect with its target renamed into the cell.
@@ -385,14 +502,7 @@ pub fn build_cell(
             principals.insert(cell_name(i, name), cell_registry_entry(i, entry));
         }
     }
-    let adverse = match adverse_json(sc, &sr).map_err(|e| facility(e.to_string()))? {
-        None => None,
-        Some(json) => {
-            let decl: AdverseDecl = serde_json::from_str(&json)
-                .map_err(|e| facility(format!("adverse declaration: {e}")))?;
-            Some(cell_declaration(i, sc, decl, base, &id_map).map_err(facility)?)
-        }
-    };
+    let adverse = declare_cell(i, sc, &envelopes, keys).map_err(facility)?;
     let planted_causal = sc
         .planted
         .causal
@@ -408,6 +518,37 @@ pub fn build_cell(
         adverse,
         planted_causal,
     })
+}
+
+/// The cell's adverse declaration as the monitor derives it from the cell's signed
+/// messages with the cell's predicate file (none when no predicate fires; at most
+/// one per facility scenario, whose world stops at `t*`).
+fn declare_cell(
+    i: usize,
+    sc: &Scenario,
+    envelopes: &[SignedEnvelope],
+    keys: &KeyRegistry,
+) -> Result<Option<AdverseDecl>, String> {
+    let file = audita_monitor::Predicates::from_json(&cell_predicates(i, sc).to_string())
+        .map_err(|e| e.to_string())?;
+    let mut monitor = audita_monitor::Monitor::new(file);
+    let mut ordered: Vec<&SignedEnvelope> = envelopes.iter().collect();
+    ordered.sort_by_key(|e| e.envelope().timestamp);
+    for env in ordered {
+        let verified = env
+            .clone()
+            .verify(keys)
+            .map_err(|e| format!("re-signed envelope does not verify: {e}"))?;
+        monitor.observe(&verified);
+    }
+    let mut decls = monitor.advance(u64::MAX);
+    if decls.len() > 1 {
+        return Err(format!(
+            "{} incidents in one facility scenario",
+            decls.len()
+        ));
+    }
+    Ok(decls.pop())
 }
 
 /// One principal's registry entry (`{"duties": [...], "reference": [...]}`) renamed
@@ -429,34 +570,4 @@ fn cell_registry_entry(i: usize, entry: &Value) -> Value {
         }
     }
     entry
-}
-
-/// The facility's declaration renamed into cell `i`: incident name, anchors mapped to
-/// the re-signed ids, targets renamed, times shifted by `base`.
-fn cell_declaration(
-    i: usize,
-    sc: &Scenario,
-    mut decl: AdverseDecl,
-    base: u64,
-    id_map: &BTreeMap<MessageId, MessageId>,
-) -> Result<AdverseDecl, String> {
-    let remap = |ids: &[String]| -> Result<Vec<String>, String> {
-        ids.iter()
-            .map(|s| {
-                let old = parse_id(s).map_err(|e| e.to_string())?;
-                id_map
-                    .get(&old)
-                    .map(id_string)
-                    .ok_or_else(|| format!("declared id {s} is not in the record"))
-            })
-            .collect()
-    };
-    decl.incident = format!("cell{i}-{}-{}", sc.family, sc.seed);
-    decl.anchors = remap(&decl.anchors)?;
-    decl.targets = decl.targets.iter().map(|t| cell_name(i, t)).collect();
-    decl.unrealised = remap(&decl.unrealised)?;
-    decl.t_star_ms += base;
-    decl.window_start_ms += base;
-    decl.window_end_ms = decl.window_end_ms.map(|t| t + base);
-    Ok(decl)
 }

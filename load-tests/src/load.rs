@@ -236,6 +236,7 @@ impl Load {
         }
         let mut principals = serde_json::Map::new();
         let mut cells = Vec::new();
+        let mut files = Vec::new();
         for (k, offset) in incident_offsets(config).into_iter().enumerate() {
             let family = fleet::DEMO_MIX[k % fleet::DEMO_MIX.len()];
             let sc = generate(family, config.seed.wrapping_add(k as u64));
@@ -250,6 +251,7 @@ impl Load {
                 &mut principals,
             )?;
             if cell_end(&cell) - base + offset + CELL_TAIL_MS <= duration_ms(config) {
+                files.push((k, fleet::cell_predicates(k, &sc)));
                 cells.push(cell);
             }
         }
@@ -265,6 +267,7 @@ impl Load {
                 keys,
                 cells,
                 duties_json,
+                predicates_json: fleet::merge_predicates(&files).to_string(),
             },
             schedule: Vec::new(),
         })

@@ -53,6 +53,10 @@ pub struct Deployment {
     pub epoch_age: Duration,
     /// Slicer: largest slice bundle published; a larger slice is an abstention.
     pub max_slice_bytes: usize,
+    /// The adverse predicates (none: declarations arrive on `audita.adverse` from
+    /// outside and are judged unchecked). With them the monitor stage detects
+    /// incidents from the sealed record, and engine workers check every declaration.
+    pub predicates: Option<audita_monitor::Predicates>,
 }
 
 impl Deployment {
@@ -93,6 +97,7 @@ impl Deployment {
             epoch_messages: c.epoch_messages,
             epoch_age: Duration::from_millis(c.epoch_age_ms),
             max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
+            predicates: None,
         })
     }
 
@@ -135,6 +140,7 @@ impl Deployment {
             epoch_messages: EPOCH_MESSAGES,
             epoch_age: Duration::from_millis(200),
             max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
+            predicates: None,
         })
     }
 
@@ -158,6 +164,7 @@ impl Deployment {
             spec(topics::ADVERSE, 1),
             spec(topics::SLICES, 4),
             spec(topics::VERDICTS, 4),
+            spec(topics::ALERTS, 1),
         ])?;
         Ok(())
     }

@@ -9,6 +9,10 @@
 //! one deployment produce identical verdict rows.
 //!
 //! Design constraints:
+//! - With adverse predicates in the deployment ([`Deployment::predicates`]), the
+//!   [`monitor`] stage detects every incident from the sealed record: alerts on
+//!   `audita.alerts`, declarations on `audita.adverse`; engine workers check every
+//!   declaration against the slice.
 //! - The stages' run loops live in their crates (`audita_ingest::run`,
 //!   `SealerStage::run`, `SlicerStage::run`, `audita_engine_workers::run_observed`,
 //!   `audita_sinks::sink::run`); this crate only connects them to the bus, the
@@ -22,6 +26,7 @@
 
 mod deployment;
 pub mod metrics;
+pub mod monitor;
 pub mod process;
 mod stages;
 pub mod witness;

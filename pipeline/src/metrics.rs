@@ -79,6 +79,15 @@ pub struct Metrics {
     pub sinks_rows: IntCounter,
     /// Sends refused by back-pressure, by `stage`.
     pub backpressure: IntCounterVec,
+    /// Alerts the monitor raised, by `kind` (`fired`, `near_miss`).
+    pub monitor_alerts: IntCounterVec,
+    /// Adverse declarations the monitor published.
+    pub monitor_declarations: IntCounter,
+    /// Incidents fired and not yet declared (waiting for the watermark).
+    pub monitor_pending: IntGauge,
+    /// The monitor's handling time from a sealed epoch's arrival to the alerts it
+    /// raised being queued for publication.
+    pub monitor_alert_latency: Histogram,
 }
 
 impl Metrics {
@@ -205,6 +214,33 @@ impl Metrics {
                 &["stage"],
             )
             .expect("static metric name"),
+            monitor_alerts: IntCounterVec::new(
+                Opts::new(
+                    "audita_monitor_alerts_total",
+                    "Alerts raised by the monitor, by kind",
+                ),
+                &["kind"],
+            )
+            .expect("static metric name"),
+            monitor_declarations: counter(
+                "audita_monitor_declarations_total",
+                "Adverse declarations the monitor derived and published",
+            ),
+            monitor_pending: IntGauge::new(
+                "audita_monitor_pending_incidents",
+                "Incidents fired and waiting for the watermark to be declared",
+            )
+            .expect("static metric name"),
+            monitor_alert_latency: Histogram::with_opts(
+                HistogramOpts::new(
+                    "audita_monitor_alert_seconds",
+                    "Epoch arrival at the monitor to the alert's publication",
+                )
+                .buckets(vec![
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                ]),
+            )
+            .expect("static metric name"),
             registry,
             ready: Arc::new(AtomicBool::new(false)),
             stop: Arc::new(OnceLock::new()),
@@ -230,6 +266,10 @@ impl Metrics {
             Box::new(m.engine_judge.clone()),
             Box::new(m.sinks_rows.clone()),
             Box::new(m.backpressure.clone()),
+            Box::new(m.monitor_alerts.clone()),
+            Box::new(m.monitor_declarations.clone()),
+            Box::new(m.monitor_pending.clone()),
+            Box::new(m.monitor_alert_latency.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ];
         for c in collectors {

@@ -141,6 +141,7 @@ pub fn run_engine(
         keys: &d.keys,
         duties: &d.duties,
         quorum: d.quorum,
+        predicates: d.predicates.as_ref(),
     };
     let n = audita_engine_workers::run_observed(
         c.as_mut(),
@@ -222,7 +223,9 @@ impl Running {
 
 /// Creates the topics and starts ingest, the sealer (writing the record into
 /// `record_dir`), the slicer (waiting `quiet_wait` for the watermark once the stream
-/// is quiet) and `workers` engine workers as threads over `bus`.
+/// is quiet), the monitor (with the deployment's predicates; declaring what is
+/// pending after `quiet_wait` of quiet) and `workers` engine workers as threads over
+/// `bus`.
 pub fn start(
     d: Arc<Deployment>,
     bus: &Bus,
@@ -253,6 +256,14 @@ pub fn start(
             Box::new(move |d, bus, stop, m| run_slicer(d, bus, quiet_wait, stop, None, m)),
         ),
     ];
+    if d.predicates.is_some() {
+        plan.push((
+            "monitor".into(),
+            Box::new(move |d, bus, stop, m| {
+                crate::monitor::run_monitor(d, bus, quiet_wait, stop, None, m)
+            }),
+        ));
+    }
     for i in 0..workers.max(1) {
         plan.push((
             format!("engine-{i}"),

@@ -276,6 +276,8 @@ struct ReportPage {
     cosignatures: Vec<(String, u64)>,
     under_witnessed: String,
     declaration: String,
+    declarer: String,
+    detection: Vec<(String, String, String)>,
     verify_cmd: String,
     verdict_cmd: String,
     verdict_time: String,
@@ -368,8 +370,11 @@ fn commands(incident: &str, anchor: bool) -> (String, String) {
 
 fn base(record: &VerdictRecord, origin: &RecordOrigin) -> ReportPage {
     let anchor = record.record.as_ref();
-    let (verify_cmd, verdict_cmd) = commands(&record.incident, anchor.is_some());
+    let (verify_cmd, mut verdict_cmd) = commands(&record.incident, anchor.is_some());
     let decl = record.declaration.as_ref();
+    if decl.is_some_and(|d| d.get("declarer").is_some()) {
+        verdict_cmd.push_str(" --predicates predicates.json");
+    }
     let t_ms = decl.and_then(|d| d["t_star_ms"].as_u64());
     ReportPage {
         incident: record.incident.clone(),
@@ -421,6 +426,36 @@ fn base(record: &VerdictRecord, origin: &RecordOrigin) -> ReportPage {
             })
             .unwrap_or_default(),
         declaration: decl.map(pretty).unwrap_or_default(),
+        declarer: decl
+            .and_then(|d| d.get("declarer"))
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    d["kind"].as_str().unwrap_or("?"),
+                    d["name"].as_str().unwrap_or("?")
+                )
+            })
+            .unwrap_or_default(),
+        detection: decl
+            .and_then(|d| d.get("facts"))
+            .and_then(|f| f.as_array())
+            .map(|facts| {
+                facts
+                    .iter()
+                    .map(|f| {
+                        let evidence: Vec<&str> = f["evidence"]
+                            .as_array()
+                            .map(|e| e.iter().filter_map(|x| x.as_str()).collect())
+                            .unwrap_or_default();
+                        (
+                            f["fact"].as_str().unwrap_or("?").replace('_', " "),
+                            f["detail"].as_str().unwrap_or("").to_string(),
+                            evidence.join(" "),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         verify_cmd,
         verdict_cmd,
         verdict_time: String::new(),

@@ -22,7 +22,10 @@
 //!   as the engine will over the bundle), not the whole window: in a fleet, one
 //!   cell's traffic instead of the warehouse's. Cited ids left out but held travel
 //!   as proofs of sealing only (`ProvenSlice::elsewhere`), so the engine reads them
-//!   as outside the slice, not missing; scoping changes no verdict.
+//!   as outside the slice, not missing; scoping changes no verdict. The bundle also
+//!   carries what the monitor reads to re-derive the declaration
+//!   ([`audita_monitor::reads`]: the window's telemetry, actuating commands and
+//!   actuation reports of its targets), so an engine worker can check it.
 //! - Epochs carry the log's compact range before them, so the stage can start at
 //!   any epoch: with `audita.epochs` retention set to a little over the horizon plus
 //!   the hold, a restart replays a bounded stretch, not the whole history.
@@ -678,11 +681,24 @@ impl SlicerStage {
             suspect_nodes: BTreeMap::new(),
         };
         let slice = Slice::from_evidence(&evidence, duties, &adverse);
-        let reads: BTreeSet<NodeId> = slice
+        let mut reads: BTreeSet<NodeId> = slice
             .reads(&evidence)
             .into_iter()
             .map(|id| id.digest)
             .collect();
+        // And what the monitor reads to re-derive the declaration (telemetry,
+        // actuating commands and actuation reports of the window), so an engine
+        // worker can check it against the bundle.
+        let decoded: Vec<(MessageId, audita_evidence::Envelope)> = self
+            .by_time
+            .range((lo, [0u8; 32])..=(hi, [0xffu8; 32]))
+            .filter_map(|(_, n)| self.decoded(n).map(|(id, env, _)| (id, env)))
+            .collect();
+        reads.extend(
+            audita_monitor::reads(decoded.iter().map(|(id, env)| (id, env)), &adverse.decl)
+                .into_iter()
+                .map(|id| id.digest),
+        );
         tracing::debug!(
             incident = %w.name,
             window = evidence.window.len(),

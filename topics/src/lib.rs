@@ -16,6 +16,7 @@
 //! | `audita.adverse` | incident | adverse declaration JSON (`audita_verdict::AdverseDecl`) |
 //! | `audita.slices` | incident | [`SliceBundle`] segment |
 //! | `audita.verdicts` | incident | JSON [`VerdictRecord`] (`audita.verdict-record/v1`, [`RECORD_JSON_SCHEMA`]) |
+//! | `audita.alerts` | predicate | JSON [`AlertRecord`] (`audita.alert/v1`) |
 //!
 //! Design constraints:
 //! - Signed bytes travel exactly as signed: frames wrap them, nothing re-encodes them.
@@ -28,12 +29,14 @@
 #![forbid(unsafe_code)]
 
 pub mod accepted;
+mod alert;
 mod epoch;
 mod quarantine;
 mod slice;
 mod verdict;
 
 pub use accepted::Watermark;
+pub use alert::{AlertRecord, ALERT_SCHEMA};
 pub use epoch::EpochMessage;
 pub use quarantine::Quarantined;
 pub use slice::SliceBundle;
@@ -51,10 +54,14 @@ pub mod names {
     pub const ACCEPTED: &str = "audita.accepted";
     /// Sealed epochs: headers and checkpoints (key: log origin).
     pub const EPOCHS: &str = "audita.epochs";
-    /// Adverse-outcome declarations from the world/work state (key: incident id).
+    /// Adverse-outcome declarations (key: incident id): derived from the sealed record
+    /// by the monitor stage, or declared by an operator (checked all the same).
     pub const ADVERSE: &str = "audita.adverse";
     /// Incident slices fanned out to engine workers (key: incident id).
     pub const SLICES: &str = "audita.slices";
     /// Verdicts for alerting and analytics (key: incident id).
     pub const VERDICTS: &str = "audita.verdicts";
+    /// Alerts: a declared predicate (or its near-miss margin) holds, before the
+    /// incident's slice is complete (key: predicate name).
+    pub const ALERTS: &str = "audita.alerts";
 }

@@ -24,6 +24,15 @@
 //! - Severity is `½·m·v²` in joules from the declared mass and speed at `t*`; mass
 //!   and speed must be finite and non-negative and their product finite.
 //! - `delta` is the certification margin δ (default 1.0: exact replay must flip `Y`).
+//! - Derivation (optional; what a checkable declaration carries): `declarer`
+//!   (`{"kind": "monitor" | "operator", "name": …}`: who declared it — the pipeline's
+//!   monitor, or an operator by hand) and `facts`, each `{"fact": "t_star" |
+//!   "severity" | "anchor" | "realised" | "unrealised", "message": id?, "evidence":
+//!   [ids], "detail": text}`: the certified messages establishing `t*`, the severity
+//!   inputs, each anchor and each realisation fact. `audita-monitor` derives them
+//!   from the record and the predicate file and refuses a declaration the record does
+//!   not support; the verdict names the predicate (`outcome`), the declarer and every
+//!   fact with its evidence. A declaration without them is read as before (unchecked).
 
 use audita_evidence::{MessageId, PrincipalId};
 use serde::{Deserialize, Serialize};
@@ -80,6 +89,59 @@ impl Severity {
     }
 }
 
+/// Who declared an adverse outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeclarerKind {
+    /// Detected by the monitor from the certified record.
+    Monitor,
+    /// Declared by hand by an operator (checked against the record all the same).
+    Operator,
+}
+
+/// The declarer of an adverse outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Declarer {
+    /// Monitor or operator.
+    pub kind: DeclarerKind,
+    /// The monitor instance or the operator's name.
+    pub name: String,
+}
+
+/// What a fact of a declaration states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactKind {
+    /// The predicate first holds at `t*`.
+    TStar,
+    /// The severity inputs at `t*`.
+    Severity,
+    /// An anchor: a realised actuation whose effect the predicate reads.
+    Anchor,
+    /// A command whose committed effect the record shows realised by `t*`.
+    Realised,
+    /// A command whose committed effect never arrived (past its realisation deadline).
+    Unrealised,
+}
+
+/// One fact of a declaration, linked to the certified messages establishing it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fact {
+    /// What it states.
+    pub fact: FactKind,
+    /// The message it is about (anchors, realisation facts; `author:hex64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The certified messages establishing it (`author:hex64`).
+    #[serde(default)]
+    pub evidence: Vec<String>,
+    /// One line saying what the evidence shows.
+    #[serde(default)]
+    pub detail: String,
+}
+
 fn default_delta() -> f64 {
     1.0
 }
@@ -119,6 +181,12 @@ pub struct AdverseDecl {
     /// Certification margin δ.
     #[serde(default = "default_delta")]
     pub delta: f64,
+    /// Who declared it (none: an unchecked, legacy declaration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declarer: Option<Declarer>,
+    /// The facts the declaration rests on, each with its evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<Fact>,
 }
 
 /// A validated declaration.

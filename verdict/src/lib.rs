@@ -37,14 +37,17 @@ pub mod reading;
 pub mod slice;
 pub mod verdict;
 
-pub use adverse::{id_string, parse_id, Adverse, AdverseDecl, Combine, Severity};
+pub use adverse::{
+    id_string, parse_id, Adverse, AdverseDecl, Combine, Declarer, DeclarerKind, Fact, FactKind,
+    Severity,
+};
 pub use blame::{certificate, BlameCertificate, Framer};
 pub use breach::{Breach, Violation};
 pub use duty::{AggregationRule, Counterpart, Duty, DutyRegistry, PrincipalDuties, Rule, Standard};
 pub use slice::{Edge, EdgeKind, Evidence, Node, Outside, Slice};
 pub use verdict::{
-    verdict, verdict_with, Claim, ClaimLevel, Finding, FindingStatus, Flag, Options, Status,
-    Verdict, VerdictRow, SCHEMA,
+    verdict, verdict_with, Claim, ClaimLevel, DeclarationView, Finding, FindingStatus, Flag,
+    Options, Status, Verdict, VerdictRow, SCHEMA,
 };
 
 /// Why a verdict could not be computed. Every variant is permanent for its input

@@ -319,6 +319,34 @@ pub struct Verdict {
     pub principals: BTreeMap<String, Finding>,
     /// Incident-level notes.
     pub notes: Vec<String>,
+    /// How the adverse outcome was declared and the facts it rests on, each with the
+    /// certified messages establishing it (only for declarations that carry a
+    /// declarer: monitor-derived or checked operator declarations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declaration: Option<DeclarationView>,
+}
+
+/// The declaration's provenance in a verdict: the predicate (`outcome`), who declared
+/// it, and each fact with its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeclarationView {
+    /// The declared predicate's name.
+    pub predicate: String,
+    /// Who declared it.
+    pub declarer: crate::adverse::Declarer,
+    /// The facts, each linked to its evidence.
+    pub facts: Vec<crate::adverse::Fact>,
+}
+
+impl DeclarationView {
+    /// The view of a declaration (none when it names no declarer).
+    pub fn of(adverse: &Adverse) -> Option<DeclarationView> {
+        adverse.decl.declarer.as_ref().map(|d| DeclarationView {
+            predicate: adverse.decl.outcome.clone(),
+            declarer: d.clone(),
+            facts: adverse.decl.facts.clone(),
+        })
+    }
 }
 
 /// The flat per-(incident, principal) row (the Parquet sink's columns).
@@ -436,6 +464,7 @@ impl Verdict {
             replay: Vec::new(),
             principals: BTreeMap::new(),
             notes: vec![format!("abstained: {reason}")],
+            declaration: DeclarationView::of(adverse),
         }
     }
 }
@@ -991,6 +1020,7 @@ pub fn verdict_with(
         replay: receipts,
         principals: findings,
         notes,
+        declaration: DeclarationView::of(adverse),
     };
     Ok(verdict)
 }

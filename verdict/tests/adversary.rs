@@ -71,6 +71,8 @@ fn declared(anchor: &MessageId) -> audita_verdict::Adverse {
         window_start_ms: 0,
         window_end_ms: None,
         delta: 1.0,
+        declarer: None,
+        facts: Vec::new(),
     })
     .expect("declaration")
 }

@@ -195,6 +195,8 @@ fn declaration(sc: &Scenario, ids: &[audita_evidence::MessageId]) -> Adverse {
         window_start_ms: 0,
         window_end_ms: None,
         delta: 1.0,
+        declarer: None,
+        facts: Vec::new(),
     })
     .expect("declaration")
 }

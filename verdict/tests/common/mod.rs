@@ -195,6 +195,8 @@ pub fn adverse(anchors: &[&MessageId], t_star: u64, unrealised: &[&MessageId]) -
         window_start_ms: 0,
         window_end_ms: None,
         delta: 1.0,
+        declarer: None,
+        facts: Vec::new(),
     })
     .expect("adverse")
 }

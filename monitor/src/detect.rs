@@ -1,0 +1,725 @@
+//! Incremental detection: certified messages in, alerts and adverse declarations out.
+//!
+//! Design constraints:
+//! - Input is certified messages only ([`Verified`] envelopes): a forged or unsealed
+//!   report can neither fire a predicate nor move `t*`. Three kinds are read:
+//!   telemetry reports (the latest observation of each entity, with the message that
+//!   established it), **actuating commands** (a typed command with a committed
+//!   effect, addressed to the actuator it targets) and **actuation reports** (a
+//!   `tool_output` of tool `actuator`, authored by that actuator, citing the command
+//!   it realised). Everything else is ignored.
+//! - Predicates are evaluated on each telemetry report, for the entities it updates:
+//!   at the first report at which a predicate holds for a subject, an
+//!   [`AlertKind::Fired`] alert is emitted at once and the incident is kept pending;
+//!   a near-miss margin gives an [`AlertKind::NearMiss`] alert. A subject re-arms when
+//!   its predicate stops holding. `t*` is the timestamp of the telemetry report at
+//!   which the predicate first holds.
+//! - A pending incident becomes its declaration once the event-time watermark passes
+//!   `t*` ([`Monitor::advance`]): then every message timestamped up to `t*` has been
+//!   read, whatever order the stream delivered it in. The declaration's facts:
+//!   * **realised**: every actuating command on the subject issued in the window
+//!     whose actuation report is timestamped by `t*`;
+//!   * **unrealised**: every other such command issued at least the realisation
+//!     deadline before `t*` (its effect never arrived);
+//!   * **anchors** (`combine: all`): for each kind of command other than `halt`, the
+//!     last realised one on the subject — the actuations establishing the state the
+//!     predicate reads at `t*` — unless the subject's telemetry at `t*` contradicts
+//!     its committed effect (a speed other than the commanded one while moving, a
+//!     parameter other than the one set: an unrecorded event superseded it). No
+//!     anchor: an exogenous outcome.
+//!   * **severity** by the predicate's rule, from the subject's registered mass and
+//!     its telemetry at `t*`.
+//!
+//!   Each fact names the certified messages establishing it.
+//! - Separation pairs only fresh observations (within the file's `stale_after_ms`
+//!   of the report being evaluated, earlier or later); subjects are tried in the report's order, then by name, and
+//!   the first other party below the threshold is the one named.
+//! - Deterministic: maps are `BTreeMap`s, ties are broken by arrival order.
+//! - Memory: the latest observation per entity, and per actuator the commands of
+//!   the last [`MAX_COMMANDS_PER_TARGET`] it was sent (older ones are forgotten;
+//!   their count is [`Monitor::forgotten`]), and the actuation reports of those.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use audita_evidence::{Effect, MessageId, Partition, Payload, SignedEnvelope, Verified};
+use audita_verdict::{
+    id_string, AdverseDecl, Combine, Declarer, DeclarerKind, Fact, FactKind, Severity,
+};
+use serde::Serialize;
+
+use crate::predicate::{Condition, Predicates, SeverityRule};
+use crate::telemetry::{self, Value};
+
+/// Commands remembered per actuator.
+pub const MAX_COMMANDS_PER_TARGET: usize = 4096;
+
+/// Default declarer name of the monitor.
+pub const MONITOR_NAME: &str = "audita-monitor";
+
+/// What an alert reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    /// The predicate holds: an adverse outcome.
+    Fired,
+    /// The predicate missed by less than its near-miss margin.
+    NearMiss,
+}
+
+/// An alert: emitted the moment a predicate (or its near-miss margin) holds, before
+/// the incident's slice is complete.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Alert {
+    /// Fired or near miss.
+    pub kind: AlertKind,
+    /// Predicate name.
+    pub predicate: String,
+    /// The incident the declaration will carry (fired alerts only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incident: Option<String>,
+    /// Entities involved: the subject first.
+    pub entities: Vec<String>,
+    /// Record time of the telemetry report (`t*` for a fired alert), ms.
+    pub t_ms: u64,
+    /// Severity (J) when the predicate has a rule and the inputs are reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub severity_j: Option<f64>,
+    /// Telemetry messages establishing it (`author:hex64`).
+    pub messages: Vec<String>,
+    /// One line saying what holds.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone)]
+struct Latest {
+    class: String,
+    fields: BTreeMap<String, Value>,
+    evidence: MessageId,
+    ts: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Actuating {
+    id: MessageId,
+    ts: u64,
+    kind: &'static str,
+    effect: Effect,
+}
+
+#[derive(Debug, Clone)]
+struct Realisation {
+    report: MessageId,
+    author: String,
+    ts: u64,
+    seq: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Arm {
+    fired: bool,
+    near: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    pred: usize,
+    subject: String,
+    t_star: u64,
+    evidence: Vec<MessageId>,
+    subject_obs: Latest,
+    detail: String,
+}
+
+/// The incremental monitor over one deployment's predicate file.
+#[derive(Debug, Clone)]
+pub struct Monitor {
+    file: Predicates,
+    name: String,
+    latest: BTreeMap<String, Latest>,
+    commands: BTreeMap<String, Vec<Actuating>>,
+    reports: BTreeMap<MessageId, Vec<Realisation>>,
+    arms: BTreeMap<(usize, String), Arm>,
+    pending: Vec<Pending>,
+    seq: u64,
+    malformed: u64,
+    forgotten: u64,
+}
+
+/// Everything the monitor derived from a whole record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Derivation {
+    /// The declarations, in `t*` order.
+    pub declarations: Vec<AdverseDecl>,
+    /// The alerts, in emission order.
+    pub alerts: Vec<Alert>,
+    /// Telemetry reports that broke the format.
+    pub malformed: u64,
+}
+
+impl Monitor {
+    /// A monitor over a predicate file, declaring as [`MONITOR_NAME`].
+    pub fn new(file: Predicates) -> Monitor {
+        Monitor::named(file, MONITOR_NAME)
+    }
+
+    /// A monitor declaring under its own instance name.
+    pub fn named(file: Predicates, name: &str) -> Monitor {
+        Monitor {
+            file,
+            name: name.to_string(),
+            latest: BTreeMap::new(),
+            commands: BTreeMap::new(),
+            reports: BTreeMap::new(),
+            arms: BTreeMap::new(),
+            pending: Vec::new(),
+            seq: 0,
+            malformed: 0,
+            forgotten: 0,
+        }
+    }
+
+    /// The predicate file.
+    pub fn predicates(&self) -> &Predicates {
+        &self.file
+    }
+
+    /// Telemetry reports that broke the format so far.
+    pub fn malformed(&self) -> u64 {
+        self.malformed
+    }
+
+    /// Commands forgotten under the per-actuator bound so far.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
+    /// Incidents fired and not yet declared.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Reads one certified message; returns the alerts it raises.
+    pub fn observe(&mut self, msg: &Verified<SignedEnvelope>) -> Vec<Alert> {
+        self.seq += 1;
+        let env = msg.envelope();
+        match &env.payload {
+            Payload::SensorReport { reading, .. } => match telemetry::parse(reading) {
+                None => Vec::new(),
+                Some(Err(_)) => {
+                    self.malformed += 1;
+                    Vec::new()
+                }
+                Some(Ok(obs)) => {
+                    let mut updated = Vec::with_capacity(obs.len());
+                    for o in obs {
+                        if !updated.contains(&o.entity) {
+                            updated.push(o.entity.clone());
+                        }
+                        self.latest.insert(
+                            o.entity,
+                            Latest {
+                                class: o.class,
+                                fields: o.fields,
+                                evidence: msg.id().clone(),
+                                ts: env.timestamp,
+                            },
+                        );
+                    }
+                    self.evaluate(&updated, env.timestamp)
+                }
+            },
+            Payload::ToolOutput { tool, .. } if tool == "actuator" => {
+                for c in &env.citations {
+                    let list = self.reports.entry(c.clone()).or_default();
+                    if list.len() < 16 {
+                        list.push(Realisation {
+                            report: msg.id().clone(),
+                            author: env.author.as_str().to_string(),
+                            ts: env.timestamp,
+                            seq: self.seq,
+                        });
+                    }
+                }
+                Vec::new()
+            }
+            p => {
+                if let Some(target) = p.target() {
+                    if env.destination.as_str() == target && env.effect != Effect::None {
+                        let list = self.commands.entry(target.to_string()).or_default();
+                        list.push(Actuating {
+                            id: msg.id().clone(),
+                            ts: env.timestamp,
+                            kind: p.kind(),
+                            effect: env.effect.clone(),
+                        });
+                        if list.len() > MAX_COMMANDS_PER_TARGET {
+                            let gone = list.remove(0);
+                            self.reports.remove(&gone.id);
+                            self.forgotten += 1;
+                        }
+                    }
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    /// Declares every pending incident whose `t*` the event-time watermark has
+    /// passed (`watermark_ms ≥ t*`), in `t*` order.
+    pub fn advance(&mut self, watermark_ms: u64) -> Vec<AdverseDecl> {
+        let (due, keep): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| p.t_star <= watermark_ms);
+        self.pending = keep;
+        let mut out: Vec<AdverseDecl> = due.iter().map(|p| self.declare(p)).collect();
+        out.sort_by(|a, b| (a.t_star_ms, &a.incident).cmp(&(b.t_star_ms, &b.incident)));
+        out
+    }
+
+    fn number(&self, entity: &str, field: &str) -> Option<f64> {
+        self.latest.get(entity)?.fields.get(field)?.as_f64()
+    }
+
+    fn evaluate(&mut self, updated: &[String], ts: u64) -> Vec<Alert> {
+        let mut alerts = Vec::new();
+        for pi in 0..self.file.predicates.len() {
+            let pred = self.file.predicates[pi].clone();
+            // (subject, holds, near, other party, detail)
+            let mut verdicts: Vec<(String, bool, bool, Option<String>, String)> = Vec::new();
+            match &pred.condition {
+                Condition::Separation { a, b, below_mm } => {
+                    let margin = pred.near_miss_margin.unwrap_or(0.0);
+                    // Subjects: updated ones first (report order), then the others
+                    // that are still fresh.
+                    // Fresh: within `stale_after_ms` of this report either way — a
+                    // stream sealed across partitions may deliver another author's
+                    // later reports first, and those are no more "here now" than
+                    // stale ones (regression: a 64-cell demo paired one cell's robot
+                    // with another cell's worker).
+                    let stale = self.file.stale_after_ms;
+                    let order: Vec<String> = updated
+                        .iter()
+                        .cloned()
+                        .chain(
+                            self.latest
+                                .iter()
+                                .filter(|(k, l)| !updated.contains(k) && l.ts.abs_diff(ts) <= stale)
+                                .map(|(k, _)| k.clone()),
+                        )
+                        .collect();
+                    for s in &order {
+                        let Some(ls) = self.latest.get(s) else {
+                            continue;
+                        };
+                        if !a.matches(s, &ls.class) {
+                            continue;
+                        }
+                        let s_updated = updated.contains(s);
+                        let mut best: Option<(bool, bool, String, f64)> = None;
+                        for o in &order {
+                            if o == s || !(s_updated || updated.contains(o)) {
+                                continue;
+                            }
+                            let Some(lo) = self.latest.get(o) else {
+                                continue;
+                            };
+                            if !b.matches(o, &lo.class) {
+                                continue;
+                            }
+                            let Some(d) = self.distance(s, o) else {
+                                continue;
+                            };
+                            let holds = d < *below_mm;
+                            let near = d < below_mm + margin;
+                            if holds {
+                                best = Some((true, true, o.clone(), d));
+                                break;
+                            }
+                            if near && best.is_none() {
+                                best = Some((false, true, o.clone(), d));
+                            }
+                        }
+                        if !s_updated && best.is_none() {
+                            continue;
+                        }
+                        match best {
+                            Some((h, n, o, d)) => verdicts.push((
+                                s.clone(),
+                                h,
+                                n,
+                                Some(o.clone()),
+                                format!(
+                                    "separation {d:.0} mm between {s} and {o} (threshold {below_mm} mm)"
+                                ),
+                            )),
+                            None => verdicts.push((s.clone(), false, false, None, String::new())),
+                        }
+                    }
+                }
+                Condition::SpeedInZone {
+                    entity,
+                    zone,
+                    above_mm_per_s,
+                    speed_field,
+                } => {
+                    let margin = pred.near_miss_margin.unwrap_or(0.0);
+                    for s in updated {
+                        let Some(l) = self.latest.get(s) else {
+                            continue;
+                        };
+                        if !entity.matches(s, &l.class) {
+                            continue;
+                        }
+                        let (x, y, v) = (
+                            self.number(s, "x_mm"),
+                            self.number(s, "y_mm"),
+                            self.number(s, speed_field),
+                        );
+                        let (holds, near, d) = match (x, y, v) {
+                            (Some(x), Some(y), Some(v)) if zone.contains(x, y) => {
+                                (v > *above_mm_per_s, v > above_mm_per_s - margin, v)
+                            }
+                            _ => (false, false, 0.0),
+                        };
+                        verdicts.push((
+                            s.clone(),
+                            holds,
+                            near,
+                            None,
+                            format!("{s} reports {speed_field} {d} in the zone (limit {above_mm_per_s})"),
+                        ));
+                    }
+                }
+                Condition::OutOfRange {
+                    entity,
+                    field,
+                    min,
+                    max,
+                } => {
+                    let margin = pred.near_miss_margin.unwrap_or(0.0);
+                    for s in updated {
+                        let Some(l) = self.latest.get(s) else {
+                            continue;
+                        };
+                        if !entity.matches(s, &l.class) {
+                            continue;
+                        }
+                        let (holds, near, v) = match self.number(s, field) {
+                            Some(v) => (
+                                v < *min || v > *max,
+                                v < min + margin || v > max - margin,
+                                v,
+                            ),
+                            None => (false, false, 0.0),
+                        };
+                        verdicts.push((
+                            s.clone(),
+                            holds,
+                            near,
+                            None,
+                            format!("{s} reports {field} {v} outside [{min}, {max}]"),
+                        ));
+                    }
+                }
+                Condition::Expression { entity, when, expr } => {
+                    for s in updated {
+                        let Some(l) = self.latest.get(s) else {
+                            continue;
+                        };
+                        if !entity.matches(s, &l.class) {
+                            continue;
+                        }
+                        let holds = expr.holds(&l.fields);
+                        verdicts.push((s.clone(), holds, false, None, format!("{s}: {when}")));
+                    }
+                }
+            }
+            for (s, holds, near, other, detail) in verdicts {
+                let arm = self.arms.entry((pi, s.clone())).or_default();
+                let (was_fired, was_near) = (arm.fired, arm.near);
+                arm.fired = holds;
+                arm.near = near;
+                let mut evidence: Vec<MessageId> = Vec::new();
+                for e in std::iter::once(&s).chain(other.as_ref()) {
+                    if let Some(l) = self.latest.get(e) {
+                        if !evidence.contains(&l.evidence) {
+                            evidence.push(l.evidence.clone());
+                        }
+                    }
+                }
+                let entities: Vec<String> = std::iter::once(s.clone()).chain(other).collect();
+                if holds && !was_fired {
+                    let Some(obs) = self.latest.get(&s).cloned() else {
+                        continue;
+                    };
+                    let incident = format!("{}-{}-{}", pred.name, s, ts);
+                    alerts.push(Alert {
+                        kind: AlertKind::Fired,
+                        predicate: pred.name.clone(),
+                        incident: Some(incident),
+                        entities,
+                        t_ms: ts,
+                        severity_j: self.severity(pi, &s, &obs).0.map(|s| s.joules()),
+                        messages: evidence.iter().map(id_string).collect(),
+                        detail: detail.clone(),
+                    });
+                    self.pending.push(Pending {
+                        pred: pi,
+                        subject: s,
+                        t_star: ts,
+                        evidence,
+                        subject_obs: obs,
+                        detail,
+                    });
+                } else if near && !holds && !was_near && !was_fired {
+                    alerts.push(Alert {
+                        kind: AlertKind::NearMiss,
+                        predicate: pred.name.clone(),
+                        incident: None,
+                        entities,
+                        t_ms: ts,
+                        severity_j: None,
+                        messages: evidence.iter().map(id_string).collect(),
+                        detail,
+                    });
+                }
+            }
+        }
+        alerts
+    }
+
+    fn distance(&self, a: &str, b: &str) -> Option<f64> {
+        let la = self.latest.get(a)?;
+        let lb = self.latest.get(b)?;
+        let (ax, ay, bx, by) = (
+            la.fields.get("x_mm")?,
+            la.fields.get("y_mm")?,
+            lb.fields.get("x_mm")?,
+            lb.fields.get("y_mm")?,
+        );
+        if let (Value::Int(ax), Value::Int(ay), Value::Int(bx), Value::Int(by)) = (ax, ay, bx, by) {
+            // Exact on integer positions: compare squared distances in i128.
+            let dx = *ax as i128 - *bx as i128;
+            let dy = *ay as i128 - *by as i128;
+            return Some(((dx * dx + dy * dy) as f64).sqrt());
+        }
+        let dx = ax.as_f64()? - bx.as_f64()?;
+        let dy = ay.as_f64()? - by.as_f64()?;
+        Some((dx * dx + dy * dy).sqrt())
+    }
+
+    /// Severity of a predicate's subject from an observation, with the fact's detail.
+    fn severity(&self, pi: usize, subject: &str, obs: &Latest) -> (Option<Severity>, String) {
+        let Some(SeverityRule::Kinetic { speed_field }) = &self.file.predicates[pi].severity else {
+            return (None, String::new());
+        };
+        let mass = self.file.entities.get(subject).and_then(|e| e.mass_kg);
+        let speed = obs.fields.get(speed_field).and_then(Value::as_f64);
+        match (mass, speed) {
+            (Some(m), Some(v)) if v.is_finite() && v >= 0.0 => {
+                let s = Severity {
+                    mass_kg: m,
+                    speed_m_per_s: v / 1000.0,
+                };
+                let detail = format!(
+                    "½·m·v² = ½ · {m} kg (registered) · ({} m/s, reported {speed_field})² = {} J",
+                    s.speed_m_per_s,
+                    s.joules()
+                );
+                (Some(s), detail)
+            }
+            (None, _) => (
+                None,
+                format!("no registered mass for {subject}: severity unknown"),
+            ),
+            _ => (
+                None,
+                format!("{subject} reports no {speed_field}: severity unknown"),
+            ),
+        }
+    }
+
+    fn declare(&self, p: &Pending) -> AdverseDecl {
+        let pred = &self.file.predicates[p.pred];
+        let t_star = p.t_star;
+        let start = pred
+            .lookback_ms
+            .map(|l| t_star.saturating_sub(l))
+            .unwrap_or(0);
+        let deadline = self.file.realisation_deadline_ms;
+        let mut facts = vec![Fact {
+            fact: FactKind::TStar,
+            message: None,
+            evidence: p.evidence.iter().map(id_string).collect(),
+            detail: format!("{} first holds at {t_star} ms: {}", pred.name, p.detail),
+        }];
+        let (severity, sev_detail) = self.severity(p.pred, &p.subject, &p.subject_obs);
+        if pred.severity.is_some() {
+            facts.push(Fact {
+                fact: FactKind::Severity,
+                message: None,
+                evidence: vec![id_string(&p.subject_obs.evidence)],
+                detail: sev_detail,
+            });
+        }
+        let mut realised: Vec<(&Actuating, &Realisation)> = Vec::new();
+        let mut unrealised: Vec<&Actuating> = Vec::new();
+        for c in self
+            .commands
+            .get(&p.subject)
+            .into_iter()
+            .flatten()
+            .filter(|c| c.ts >= start && c.ts <= t_star)
+        {
+            let r = self
+                .reports
+                .get(&c.id)
+                .into_iter()
+                .flatten()
+                .filter(|r| r.ts <= t_star && r.author == p.subject)
+                .min_by_key(|r| (r.ts, r.seq));
+            match r {
+                Some(r) => realised.push((c, r)),
+                None if c.ts.saturating_add(deadline) <= t_star => unrealised.push(c),
+                None => {}
+            }
+        }
+        // The last realised command of each kind (halts latch; they are no anchor).
+        let mut last: BTreeMap<&'static str, (&Actuating, &Realisation)> = BTreeMap::new();
+        for &(c, r) in &realised {
+            if c.kind == "halt" {
+                continue;
+            }
+            let newer = last
+                .get(c.kind)
+                .is_none_or(|(_, q)| (r.ts, r.seq) > (q.ts, q.seq));
+            if newer {
+                last.insert(c.kind, (c, r));
+            }
+        }
+        let mut anchors: Vec<(MessageId, Fact)> = Vec::new();
+        for (kind, (c, r)) in last {
+            let obs = &p.subject_obs;
+            let num = |f: &str| obs.fields.get(f).and_then(Value::as_f64);
+            let superseded = match &c.effect {
+                Effect::Speed { mm_per_s, .. } => {
+                    num("speed_mm_per_s").is_some_and(|v| v > 0.0 && v != *mm_per_s as f64)
+                }
+                Effect::Param { name, value, .. } => {
+                    num(name.as_str()).is_some_and(|v| v != *value as f64)
+                }
+                _ => false,
+            };
+            if superseded {
+                continue;
+            }
+            let mut evidence = vec![id_string(&c.id), id_string(&r.report)];
+            let corroborated = matches!(c.effect, Effect::Speed { .. } | Effect::Param { .. });
+            if corroborated {
+                evidence.push(id_string(&obs.evidence));
+            }
+            anchors.push((
+                c.id.clone(),
+                Fact {
+                    fact: FactKind::Anchor,
+                    message: Some(id_string(&c.id)),
+                    evidence,
+                    detail: format!(
+                        "last realised {kind} of {} by t* (actuation report at {} ms){}",
+                        p.subject,
+                        r.ts,
+                        if corroborated {
+                            "; its effect is what the telemetry at t* reports"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+            ));
+        }
+        anchors.sort_by(|a, b| a.0.cmp(&b.0));
+        realised.sort_by(|a, b| a.0.id.cmp(&b.0.id));
+        unrealised.sort_by(|a, b| a.id.cmp(&b.id));
+        facts.extend(anchors.iter().map(|(_, f)| f.clone()));
+        facts.extend(realised.iter().map(|(c, r)| Fact {
+            fact: FactKind::Realised,
+            message: Some(id_string(&c.id)),
+            evidence: vec![id_string(&r.report)],
+            detail: format!("{} realised on {} at {} ms", c.kind, p.subject, r.ts),
+        }));
+        facts.extend(unrealised.iter().map(|c| Fact {
+            fact: FactKind::Unrealised,
+            message: Some(id_string(&c.id)),
+            evidence: vec![id_string(&c.id)],
+            detail: format!(
+                "{} issued at {} ms; no actuation report of {} by t* (deadline {deadline} ms)",
+                c.kind, c.ts, p.subject
+            ),
+        }));
+        AdverseDecl {
+            incident: format!("{}-{}-{}", pred.name, p.subject, t_star),
+            outcome: pred.name.clone(),
+            t_star_ms: t_star,
+            severity,
+            anchors: anchors.iter().map(|(id, _)| id_string(id)).collect(),
+            combine: Combine::All,
+            targets: vec![p.subject.clone()],
+            unrealised: unrealised.iter().map(|c| id_string(&c.id)).collect(),
+            window_start_ms: start,
+            window_end_ms: None,
+            delta: 1.0,
+            declarer: Some(Declarer {
+                kind: DeclarerKind::Monitor,
+                name: self.name.clone(),
+            }),
+            facts,
+        }
+    }
+}
+
+/// Runs the monitor over a verified record's certified messages in record-time order
+/// (ties in record order) and declares every incident.
+pub fn derive(partition: &Partition, file: &Predicates) -> Derivation {
+    let mut msgs: Vec<&audita_evidence::Certified> = partition.certified.values().collect();
+    msgs.sort_by_key(|c| (c.envelope.envelope().timestamp, c.record_index));
+    let mut m = Monitor::new(file.clone());
+    let mut alerts = Vec::new();
+    for c in msgs {
+        alerts.extend(m.observe(&c.envelope));
+    }
+    let declarations = m.advance(u64::MAX);
+    Derivation {
+        declarations,
+        alerts,
+        malformed: m.malformed,
+    }
+}
+
+/// The messages a declaration's derivation reads, for a self-contained slice: every
+/// telemetry report and every actuation report of a target timestamped in the
+/// declaration's window, and every actuating command there on one of its targets —
+/// what [`check()`](crate::check()) needs to re-derive the declaration from the slice.
+pub fn reads<'a>(
+    messages: impl IntoIterator<Item = (&'a MessageId, &'a audita_evidence::Envelope)>,
+    decl: &AdverseDecl,
+) -> BTreeSet<MessageId> {
+    let (start, end) = (decl.window_start_ms, decl.window_end());
+    let targets: BTreeSet<&str> = decl.targets.iter().map(String::as_str).collect();
+    let mut out = BTreeSet::new();
+    for (id, env) in messages {
+        if env.timestamp < start || env.timestamp > end {
+            continue;
+        }
+        let keep = match &env.payload {
+            Payload::SensorReport { reading, .. } => telemetry::parse(reading).is_some(),
+            Payload::ToolOutput { tool, .. } => {
+                tool == "actuator" && targets.contains(env.author.as_str())
+            }
+            p => p.target().is_some_and(|t| targets.contains(t)),
+        };
+        if keep {
+            out.insert(id.clone());
+        }
+    }
+    out
+}

@@ -1,0 +1,65 @@
+//! Separation pairs observations that are fresh relative to each other, whichever
+//! order a stream sealed across partitions delivers them in.
+
+use audita_evidence::{derive_signing_key, Envelope, KeyRegistry, Payload, PrincipalId};
+use audita_monitor::{AlertKind, Monitor, Predicates};
+
+const FILE: &str = r#"{"version": 1, "stale_after_ms": 1000, "predicates": [
+  {"name": "sep", "kind": "separation", "a": {"class": "robot"}, "b": {"class": "human"},
+   "below_mm": 500}]}"#;
+
+fn report(
+    keys: &mut KeyRegistry,
+    author: &str,
+    t: u64,
+    entity: &str,
+    class: &str,
+    x: i64,
+) -> audita_evidence::Verified<audita_evidence::SignedEnvelope> {
+    let key = derive_signing_key(1, author);
+    let pid = PrincipalId::new(author).unwrap();
+    keys.add_principal(pid.clone(), key.verifying_key());
+    let reading = format!(
+        r#"{{"telemetry": 1, "observations": [{{"entity": "{entity}", "class": "{class}", "fields": {{"x_mm": {x}, "y_mm": 0}}}}]}}"#
+    );
+    Envelope::new(
+        pid.clone(),
+        pid,
+        t,
+        Payload::SensorReport {
+            sensor: author.into(),
+            reading,
+        },
+    )
+    .sign(&key)
+    .unwrap()
+    .verify(keys)
+    .unwrap()
+}
+
+#[test]
+fn a_report_delivered_ahead_of_the_stream_does_not_pair_with_the_present() {
+    let mut keys = KeyRegistry::new();
+    let mut m = Monitor::new(Predicates::from_json(FILE).unwrap());
+    // Another cell's robot, reported 50 s ahead, arrives first.
+    let ahead = report(&mut keys, "c2.rtls", 50_000, "c2.agv-1", "robot", 0);
+    assert!(m.observe(&ahead).is_empty());
+    // This cell's worker at the same coordinates, now: no pairing with the future.
+    let now = report(&mut keys, "c1.tags", 1_000, "c1.worker-1", "human", 100);
+    assert!(
+        m.observe(&now).is_empty(),
+        "paired with a report 49 s ahead"
+    );
+    // This cell's robot next to it, now: fires.
+    let robot = report(&mut keys, "c1.rtls", 1_200, "c1.agv-1", "robot", 300);
+    let alerts = m.observe(&robot);
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(alerts[0].kind, AlertKind::Fired);
+    assert_eq!(alerts[0].entities, vec!["c1.agv-1", "c1.worker-1"]);
+    // A stale worker (more than stale_after_ms before) no longer pairs.
+    let late = report(&mut keys, "c1.rtls", 2_500, "c1.agv-2", "robot", 150);
+    assert!(
+        m.observe(&late).is_empty(),
+        "paired with a report 1.5 s old"
+    );
+}

@@ -1,0 +1,149 @@
+//! The monitor stage: sealed epochs in; alerts (`audita.alerts`) and adverse
+//! declarations (`audita.adverse`) out — the pipeline detects every incident itself.
+//!
+//! Design constraints:
+//! - Its own stage, not part of the slicer's dataflow: the predicates are per-entity
+//!   state machines over telemetry (latest observation, armed/fired), not a relation
+//!   over the citation graph; an alert must leave the moment a predicate holds,
+//!   while the slicer waits for anchors, receipts and the watermark before a slice
+//!   is complete; and its declaration on `audita.adverse` is then an auditable input
+//!   the engine workers check exactly like an operator's (`audita_monitor::check`).
+//! - Input is sealed epochs (`audita.epochs`): only sealed messages, each signature
+//!   checked again against the deployment's keys before the monitor reads it
+//!   (messages the monitor never reads — agent text, receipts — are skipped
+//!   unverified). The epochs themselves are trusted as the sealer published them on
+//!   the deployment's own bus, as the slicer does; the engine workers verify the
+//!   slice from scratch.
+//! - Alerts are published as they are raised; a fired incident is declared once the
+//!   sealer's event-time watermark passes its `t*` (every message stamped up to `t*`
+//!   is sealed and read), or when the stream has been quiet for `quiet` (everything
+//!   published is sealed).
+//! - State is in memory and rebuilt from the beginning of `audita.epochs` on start
+//!   (its own consumer group per process, like the slicer): a restart re-sends alerts
+//!   (at least once) and re-declares incidents, which the slicer recognises by name.
+
+use crate::metrics::Metrics;
+use crate::{Deployment, Result};
+use audita_bus::Bus;
+use audita_evidence::{Payload, SignedEnvelope};
+use audita_monitor::{Alert, AlertKind, Monitor};
+use audita_topics::names as topics;
+use audita_topics::{AlertRecord, EpochMessage, ALERT_SCHEMA};
+use std::cell::RefCell;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// The alert record of a monitor alert.
+pub fn alert_record(a: &Alert) -> AlertRecord {
+    AlertRecord {
+        schema: ALERT_SCHEMA.to_string(),
+        kind: match a.kind {
+            AlertKind::Fired => "fired",
+            AlertKind::NearMiss => "near_miss",
+        }
+        .to_string(),
+        predicate: a.predicate.clone(),
+        incident: a.incident.clone(),
+        entities: a.entities.clone(),
+        t_ms: a.t_ms,
+        severity_j: a.severity_j,
+        messages: a.messages.clone(),
+        detail: a.detail.clone(),
+    }
+}
+
+/// Whether the monitor reads a message of this payload (and so must verify it).
+fn read_by_monitor(p: &Payload) -> bool {
+    matches!(p, Payload::SensorReport { .. } | Payload::ToolOutput { .. }) || p.target().is_some()
+}
+
+struct State {
+    monitor: Monitor,
+    last_epoch: Instant,
+}
+
+/// Runs the monitor until stopped/idle; declares pending incidents after `quiet`
+/// without a new epoch. Without predicates in the deployment it returns at once.
+pub fn run_monitor(
+    d: &Deployment,
+    bus: &Bus,
+    quiet: Duration,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<()> {
+    let Some(file) = d.predicates.clone() else {
+        return Ok(());
+    };
+    let group = format!("{}monitor-{}", d.prefix, std::process::id());
+    let mut c = bus.consumer(&group, &[&d.topic(topics::EPOCHS)])?;
+    let mut p = bus.producer()?;
+    let (alerts, adverse) = (d.topic(topics::ALERTS), d.topic(topics::ADVERSE));
+    let state = RefCell::new(State {
+        monitor: Monitor::new(file),
+        last_epoch: Instant::now(),
+    });
+    let declare = |decls: Vec<audita_verdict::AdverseDecl>,
+                   out: &mut dyn audita_bus::Producer|
+     -> std::result::Result<(), audita_bus::BusError> {
+        for decl in decls {
+            let bytes = serde_json::to_vec(&decl)
+                .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
+            out.send(&adverse, decl.incident.as_bytes(), &bytes)?;
+            m.monitor_declarations.inc();
+            tracing::info!(incident = %decl.incident, t_star_ms = decl.t_star_ms, anchors = decl.anchors.len(), "declared");
+        }
+        Ok(())
+    };
+    audita_bus::pump_with(
+        c.as_mut(),
+        p.as_mut(),
+        stop,
+        8,
+        idle,
+        |delivery, out| {
+            let started = Instant::now();
+            let mut st = state.borrow_mut();
+            st.last_epoch = started;
+            let Some(epoch) = EpochMessage::decode(&delivery.payload) else {
+                tracing::warn!("monitor: undecodable epoch skipped");
+                return Ok(());
+            };
+            for bytes in &epoch.envelopes {
+                let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
+                    continue;
+                };
+                if !read_by_monitor(&env.envelope().payload) {
+                    continue;
+                }
+                let Ok(verified) = env.verify(&d.keys) else {
+                    continue;
+                };
+                for a in st.monitor.observe(&verified) {
+                    let rec = alert_record(&a);
+                    let bytes = serde_json::to_vec(&rec)
+                        .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
+                    out.send(&alerts, a.predicate.as_bytes(), &bytes)?;
+                    m.monitor_alerts.with_label_values(&[&rec.kind]).inc();
+                    m.monitor_alert_latency
+                        .observe(started.elapsed().as_secs_f64());
+                }
+            }
+            let due = st.monitor.advance(epoch.watermark.saturating_sub(1));
+            m.monitor_pending.set(st.monitor.pending() as i64);
+            drop(st);
+            declare(due, out)
+        },
+        |out| {
+            let mut st = state.borrow_mut();
+            if st.monitor.pending() > 0 && st.last_epoch.elapsed() >= quiet {
+                let due = st.monitor.advance(u64::MAX);
+                m.monitor_pending.set(0);
+                drop(st);
+                declare(due, out)?;
+            }
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
