@@ -72,7 +72,11 @@ fn main() {
         let mut inflight = Vec::new();
         for i in 0..n {
             let e = sensor
-                .sign(sensor.message("supervisor", (n + i) as u64, report(i)).unwrap())
+                .sign(
+                    sensor
+                        .message("supervisor", (n + i) as u64, report(i))
+                        .unwrap(),
+                )
                 .unwrap();
             let p = p.clone();
             inflight.push(tokio::spawn(async move { p.publish(&e).await.map(|_| ()) }));
@@ -89,10 +93,20 @@ fn main() {
     });
 
     let python = std::process::Command::new("python3")
-        .args(["-c", PY, broker.bootstrap(), &prefix, spool.path().join("py").to_str().unwrap(), &n.to_string()])
+        .args([
+            "-c",
+            PY,
+            broker.bootstrap(),
+            &prefix,
+            spool.path().join("py").to_str().unwrap(),
+            &n.to_string(),
+        ])
         .output();
     let python = match python {
-        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok(),
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<f64>()
+            .ok(),
         _ => None,
     };
 
@@ -101,9 +115,15 @@ fn main() {
     println!("| --- | ---: | ---: |");
     println!("| raw Ed25519 sign (PAE body, no encoding, no I/O) | {raw:.0} | 1.000× |");
     println!("| Rust, blocking: sign + spool fsync + publish + ack, one at a time | {blocking:.0} | {:.3}× |", blocking / raw);
-    println!("| Rust, async: same, 256 in flight | {pipelined:.0} | {:.3}× |", pipelined / raw);
+    println!(
+        "| Rust, async: same, 256 in flight | {pipelined:.0} | {:.3}× |",
+        pipelined / raw
+    );
     match python {
-        Some(py) => println!("| Python (`audita` wheel), blocking, one at a time | {py:.0} | {:.3}× |", py / raw),
+        Some(py) => println!(
+            "| Python (`audita` wheel), blocking, one at a time | {py:.0} | {:.3}× |",
+            py / raw
+        ),
         None => println!("| Python (`audita` wheel) | not installed | — |"),
     }
 }
