@@ -1,6 +1,10 @@
 //! `audita bench-pipeline`: end-to-end throughput, adverse-event-to-verdict latency and
 //! resident memory of the pipeline, next to the single-core Ed25519 verification limit
-//! measured in the same run (every accepted message costs at least one verification).
+//! measured in the same run (every accepted message costs at least one verification);
+//! and the incident-alerting latencies: sealed report → alert (an observer consuming
+//! `audita.epochs` and `audita.alerts` like any other client of the bus: from the
+//! arrival of the epoch that sealed the last message an alert cites to the alert's
+//! arrival) and alert → verdict (the alert's arrival to its incident's verdict).
 
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::kafka::KafkaBus;
@@ -95,12 +99,17 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
     // The benchmark's fleet signs with seed-derived keys (a reproducible client); the
     // deployment it feeds is a throw-away one with fresh log and keeper keys.
     let fleet = fleet::build(&fleet::DEMO_MIX, args.cells, args.seed);
-    let d = Arc::new(Deployment::ephemeral(
+    let mut d = Deployment::ephemeral(
         fleet.keys.clone(),
         fleet.duties()?,
         &prefix,
         &audita_load_tests::client::DEMO_KEEPERS,
+    )?;
+    // The fleet publishes no declaration: the monitor stage detects every incident.
+    d.predicates = Some(audita_monitor::Predicates::from_json(
+        &fleet.predicates_json,
     )?);
+    let d = Arc::new(d);
     let messages = fleet.messages();
     eprintln!(
         "fleet: {} cells, {messages} messages, built in {:.1}s",
@@ -115,7 +124,9 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
     };
     let out = tempdir_path(&prefix)?;
     let metrics = Metrics::new();
-    // Declaration publish instants (from the feed's progress) and verdict arrivals.
+    // The instant the last message stamped up to each incident's t* was published
+    // (from the feed's progress), and verdict arrivals: detection by the monitor,
+    // the slice and the verdict are all inside the latency.
     let published: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
     let t_star: Vec<(u64, String)> = {
         let mut v: Vec<(u64, String)> = fleet
@@ -135,7 +146,10 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         .iter()
         .map(|(e, _)| e.envelope().timestamp)
         .collect();
+    d.ensure_topics(&bus)?;
+    let observer = Observer::start(&bus, &d)?;
     let mut latencies = Vec::new();
+    let mut alert_to_verdict = Vec::new();
     let peak_rss = Arc::new(Mutex::new(rss_kib()));
     let sampler_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let sampler = {
@@ -160,8 +174,7 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         &metrics,
         |bus| {
             let mut producer = bus.producer()?;
-            fleet.publish_declaring(producer.as_mut(), &d.prefix, None, |n| {
-                // Declarations go out right after the messages up to their t*.
+            fleet.publish(producer.as_mut(), &d.prefix, None, |n| {
                 let t = order.get(n).copied().unwrap_or(u64::MAX);
                 let mut p = published.lock().unwrap_or_else(|e| e.into_inner());
                 while next_decl < t_star.len() && t_star[next_decl].0 < t {
@@ -172,6 +185,9 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
             Ok(fleet.incidents())
         },
         |v| {
+            if let Some(alerted) = observer.alerted(&v.incident) {
+                alert_to_verdict.push(alerted.elapsed());
+            }
             if let Some(at) = published
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -182,6 +198,9 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         },
     )?;
     let elapsed = started.elapsed();
+    let (mut sealed_to_alert, unordered) = observer.stop();
+    sealed_to_alert.sort();
+    alert_to_verdict.sort();
     sampler_stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = sampler.join();
     latencies.sort();
@@ -203,8 +222,115 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         peak as f64 / 1024.0
     );
+    println!();
+    println!("| transport | alerts timed | read before their epoch | sealed → alert p50 ms | p99 ms | max ms | alert → verdict p50 ms | p99 ms |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let ms = |v: &[Duration], p: f64| percentile(v, p).as_secs_f64() * 1e3;
+    println!(
+        "| {:?} | {} | {unordered} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} |",
+        args.transport,
+        sealed_to_alert.len(),
+        ms(&sealed_to_alert, 0.5),
+        ms(&sealed_to_alert, 0.99),
+        ms(&sealed_to_alert, 1.0),
+        ms(&alert_to_verdict, 0.5),
+        ms(&alert_to_verdict, 0.99),
+    );
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
+}
+
+/// A client of the bus that watches `audita.epochs` and `audita.alerts`: when each
+/// sealed message became readable (its epoch's arrival) and when each alert arrived.
+struct Observer {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    alerts: Arc<Mutex<BTreeMap<String, Instant>>>,
+    thread: std::thread::JoinHandle<(Vec<Duration>, usize)>,
+}
+
+impl Observer {
+    fn start(bus: &Bus, d: &Deployment) -> anyhow::Result<Observer> {
+        use audita_topics::names as topics;
+        let group = format!("{}observer-{}", d.prefix, std::process::id());
+        let mut c = bus.consumer(
+            &group,
+            &[&d.topic(topics::EPOCHS), &d.topic(topics::ALERTS)],
+        )?;
+        let (epochs_topic, alerts_topic) = (d.topic(topics::EPOCHS), d.topic(topics::ALERTS));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let alerts: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
+        let (st, al) = (stop.clone(), alerts.clone());
+        let thread = std::thread::spawn(move || {
+            // Message id → arrival of the epoch that sealed it (ids of telemetry and
+            // actuation reports only would do; every id is cheap enough).
+            let mut sealed: std::collections::HashMap<String, Instant> = Default::default();
+            let (mut latencies, mut unordered) = (Vec::new(), 0usize);
+            while !st.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok(Some(delivery)) = c.poll(Duration::from_millis(20)) else {
+                    continue;
+                };
+                let now = Instant::now();
+                if delivery.topic == epochs_topic {
+                    let Some(epoch) = audita_topics::EpochMessage::decode(&delivery.payload) else {
+                        continue;
+                    };
+                    for bytes in epoch.envelopes {
+                        if let Ok(env) = audita_evidence::SignedEnvelope::decode(bytes) {
+                            sealed.insert(env.id().to_string(), now);
+                        }
+                    }
+                } else if delivery.topic == alerts_topic {
+                    let Ok(alert) =
+                        serde_json::from_slice::<audita_topics::AlertRecord>(&delivery.payload)
+                    else {
+                        continue;
+                    };
+                    // The alert could be raised once the last message it cites was
+                    // sealed. An alert read before the epoch of a message it cites
+                    // (the observer lagged on the epoch topic) has no sample: it is
+                    // counted, not guessed.
+                    let ready: Option<Instant> = alert
+                        .messages
+                        .iter()
+                        .map(|m| sealed.get(m).copied())
+                        .collect::<Option<Vec<Instant>>>()
+                        .and_then(|v| v.into_iter().max());
+                    match ready {
+                        Some(r) => latencies.push(now.saturating_duration_since(r)),
+                        None => unordered += 1,
+                    }
+                    if let Some(incident) = alert.incident.filter(|_| alert.kind == "fired") {
+                        al.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .entry(incident)
+                            .or_insert(now);
+                    }
+                }
+            }
+            (latencies, unordered)
+        });
+        Ok(Observer {
+            stop,
+            alerts,
+            thread,
+        })
+    }
+
+    /// When the first alert of `incident` arrived.
+    fn alerted(&self, incident: &str) -> Option<Instant> {
+        self.alerts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(incident)
+            .copied()
+    }
+
+    /// Stops watching; the sealed → alert latency of every alert seen, and the number
+    /// of alerts read before an epoch they cite (no sample).
+    fn stop(self) -> (Vec<Duration>, usize) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.thread.join().unwrap_or_default()
+    }
 }
 
 fn tempdir_path(prefix: &str) -> anyhow::Result<std::path::PathBuf> {

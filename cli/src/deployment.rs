@@ -231,7 +231,7 @@ pub fn run_fleet(args: &FleetArgs) -> i32 {
         FleetCommand::Register { dir, fleet } => {
             match client::register(&config_path(dir), &fleet.shape()) {
                 Ok(n) => {
-                    println!("registered {n} fleet principals and its duty registry");
+                    println!("registered {n} fleet principals, its duty registry and its adverse predicates");
                     0
                 }
                 Err(e) => {

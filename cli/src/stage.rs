@@ -35,7 +35,7 @@ pub fn run_feed(args: &FeedArgs) -> i32 {
         let (d, bus, cfg) = args.connect.open(false)?;
         let fleet = client::fleet_of(&cfg, &args.fleet.shape())?;
         let mut p = bus.producer()?;
-        fleet.publish_declaring(p.as_mut(), &d.prefix, args.rate, |_| {})?;
+        fleet.publish(p.as_mut(), &d.prefix, args.rate, |_| {})?;
         Ok(())
     })();
     match result {

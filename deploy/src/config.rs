@@ -13,6 +13,8 @@
 //! [registry]
 //! principals = "principals.json"        # public principal registry (keys, windows)
 //! duties = "duties.json"                # duty registry (verdict/SCHEMA.md)
+//! predicates = "predicates.json"        # adverse predicates the monitor detects
+//!                                       # (audita-monitor; optional)
 //!
 //! [epoch]                               # an epoch closes at whichever comes first
 //! max_messages = 256
@@ -59,6 +61,7 @@ use audita_evidence::checkpoint::{COSIGNATURE_V1_TYPE, ED25519_NOTE_TYPE};
 use audita_evidence::principal::check_name;
 use audita_evidence::trust::parse_vkey;
 use audita_evidence::{KeyRegistry, PrincipalRegistry, SigningKey, VerifyingKey};
+use audita_monitor::Predicates;
 use audita_verdict::DutyRegistry;
 use serde::Deserialize;
 
@@ -121,6 +124,8 @@ struct RawLog {
 struct RawRegistry {
     principals: String,
     duties: String,
+    #[serde(default)]
+    predicates: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -258,6 +263,11 @@ pub struct Config {
     pub duties: DutyRegistry,
     /// Its file.
     pub duties_path: PathBuf,
+    /// The adverse predicates the monitor stage detects (`registry.predicates`; none:
+    /// the deployment runs no monitor and declarations come from operators).
+    pub predicates: Option<Predicates>,
+    /// Where they are kept.
+    pub predicates_path: Option<PathBuf>,
     /// Messages per epoch (at most).
     pub epoch_messages: usize,
     /// Age of the oldest pending message that closes an epoch (ms).
@@ -374,6 +384,19 @@ impl Config {
                 field: "-".into(),
                 reason: e.to_string(),
             })?;
+        let predicates_path = raw.registry.predicates.as_ref().map(|p| dir.join(p));
+        let predicates = match &predicates_path {
+            None => None,
+            Some(path) => {
+                Some(
+                    Predicates::from_json(&read_text(path)?).map_err(|e| ConfigError {
+                        file: path.display().to_string(),
+                        field: "-".into(),
+                        reason: e.to_string(),
+                    })?,
+                )
+            }
+        };
         if raw.epoch.max_messages == 0 || raw.epoch.max_messages > 1 << 20 {
             return Err(at(
                 "epoch.max_messages",
@@ -477,6 +500,8 @@ impl Config {
             principals_path,
             duties,
             duties_path,
+            predicates,
+            predicates_path,
             epoch_messages: raw.epoch.max_messages,
             epoch_age_ms: raw.epoch.max_age_ms,
             dedupe_horizon_ms: raw.retention.dedupe_horizon_ms,

@@ -120,6 +120,7 @@ key = "keys/log.key"  # the log's private key: only the sealer reads it
 [registry]
 principals = "principals.json"  # public keys of every principal, with validity windows
 duties = "duties.json"          # duty registry (verdict/SCHEMA.md)
+predicates = "predicates.json"  # adverse predicates the monitor detects (audita-monitor)
 
 [epoch]                          # an epoch closes at whichever comes first
 max_messages = 256
@@ -205,6 +206,10 @@ pub fn init_with(dir: &Path, origin: &str, opts: &InitOptions) -> Result<Created
         b"{\"standard\": \"specification\", \"principals\": {}}\n",
     )?;
     write_atomic(
+        &dir.join("predicates.json"),
+        b"{\"version\": 1, \"predicates\": []}\n",
+    )?;
+    write_atomic(
         &config,
         config_text(origin, &log_vkey, &keepers, opts.insecure_demo_seed).as_bytes(),
     )?;
@@ -220,6 +225,22 @@ pub fn set_duties(config: &Path, json: &str) -> Result<(), DeployError> {
         .and_then(|d| d.validate())
         .map_err(|e| DeployError::Other(format!("duty registry: {e}")))?;
     write_atomic(&c.duties_path, json.as_bytes())
+}
+
+/// Installs `json` as the deployment's adverse predicates (validated first), in the
+/// file `registry.predicates` names. A deployment whose `audita.toml` names none is
+/// told which line to add.
+pub fn set_predicates(config: &Path, json: &str) -> Result<(), DeployError> {
+    let c = Config::load(config)?;
+    audita_monitor::Predicates::from_json(json)
+        .map_err(|e| DeployError::Other(format!("predicate file: {e}")))?;
+    let path = c.predicates_path.ok_or_else(|| {
+        DeployError::Other(format!(
+            "{}: [registry] names no predicate file: add predicates = \"predicates.json\"",
+            c.file.display()
+        ))
+    })?;
+    write_atomic(&path, json.as_bytes())
 }
 
 /// What [`add_principal`] / [`rotate_principal`] made.

@@ -17,6 +17,6 @@ pub mod keys;
 pub use config::{Config, ConfigError, Keeper, CONFIG_FORMAT};
 pub use init::{
     add_principal, add_principals, init, init_with, now_ms, register_public, revoke_principal,
-    rotate_principal, set_duties, DeployError, InitOptions, NewKey,
+    rotate_principal, set_duties, set_predicates, DeployError, InitOptions, NewKey,
 };
 pub use keys::KeyError;

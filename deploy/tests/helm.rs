@@ -15,7 +15,8 @@
 //!   read-only root filesystem, no privilege escalation, ALL capabilities dropped,
 //!   seccomp RuntimeDefault; every stage container has liveness/readiness/startup
 //!   probes on its metrics port, which `--metrics` binds; exactly one sealer (a
-//!   StatefulSet of 1) and one sink; the slicer is one replica with `Recreate`; the log
+//!   StatefulSet of 1) and one sink; the slicer (and the monitor, when enabled) is one
+//!   replica with `Recreate`, and audita.toml names the predicate file exactly then; the log
 //!   key Secret is mounted only into the sealer pod's init container; selectors of
 //!   Services, PDBs, the HPA and the ServiceMonitor reach what they mean to.
 //! - The configuration the stages read: each workload's pod is simulated on disk (its
@@ -297,6 +298,7 @@ struct Expect<'a> {
     singleton_pdbs: bool,
     ingest_replicas: u64,
     grace: u64,
+    monitor: bool,
 }
 
 fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
@@ -323,11 +325,26 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
 
     let w = workloads(all);
     let comps: BTreeSet<&str> = w.iter().map(|v| component(v)).collect();
+    let mut stages = BTreeSet::from(["engine", "ingest", "sealer", "sink", "slicer"]);
+    if e.monitor {
+        stages.insert("monitor");
+    }
+    assert_eq!(comps, stages, "one workload per stage");
+    let toml_predicates = toml["registry"].get("predicates").and_then(|p| p.as_str());
     assert_eq!(
-        comps,
-        BTreeSet::from(["engine", "ingest", "sealer", "sink", "slicer"]),
-        "one workload per stage"
+        toml_predicates,
+        e.monitor.then_some("predicates.json"),
+        "audita.toml names the predicate file exactly when the monitor runs"
     );
+    if e.monitor {
+        let m = workload(all, "monitor");
+        assert_eq!(kind(m), "Deployment");
+        assert_eq!(m["spec"]["replicas"], 1, "monitor replicas");
+        assert_eq!(
+            m["spec"]["strategy"]["type"], "Recreate",
+            "monitor Recreate"
+        );
+    }
     let mut log_key_mounts = Vec::new();
     for v in &w {
         let comp = component(v);
@@ -570,10 +587,10 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
         covered.push(component(targets[0]));
     }
     covered.sort();
-    let want: Vec<&str> = if e.singleton_pdbs {
-        vec!["engine", "ingest", "sealer", "sink", "slicer"]
-    } else {
-        vec!["engine", "ingest"]
+    let want: Vec<&str> = match (e.singleton_pdbs, e.monitor) {
+        (true, true) => vec!["engine", "ingest", "monitor", "sealer", "sink", "slicer"],
+        (true, false) => vec!["engine", "ingest", "sealer", "sink", "slicer"],
+        (false, _) => vec!["engine", "ingest"],
     };
     assert_eq!(covered, want, "PDBs");
 }
@@ -702,6 +719,7 @@ fn minimal_values_render_validate_and_hold() {
             singleton_pdbs: false,
             ingest_replicas: 2,
             grace: 30,
+            monitor: false,
         },
         &[&vkey],
     );
@@ -751,6 +769,7 @@ fn full_expect<'a>(log_key_secret: &'a str, sasl: &'a str) -> Expect<'a> {
         singleton_pdbs: true,
         ingest_replicas: 3,
         grace: 45,
+        monitor: true,
     }
 }
 
@@ -791,6 +810,43 @@ fn full_values_render_validate_and_hold() {
             );
         }
     }
+}
+
+/// The alerting rules the chart renders pass `promtool check rules` (Prometheus's own
+/// parser: PromQL, durations, labels), and the monitor's rules are among them.
+#[test]
+fn the_prometheus_rule_passes_promtool() {
+    let d = deployment();
+    let (_, all) = full(&d, false);
+    let rule = all
+        .iter()
+        .find(|v| kind(v) == "PrometheusRule")
+        .expect("full values enable the PrometheusRule");
+    let groups = &rule["spec"]["groups"];
+    let alerts: Vec<&str> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .filter_map(|r| r["alert"].as_str())
+        .collect();
+    for want in ["AuditaAbstained", "AuditaVerdictsBehind"] {
+        assert!(alerts.contains(&want), "{want} in {alerts:?}");
+    }
+    let file = d.dir.join("rules.json");
+    // JSON is YAML: promtool reads the rule file format directly.
+    std::fs::write(&file, serde_json::json!({ "groups": groups }).to_string()).unwrap();
+    let out = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool on PATH (.ci/run installs Debian's prometheus package)");
+    assert!(
+        out.status.success(),
+        "promtool check rules: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Bytes of the files of a volume source Kubernetes would mount.

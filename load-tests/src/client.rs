@@ -45,7 +45,7 @@ impl Shape {
 
 /// Registers the simulated fleet in the deployment at `config`: every principal it
 /// signs as gets a fresh key through `principal add`'s code, and the deployment's
-/// duty registry becomes the fleet's. Returns the number of principals.
+/// duty registry and adverse predicates become the fleet's. Returns the number of principals.
 pub fn register(config: &Path, shape: &Shape) -> Result<usize, DeployError> {
     shape.check()?;
     // Names and roles first (the content does not depend on the keys).
@@ -59,6 +59,7 @@ pub fn register(config: &Path, shape: &Shape) -> Result<usize, DeployError> {
         .collect();
     audita_deploy::add_principals(config, &fresh, None)?;
     audita_deploy::set_duties(config, &names.duties_json)?;
+    audita_deploy::set_predicates(config, &names.predicates_json)?;
     Ok(names.roles.len())
 }
 

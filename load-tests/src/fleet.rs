@@ -126,53 +126,12 @@ impl Fleet {
         p: &mut dyn Producer,
         prefix: &str,
         rate: Option<f64>,
-        progress: impl FnMut(usize),
-    ) -> Result<(), BusError> {
-        self.publish_with(p, prefix, rate, false, progress)
-    }
-
-    /// [`Fleet::publish`], also sending each cell's declaration (as the monitor
-    /// derives it from the cell's own messages) right after the messages up to its
-    /// `t*`: for a deployment that runs no monitor stage (the multi-process Kafka
-    /// deployment, until the monitor runs as `audita stage monitor`).
-    pub fn publish_declaring(
-        &self,
-        p: &mut dyn Producer,
-        prefix: &str,
-        rate: Option<f64>,
-        progress: impl FnMut(usize),
-    ) -> Result<(), BusError> {
-        self.publish_with(p, prefix, rate, true, progress)
-    }
-
-    fn publish_with(
-        &self,
-        p: &mut dyn Producer,
-        prefix: &str,
-        rate: Option<f64>,
-        declare: bool,
         mut progress: impl FnMut(usize),
     ) -> Result<(), BusError> {
         let started = std::time::Instant::now();
-        let mut decls: Vec<(u64, Vec<u8>, String)> = self
-            .cells
-            .iter()
-            .filter(|_| declare)
-            .filter_map(|c| c.adverse.as_ref())
-            .map(|a| {
-                (
-                    a.t_star_ms,
-                    serde_json::to_vec(a).unwrap_or_default(),
-                    a.incident.clone(),
-                )
-            })
-            .collect();
-        decls.sort();
-        let mut next = 0;
-        let (env_topic, rec_topic, adv_topic) = (
+        let (env_topic, rec_topic) = (
             format!("{prefix}{}", topics::ENVELOPES),
             format!("{prefix}{}", topics::RECEIPTS),
-            format!("{prefix}{}", topics::ADVERSE),
         );
         let send = |p: &mut dyn Producer, topic: &str, key: &[u8], bytes: &[u8]| loop {
             match p.send(topic, key, bytes) {
@@ -182,11 +141,6 @@ impl Fleet {
             }
         };
         for (i, (env, receipt)) in self.envelopes_in_time_order().into_iter().enumerate() {
-            let t = env.envelope().timestamp;
-            while next < decls.len() && decls[next].0 < t {
-                send(p, &adv_topic, decls[next].2.as_bytes(), &decls[next].1)?;
-                next += 1;
-            }
             send(
                 p,
                 &env_topic,
@@ -207,9 +161,6 @@ impl Fleet {
                     std::thread::sleep(wait);
                 }
             }
-        }
-        for (_, bytes, name) in &decls[next..] {
-            send(p, &adv_topic, name.as_bytes(), bytes)?;
         }
         p.flush()
     }

@@ -378,11 +378,7 @@ fn a_receipt_for_a_made_up_id_frames_nobody_and_names_its_signer() {
                 ));
             }
             let named = v.completions.items.iter().find(|i| i.id == id_string(&id));
-            let cell = adverse.decl.incident.starts_with("cell4-")
-                || adverse
-                    .decl
-                    .incident
-                    .starts_with(&format!("cell{in_cell}-"));
+            let cell = matches!(cell_of(&adverse.decl.incident), Some(c) if c == 4 || c == in_cell);
             match named {
                 Some(i) => {
                     if !cell {
@@ -480,8 +476,30 @@ fn a_sealed_bad_signature_message_changes_only_the_verdicts_of_its_scope() {
         assert!(bad.is_empty(), "{}: {bad:?}", decl.incident);
     }
     assert_eq!(
-        changed,
-        vec!["cell4-omission-5".to_string()],
-        "only its cell moves"
+        changed.iter().map(|i| cell_of(i)).collect::<Vec<_>>(),
+        vec![Some(4)],
+        "only its cell moves: {changed:?}"
     );
+}
+
+/// The fleet cell of a monitor-named incident (`<predicate>-c<K>.<entity>-<t*>`).
+fn cell_of(incident: &str) -> Option<usize> {
+    incident.match_indices("-c").find_map(|(at, _)| {
+        let rest = &incident[at + 2..];
+        let digits = rest.split('.').next()?;
+        (!digits.is_empty() && rest.len() > digits.len())
+            .then(|| digits.parse().ok())
+            .flatten()
+    })
+}
+
+#[test]
+fn cell_of_reads_the_cell_from_a_monitor_incident_name() {
+    assert_eq!(cell_of("separation_below_0.5m-c4.agv-1-40013999"), Some(4));
+    assert_eq!(
+        cell_of("batch_parameter_out_of_range-c15.batch-1-9"),
+        Some(15)
+    );
+    assert_eq!(cell_of("separation_below_0.5m-cx.agv-1-4"), None);
+    assert_eq!(cell_of("cell4-omission-5"), None);
 }

@@ -97,7 +97,9 @@ impl Deployment {
             epoch_messages: c.epoch_messages,
             epoch_age: Duration::from_millis(c.epoch_age_ms),
             max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
-            predicates: None,
+            // An empty predicate file (what `audita init` writes) declares nothing: no
+            // monitor runs and operator declarations are taken unchecked, as before.
+            predicates: c.predicates.clone().filter(|p| !p.predicates.is_empty()),
         })
     }
 

@@ -31,7 +31,7 @@ use std::time::Duration;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The stages, as metric name prefixes (`audita_<prefix>_…`).
-pub const STAGES: [&str; 5] = ["ingest", "sealer", "slicer", "engine", "sinks"];
+pub const STAGES: [&str; 6] = ["ingest", "sealer", "slicer", "engine", "sinks", "monitor"];
 
 /// The metrics of the pipeline.
 #[derive(Clone)]
@@ -77,6 +77,8 @@ pub struct Metrics {
     pub engine_judge: Histogram,
     /// Verdict rows written to Parquet.
     pub sinks_rows: IntCounter,
+    /// Incidents the sink recorded, by `outcome` (`verdict`, `abstained`).
+    pub sinks_incidents: IntCounterVec,
     /// Sends refused by back-pressure, by `stage`.
     pub backpressure: IntCounterVec,
     /// Alerts the monitor raised, by `kind` (`fired`, `near_miss`).
@@ -206,6 +208,14 @@ impl Metrics {
                 "audita_sinks_rows_written_total",
                 "Verdict rows written to Parquet",
             ),
+            sinks_incidents: IntCounterVec::new(
+                Opts::new(
+                    "audita_sinks_incidents_total",
+                    "Incidents recorded by the sink, by outcome (verdict, abstained)",
+                ),
+                &["outcome"],
+            )
+            .expect("static metric name"),
             backpressure: IntCounterVec::new(
                 Opts::new(
                     "audita_bus_backpressure_total",
@@ -265,6 +275,7 @@ impl Metrics {
             Box::new(m.engine_verdicts.clone()),
             Box::new(m.engine_judge.clone()),
             Box::new(m.sinks_rows.clone()),
+            Box::new(m.sinks_incidents.clone()),
             Box::new(m.backpressure.clone()),
             Box::new(m.monitor_alerts.clone()),
             Box::new(m.monitor_declarations.clone()),

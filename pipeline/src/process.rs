@@ -32,6 +32,8 @@ pub enum StageName {
     Engine,
     /// Parquet verdict files and rows.json.
     Sink,
+    /// Adverse predicates over sealed epochs: alerts and declarations.
+    Monitor,
 }
 
 impl StageName {
@@ -43,6 +45,7 @@ impl StageName {
             StageName::Slicer => "slicer",
             StageName::Engine => "engine",
             StageName::Sink => "sinks",
+            StageName::Monitor => "monitor",
         }
     }
 }
@@ -102,8 +105,8 @@ pub struct StageArgs {
     /// 127.0.0.1:9464).
     #[arg(long)]
     pub metrics: Option<std::net::SocketAddr>,
-    /// Slicer only: how long a declaration waits for the event-time watermark once the
-    /// stream goes quiet (longer than an upstream stage takes to restart).
+    /// Slicer and monitor: how long a declaration waits for the event-time watermark
+    /// once the stream goes quiet (longer than an upstream stage takes to restart).
     #[arg(long, default_value_t = 15_000)]
     pub quiet_wait_ms: u64,
     /// Sink only: exit once this many incidents have a verdict (or abstention).
@@ -174,6 +177,21 @@ pub fn run(args: &StageArgs) -> Result<()> {
             &m,
         ),
         StageName::Engine => crate::run_engine(&d, &bus, &stop, idle, &m).map(|_| ()),
+        StageName::Monitor => {
+            if d.predicates.is_none() {
+                return Err(Error::Invalid(
+                    "the deployment declares no adverse predicates ([registry] predicates): nothing to monitor".into(),
+                ));
+            }
+            crate::monitor::run_monitor(
+                &d,
+                &bus,
+                Duration::from_millis(args.quiet_wait_ms),
+                &stop,
+                idle,
+                &m,
+            )
+        }
         StageName::Sink => {
             let out = dir()?;
             if let Some(origin) = record_origin {

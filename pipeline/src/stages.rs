@@ -185,6 +185,12 @@ pub fn run_sink(
     let mut c = bus.consumer(&d.topic("sinks"), &[&d.topic(topics::VERDICTS)])?;
     let got = audita_sinks::sink::run(sink, c.as_mut(), expect, stop, idle, |r, rows| {
         m.sinks_rows.inc_by(rows as u64);
+        let outcome = if r.abstained.is_some() {
+            "abstained"
+        } else {
+            "verdict"
+        };
+        m.sinks_incidents.with_label_values(&[outcome]).inc();
         on_verdict(r);
     })?;
     Ok(got)

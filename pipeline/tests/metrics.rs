@@ -70,7 +70,52 @@ fn touch(m: &Metrics) {
     m.slicer_slice_wait.observe(0.2);
     m.engine_judge.observe(0.01);
     m.sinks_rows.inc();
+    m.sinks_incidents.with_label_values(&["abstained"]).inc();
+    m.monitor_alerts.with_label_values(&["fired"]).inc();
+    m.monitor_alert_latency.observe(0.002);
     m.backpressure.with_label_values(&["ingest"]).inc();
+}
+
+/// The `audita_*` metric names a text refers to (PromQL expressions in the chart).
+fn referenced_metrics(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("audita_") {
+        let name: String = rest[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        rest = &rest[at + name.len()..];
+        out.insert(name);
+    }
+    out
+}
+
+/// The chart's alerting rules and Grafana dashboard query only metrics the stages
+/// export: a renamed metric would otherwise leave an alert that can never fire.
+#[test]
+fn the_charts_alert_rules_and_dashboard_name_only_exported_metrics() {
+    let m = Metrics::new();
+    touch(&m);
+    let text = m.render();
+    let mut exported: std::collections::BTreeSet<String> = Default::default();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        if let Some(name) = line.split(['{', ' ']).next() {
+            exported.insert(name.to_string());
+        }
+    }
+    let chart = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../helm/audita");
+    for file in ["templates/prometheusrule.yaml", "files/dashboard.json"] {
+        let body = std::fs::read_to_string(chart.join(file)).unwrap();
+        let names = referenced_metrics(&body);
+        assert!(!names.is_empty(), "{file} queries metrics");
+        for n in names {
+            assert!(
+                exported.contains(&n),
+                "{file} queries {n}, which no stage exports"
+            );
+        }
+    }
 }
 
 #[test]

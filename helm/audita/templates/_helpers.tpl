@@ -129,6 +129,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail (printf "kafka.settings.%s: want a string, number or boolean" $k) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.monitor.enabled (not .Values.registry.existingConfigMap) (not .Values.registry.predicates) -}}
+{{- fail "monitor.enabled needs registry.predicates (the predicate file's text) or a registry.existingConfigMap holding predicates.json" -}}
+{{- end -}}
 {{- if and .Values.log.key.existingSecret .Values.log.key.insecureValue -}}
 {{- fail "log.key: set existingSecret or insecureValue (tests only), not both" -}}
 {{- end -}}
@@ -280,6 +283,9 @@ spec:
         items:
           - {key: principals.json, path: principals.json}
           - {key: duties.json, path: duties.json}
+          {{- if $v.monitor.enabled }}
+          - {key: predicates.json, path: predicates.json}
+          {{- end }}
     - name: config
       emptyDir:
         medium: Memory
