@@ -288,7 +288,7 @@ fn pair_deletions(case: &Case, tally: &mut Tally) {
 
 #[test]
 fn deleting_any_message_of_a_streamed_fleet_only_widens_and_moves_no_other_verdict() {
-    let case = fleet_case(12, true);
+    let case = fleet_case(8, true);
     let mut tally = Tally::new();
     single_deletions(&case, &mut tally, true);
     tally.assert_clean("single deletions, streamed fleet");
