@@ -149,6 +149,7 @@ fn domain_crates_link_no_stage_and_no_transport() {
         "audita-verdict",
         "audita-facility",
         "audita-baselines",
+        "audita-traces",
     ] {
         let linked = g.closure(krate);
         for other in STAGES.iter().copied().chain([
