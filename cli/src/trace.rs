@@ -5,7 +5,8 @@
 //!   decision procedure and prints one JSON object (exit 0 causal, 1 a weaker claim);
 //! - `trace whowhen FILE.json` names the decisive agent and step of a Who&When log;
 //! - `trace whowhen-bench DIR` scores the attributor and the floors on a Who&When
-//!   subset (development half, held-out half, all);
+//!   subset (development half, held-out half, all), and the three LLM-judge formats
+//!   when `AUDITA_JUDGE_ENDPOINT` is set;
 //! - `trace serve --listen ADDR --out FILE` is an OTLP/HTTP receiver (`POST
 //!   /v1/traces`, OTLP/JSON) that appends each accepted export as one line to FILE,
 //!   which `trace import` reads.
@@ -306,6 +307,21 @@ fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
         ("floor: step 0", whowhen::floor_step_zero),
     ];
     let mut tallies: BTreeMap<(&str, &str), Tally> = BTreeMap::new();
+    // The LLM judges run only with a configured endpoint (audita_baselines::judge).
+    let endpoint = std::env::var("AUDITA_JUDGE_ENDPOINT")
+        .ok()
+        .filter(|e| !e.is_empty());
+    let mut transport = match &endpoint {
+        None => None,
+        Some(e) => {
+            let model = std::env::var("AUDITA_JUDGE_MODEL").unwrap_or_else(|_| "default".into());
+            Some(
+                audita_baselines::judge::HttpTransport::new(e, &model)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
+    let mut judge_errors = 0usize;
     for (_, name) in &files {
         let path = a.dir.join(name);
         let bytes = crate::inputs::read_input(&path, 16 << 20)?;
@@ -323,8 +339,22 @@ fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
         for (m, f) in &methods {
             let p = f(&c.history);
             let hits = whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label);
-            tallies.entry((m, half)).or_default().add(hits);
-            tallies.entry((m, "all")).or_default().add(hits);
+            tallies.entry((*m, half)).or_default().add(hits);
+            tallies.entry((*m, "all")).or_default().add(hits);
+        }
+        if let Some(t) = transport.as_mut() {
+            use audita_baselines::judge::Transport as _;
+            for format in whowhen::judge::Format::ALL {
+                let p = whowhen::judge::judge(&c, format, &mut |prompt: &str| t.complete(prompt))
+                    .unwrap_or_else(|e| {
+                        tracing::warn!(file = %name, error = %e, "judge call failed");
+                        judge_errors += 1;
+                        None
+                    });
+                let hits = whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label);
+                tallies.entry((format.name(), half)).or_default().add(hits);
+                tallies.entry((format.name(), "all")).or_default().add(hits);
+            }
         }
     }
     let rows: Vec<Value> = tallies
@@ -338,7 +368,14 @@ fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
             })
         })
         .collect();
-    print(&json!({"files": files.len(), "rows": rows}), true);
+    let judges = match &endpoint {
+        None => "not run (AUDITA_JUDGE_ENDPOINT unset)".to_string(),
+        Some(e) => format!("run against {e} ({judge_errors} failed calls counted as misses)"),
+    };
+    print(
+        &json!({"files": files.len(), "judges": judges, "rows": rows}),
+        true,
+    );
     Ok(0)
 }
 

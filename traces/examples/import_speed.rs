@@ -43,7 +43,9 @@ fn build(n: usize) -> Vec<u8> {
             ),
             _ => (
                 "search_memory",
-                vec![json!({"key": "audita.read_set", "value": arr(&[format!("r{}@{}", i - 1, prev)])})],
+                vec![
+                    json!({"key": "audita.read_set", "value": arr(&[format!("r{}@{}", i - 1, prev)])}),
+                ],
             ),
         };
         let parts = vec![prev.clone(), root.clone()];
@@ -111,8 +113,24 @@ fn main() {
         "{n} spans, {:.1} MiB OTLP/JSON, {edge_count} edges, median of {runs} runs:",
         bytes.len() as f64 / (1 << 20) as f64
     );
-    println!("  parse     {:>8.1} ms  {:>10.0} spans/s", p * 1e3, n as f64 / p);
-    println!("  edges     {:>8.1} ms  {:>10.0} spans/s", e * 1e3, n as f64 / e);
-    println!("  import    {:>8.1} ms  {:>10.0} spans/s (parse + every edge graded)", (p + e) * 1e3, n as f64 / (p + e));
-    println!("  witness   {:>8.1} ms  (action {n} back to span 5: {} closure edges)", q * 1e3, closure);
+    println!(
+        "  parse     {:>8.1} ms  {:>10.0} spans/s",
+        p * 1e3,
+        n as f64 / p
+    );
+    println!(
+        "  edges     {:>8.1} ms  {:>10.0} spans/s",
+        e * 1e3,
+        n as f64 / e
+    );
+    println!(
+        "  import    {:>8.1} ms  {:>10.0} spans/s (parse + every edge graded)",
+        (p + e) * 1e3,
+        n as f64 / (p + e)
+    );
+    println!(
+        "  witness   {:>8.1} ms  (action {n} back to span 5: {} closure edges)",
+        q * 1e3,
+        closure
+    );
 }

@@ -137,7 +137,10 @@ impl<'t> Graph<'t> {
             let outs: BTreeSet<&ArtifactHash> =
                 n.output_hash.iter().chain(n.output_parts.iter()).collect();
             for h in outs {
-                producers.entry(h).or_default().push((n.start_ns, &n.span_id));
+                producers
+                    .entry(h)
+                    .or_default()
+                    .push((n.start_ns, &n.span_id));
             }
             for m in &n.folded {
                 folded.entry(&m.output_hash).or_default().insert(&n.span_id);

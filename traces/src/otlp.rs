@@ -181,8 +181,6 @@ struct AnyValue {
     #[serde(default)]
     string_value: Option<String>,
     #[serde(default)]
-    bool_value: Option<bool>,
-    #[serde(default)]
     int_value: Option<Number>,
     #[serde(default)]
     double_value: Option<Number>,
@@ -412,12 +410,18 @@ fn read_span(span: &Span, position: usize) -> Result<Node, OtlpError> {
             kind: None,
         });
     }
-    for ev in span.events.iter().filter(|e| e.name == "audita.context.mutation") {
+    for ev in span
+        .events
+        .iter()
+        .filter(|e| e.name == "audita.context.mutation")
+    {
         let ea = Attrs::new(&id, &ev.attributes);
         let output_hash = ea.hash("audita.mutation.output.hash")?.ok_or_else(|| {
             bad("event audita.context.mutation without audita.mutation.output.hash".into())
         })?;
-        let kind = ea.string("audita.mutation.kind")?.and_then(MutationKind::parse);
+        let kind = ea
+            .string("audita.mutation.kind")?
+            .and_then(MutationKind::parse);
         node.folded.push(FoldedMutation {
             output_hash,
             input_parts: ea.hashes("audita.mutation.input.parts")?,

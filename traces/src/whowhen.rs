@@ -29,6 +29,8 @@
 //!   step correct iff the label's digits are a substring of the prediction's digits;
 //!   the strict variants compare exactly.
 
+pub mod judge;
+
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
@@ -111,6 +113,9 @@ pub struct Conversation {
     pub system_prompts: BTreeMap<String, String>,
     /// The label, when the file carries one.
     pub label: Option<Label>,
+    /// The correct final answer (`ground_truth`; given to the LLM judges, as the
+    /// benchmark does; never to [`attribute`]).
+    pub ground_truth: String,
 }
 
 #[derive(Deserialize)]
@@ -120,6 +125,8 @@ struct Raw {
     history: Vec<Turn>,
     #[serde(default)]
     system_prompt: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    ground_truth: Option<serde_json::Value>,
     #[serde(default)]
     mistake_agent: Option<serde_json::Value>,
     #[serde(default)]
@@ -167,6 +174,7 @@ pub fn parse_whowhen(bytes: &[u8], limits: &Limits) -> Result<Conversation, WhoW
             .map(|(k, v)| (k, text(&v).unwrap_or_default()))
             .collect(),
         label,
+        ground_truth: raw.ground_truth.as_ref().and_then(text).unwrap_or_default(),
     })
 }
 
@@ -211,7 +219,12 @@ pub fn attribute(history: &[Turn]) -> Option<Attribution> {
     });
     let (step, rule) = match executed {
         Some(k) => (k, "author of the first executed code"),
-        None => match history.iter().enumerate().skip(1).find(|(_, t)| !is_tool(t)) {
+        None => match history
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, t)| !is_tool(t))
+        {
             Some((k, _)) => (k, "first reply after the plan without executed code"),
             None => (0, "only the plan restatement"),
         },
@@ -347,9 +360,15 @@ mod tests {
     fn the_author_of_the_first_executed_code_is_decisive() {
         let h = vec![
             turn("Planner_Expert", "plan"),
-            turn("Computer_terminal", "There is no code from the last 1 message"),
+            turn(
+                "Computer_terminal",
+                "There is no code from the last 1 message",
+            ),
             turn("Coder_Expert", "```python\nprint(1)```"),
-            turn("Computer_terminal", "exitcode: 0 (execution succeeded)\nCode output: 1"),
+            turn(
+                "Computer_terminal",
+                "exitcode: 0 (execution succeeded)\nCode output: 1",
+            ),
             turn("Verification_Expert", "Looks right. TERMINATE"),
         ];
         let a = attribute(&h).unwrap();
@@ -397,7 +416,10 @@ mod tests {
     #[test]
     fn bad_logs_are_errors() {
         let l = Limits::default();
-        assert!(matches!(parse_whowhen(b"{", &l), Err(WhoWhenError::Json(_))));
+        assert!(matches!(
+            parse_whowhen(b"{", &l),
+            Err(WhoWhenError::Json(_))
+        ));
         assert_eq!(
             parse_whowhen(br#"{"history": []}"#, &l).unwrap_err(),
             WhoWhenError::Empty

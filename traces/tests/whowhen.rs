@@ -14,7 +14,9 @@ fn dir() -> String {
 }
 
 /// (development, held-out) tallies of a predictor over the 126 files.
-fn tallies(predict: impl Fn(&[audita_traces::whowhen::Turn]) -> Option<(String, usize)>) -> (Tally, Tally) {
+fn tallies(
+    predict: impl Fn(&[audita_traces::whowhen::Turn]) -> Option<(String, usize)>,
+) -> (Tally, Tally) {
     let (mut dev, mut held) = (Tally::default(), Tally::default());
     for i in 1..=126 {
         let name = format!("{i}.json");
