@@ -447,10 +447,12 @@ fn router(state: Arc<Receiver>, max_body: usize) -> axum::Router {
     axum::Router::new()
         .route(
             "/v1/traces",
-            axum::routing::post(move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                let state = state.clone();
-                async move { receive(&state, &headers, &body) }
-            }),
+            axum::routing::post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                    let state = state.clone();
+                    async move { receive(&state, &headers, &body) }
+                },
+            ),
         )
         .layer(axum::extract::DefaultBodyLimit::max(max_body))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
@@ -463,7 +465,11 @@ fn receive(
     state: &Receiver,
     headers: &axum::http::HeaderMap,
     body: &[u8],
-) -> (axum::http::StatusCode, [(axum::http::HeaderName, &'static str); 1], String) {
+) -> (
+    axum::http::StatusCode,
+    [(axum::http::HeaderName, &'static str); 1],
+    String,
+) {
     use axum::http::{header, StatusCode};
     let json_type = [(header::CONTENT_TYPE, "application/json")];
     let refuse = |code: StatusCode, msg: String| {
@@ -477,7 +483,9 @@ fn receive(
     if !content_type.starts_with("application/json") {
         return refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("content type {content_type} is not supported: send OTLP/JSON (application/json)"),
+            format!(
+                "content type {content_type} is not supported: send OTLP/JSON (application/json)"
+            ),
         );
     }
     if let Some(enc) = headers.get(header::CONTENT_ENCODING) {
@@ -509,5 +517,9 @@ fn receive(
         );
     }
     tracing::info!(spans = trace.len(), "trace serve: export accepted");
-    (StatusCode::OK, json_type, json!({"partialSuccess": {}}).to_string())
+    (
+        StatusCode::OK,
+        json_type,
+        json!({"partialSuccess": {}}).to_string(),
+    )
 }

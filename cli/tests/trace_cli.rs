@@ -18,7 +18,15 @@ fn testdata(name: &str) -> String {
 
 fn witness(file: &str, action: &str, injection: &str) -> (Option<i32>, Value) {
     let out = audita()
-        .args(["trace", "witness", file, "--action", action, "--injection", injection])
+        .args([
+            "trace",
+            "witness",
+            file,
+            "--action",
+            action,
+            "--injection",
+            injection,
+        ])
         .output()
         .unwrap();
     let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -87,7 +95,15 @@ fn with_stdin(args: &[&str], input: &[u8]) -> Output {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let w = ["trace", "witness", "-", "--action", ACTION, "--injection", INJECTION];
+    let w = [
+        "trace",
+        "witness",
+        "-",
+        "--action",
+        ACTION,
+        "--injection",
+        INJECTION,
+    ];
     fails_with(with_stdin(&w, b"{"), "not OTLP/JSON");
     fails_with(with_stdin(&w, b"[1,2]"), "not OTLP/JSON");
     fails_with(with_stdin(&w, b""), "empty document");
@@ -96,14 +112,30 @@ fn bad_input_is_one_line_and_exit_2() {
     let file = testdata("in_context.json");
     fails_with(
         audita()
-            .args(["trace", "witness", &file, "--action", "00000000000000f0", "--injection", INJECTION])
+            .args([
+                "trace",
+                "witness",
+                &file,
+                "--action",
+                "00000000000000f0",
+                "--injection",
+                INJECTION,
+            ])
             .output()
             .unwrap(),
         "action span 00000000000000f0 is not in the trace",
     );
     fails_with(
         audita()
-            .args(["trace", "witness", &file, "--action", "xyz", "--injection", INJECTION])
+            .args([
+                "trace",
+                "witness",
+                &file,
+                "--action",
+                "xyz",
+                "--injection",
+                INJECTION,
+            ])
             .output()
             .unwrap(),
         "--action",
@@ -122,7 +154,10 @@ fn bad_input_is_one_line_and_exit_2() {
             .unwrap(),
         "more than 2 spans",
     );
-    fails_with(with_stdin(&["trace", "whowhen", "-"], b"{}"), "not a Who&When log");
+    fails_with(
+        with_stdin(&["trace", "whowhen", "-"], b"{}"),
+        "not a Who&When log",
+    );
 }
 
 #[test]
@@ -133,22 +168,34 @@ fn import_prints_every_edge_with_its_grade() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["spans"], 9);
+    assert_eq!(v["spans"], 8);
     assert_eq!(v["edge_kinds"]["similarity"], 1);
     assert_eq!(v["edge_kinds"]["window_exit"], 1);
     // Every non-root span inherits the root agent's name (nesting names principals).
-    assert!(v["nodes"].as_array().unwrap().iter().all(|n| n["agent"] == "travel"));
+    assert!(v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["agent"] == "travel"));
     let out = audita()
         .args(["trace", "import", &testdata("hash_mismatch.json")])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "a hash mismatch is a problem named");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a hash mismatch is a problem named"
+    );
 }
 
 #[test]
 fn whowhen_names_agent_step_and_profile() {
     let out = audita()
-        .args(["trace", "whowhen", &testdata("whowhen/Algorithm-Generated/1.json")])
+        .args([
+            "trace",
+            "whowhen",
+            &testdata("whowhen/Algorithm-Generated/1.json"),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -193,7 +240,11 @@ fn receiver_accepts_spans_from_the_opentelemetry_python_sdk() {
     assert!(url.ends_with("/v1/traces"), "{line}");
 
     let script = format!("{}/tests/otel_export.py", env!("CARGO_MANIFEST_DIR"));
-    let py = Command::new("python3").arg(&script).arg(&url).output().unwrap();
+    let py = Command::new("python3")
+        .arg(&script)
+        .arg(&url)
+        .output()
+        .unwrap();
     assert!(
         py.status.success(),
         "the OpenTelemetry SDK exporter ran: {}",
