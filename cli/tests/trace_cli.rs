@@ -225,7 +225,15 @@ fn receiver_accepts_spans_from_the_opentelemetry_python_sdk() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("traces.jsonl");
     let mut child = audita()
-        .args(["trace", "serve", "--listen", "127.0.0.1:0", "--out"])
+        .args([
+            "trace",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-body-bytes",
+            "1000000",
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -286,5 +294,31 @@ fn receiver_accepts_spans_from_the_opentelemetry_python_sdk() {
     let said = String::from_utf8_lossy(&bad.stdout);
     assert!(said.starts_with("400 "), "{said}");
     assert!(said.contains("not OTLP/JSON"), "{said}");
+    // Protobuf (not supported: 415 naming the way out) and an oversized body (413).
+    let refused = Command::new("python3")
+        .args([
+            "-c",
+            "import sys,urllib.request,urllib.error\n\
+             def post(data, ctype):\n\
+             \x20   r=urllib.request.Request(sys.argv[1],data=data,headers={'Content-Type':ctype})\n\
+             \x20   try: urllib.request.urlopen(r); print('200')\n\
+             \x20   except urllib.error.HTTPError as e: print(e.code, e.read().decode())\n\
+             post(b'\\x0a\\x00', 'application/x-protobuf')\n\
+             post(b' ' * (2 << 20), 'application/json')",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stdout);
+    let mut lines = said.lines();
+    let proto = lines.next().unwrap_or_default();
+    assert!(
+        proto.starts_with("415 ") && proto.contains("OTLP/JSON"),
+        "{said}"
+    );
+    assert!(
+        lines.next().unwrap_or_default().starts_with("413"),
+        "{said}"
+    );
     assert_eq!(std::fs::read(&out).unwrap(), before);
 }

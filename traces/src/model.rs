@@ -163,7 +163,9 @@ pub struct Node {
     pub output_hash: Option<ArtifactHash>,
     /// `audita.output.parts`.
     pub output_parts: Vec<ArtifactHash>,
-    /// `audita.roots`: artifacts entering from outside the recorded system.
+    /// `audita.roots`: artifacts entering from outside the recorded system. Only a
+    /// root span's (no `parent`) count: a nested span cannot declare an artifact
+    /// external and so hide the edge that produced it.
     pub roots: Vec<ArtifactHash>,
     /// `audita.mutation.kind`: the span is itself a context mutation.
     pub mutation: Option<MutationKind>,
@@ -227,7 +229,9 @@ impl Trace {
         if self.nodes.contains_key(&node.span_id) {
             return Err(Box::new(node));
         }
-        self.roots.extend(node.roots.iter().cloned());
+        if node.parent.is_none() {
+            self.roots.extend(node.roots.iter().cloned());
+        }
         self.nodes.insert(node.span_id.clone(), node);
         Ok(())
     }
@@ -258,7 +262,7 @@ impl Trace {
         self.nodes.is_empty()
     }
 
-    /// Every `audita.roots` artifact of any span.
+    /// Every `audita.roots` artifact of a root span (one without a parent).
     pub fn roots(&self) -> &BTreeSet<ArtifactHash> {
         &self.roots
     }

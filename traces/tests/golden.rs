@@ -254,3 +254,40 @@ fn unknown_span_ids_are_errors() {
     assert!(witness(&graph, &inj, &missing).is_err());
     assert!(witness(&graph, &inj, &inj).is_err());
 }
+
+#[test]
+fn a_nested_span_cannot_declare_a_folded_artifact_a_root() {
+    // Regression: roots were read from every span, so any span could list the folded
+    // summary in audita.roots and turn folded_off_path into a causal claim.
+    let path = format!(
+        "{}/testdata/folded_off_path.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let spans = v["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array_mut()
+        .unwrap();
+    let c2 = spans
+        .iter_mut()
+        .find(|s| s["spanId"] == id(0xc2).as_str())
+        .unwrap();
+    c2["attributes"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "key": "audita.roots",
+            "value": {"arrayValue": {"values": [{"stringValue": h(HIST_SUMMARY).to_string()}]}}
+        }));
+    let trace = parse_otlp_json(&serde_json::to_vec(&v).unwrap(), &Limits::default()).unwrap();
+    let w = witness(
+        &Graph::new(&trace),
+        &SpanId::parse(ACTION).unwrap(),
+        &SpanId::parse(INJECTION).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(w.level, Level::Temporal);
+    assert_eq!(
+        offending(&w),
+        vec![(id(0xc0), id(0xc2), Folded, h(HIST_SUMMARY))]
+    );
+}
