@@ -355,7 +355,8 @@ fn read_span(span: &Span, position: usize) -> Result<Node, OtlpError> {
         span: id.clone(),
         problem,
     };
-    let parent = if span.parent_span_id.is_empty() {
+    // Empty or all-zero (the invalid span id some exporters send for "none"): a root.
+    let parent = if span.parent_span_id.bytes().all(|b| b == b'0') {
         None
     } else {
         Some(SpanId::parse(&span.parent_span_id).ok_or_else(|| {

@@ -142,7 +142,43 @@ fn splice(t: &Trace, p: &SpanId, c: &SpanId, h: &ArtifactHash) -> Trace {
     t2
 }
 
+/// The golden files, for mutation.
+fn golden_bytes() -> Vec<Vec<u8>> {
+    [
+        "laundering",
+        "retrieval_echo",
+        "hash_mismatch",
+        "memory_match",
+    ]
+    .iter()
+    .map(|n| std::fs::read(format!("{}/testdata/{n}.json", env!("CARGO_MANIFEST_DIR"))).unwrap())
+    .collect()
+}
+
 proptest! {
+    /// Never a panic on input: random byte edits of real exports parse or fail with
+    /// an error, and every witness query on what parses answers or fails cleanly.
+    #[test]
+    fn mutated_exports_never_panic(
+        file in 0usize..4,
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+    ) {
+        let mut bytes = golden_bytes().swap_remove(file);
+        for (at, b) in &edits {
+            let i = at.index(bytes.len());
+            bytes[i] = *b;
+        }
+        if let Ok(t) = audita_traces::parse_otlp_json(&bytes, &audita_traces::Limits::default()) {
+            let g = Graph::new(&t);
+            let ids: Vec<SpanId> = t.nodes().map(|n| n.span_id.clone()).collect();
+            for a in &ids {
+                for b in &ids {
+                    let _ = witness(&g, a, b);
+                }
+            }
+        }
+    }
+
     #[test]
     fn adding_a_logged_transformation_never_weakens_a_claim(
         sides in proptest::collection::vec(side(), 1..7),
