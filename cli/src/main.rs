@@ -21,6 +21,7 @@ mod query;
 mod sample_record;
 mod serve_log;
 mod stage;
+mod trace;
 mod verdict;
 mod verify;
 
@@ -76,6 +77,9 @@ enum Command {
     /// Export a record's evidence in a standard form (`export dsse`: DSSE JSON
     /// envelopes for off-the-shelf verifiers).
     Export(export::ExportArgs),
+    /// Agent execution traces: OTLP import, the causal-witness test, an OTLP/HTTP
+    /// receiver, and static-log attribution on Who&When.
+    Trace(trace::TraceArgs),
 }
 
 fn main() {
@@ -116,6 +120,7 @@ fn main() {
         Command::Proof(args) => proof::run(args),
         Command::ServeLog(args) => serve_log::run(args),
         Command::Export(args) => export::run(args),
+        Command::Trace(args) => trace::run(args),
     };
     std::process::exit(code);
 }

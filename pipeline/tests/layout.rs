@@ -150,6 +150,7 @@ fn domain_crates_link_no_stage_and_no_transport() {
         "audita-facility",
         "audita-baselines",
         "audita-monitor",
+        "audita-traces",
     ] {
         let linked = g.closure(krate);
         for other in STAGES.iter().copied().chain([

@@ -1,0 +1,324 @@
+//! `audita trace` end to end: the witness JSON and exit codes on the golden OTLP
+//! files, one-line errors on bad input, the Who&When attributor, and the OTLP/HTTP
+//! receiver fed by the official OpenTelemetry Python SDK (its OTLP/JSON exporter,
+//! installed by `.ci/run`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn audita() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_audita"))
+}
+
+fn testdata(name: &str) -> String {
+    format!("{}/../traces/testdata/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn witness(file: &str, action: &str, injection: &str) -> (Option<i32>, Value) {
+    let out = audita()
+        .args([
+            "trace",
+            "witness",
+            file,
+            "--action",
+            action,
+            "--injection",
+            injection,
+        ])
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), v)
+}
+
+const ACTION: &str = "00000000000000e1";
+const INJECTION: &str = "00000000000000b1";
+
+#[test]
+fn witness_prints_the_issue_json_and_exits_by_level() {
+    let (code, v) = witness(&testdata("in_context.json"), ACTION, INJECTION);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["level"], "causal");
+    assert_eq!(v["reaches_injection"], true);
+    assert_eq!(v["offending_edges"], serde_json::json!([]));
+    assert_eq!(v["boundary"], serde_json::json!([]));
+    assert_eq!(v["errors"], serde_json::json!([]));
+    assert!(!v["closure"]["edges"].as_array().unwrap().is_empty());
+
+    let (code, v) = witness(&testdata("laundering.json"), ACTION, INJECTION);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["level"], "temporal");
+    let off = &v["offending_edges"][0];
+    assert_eq!(off["parent"], INJECTION);
+    assert_eq!(off["child"], "00000000000000c2");
+    assert_eq!(off["kind"], "folded");
+    assert!(off["artifact"].as_str().unwrap().starts_with("sha256:"));
+
+    let (code, v) = witness(&testdata("retrieval_echo.json"), ACTION, INJECTION);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["level"], "indeterminate");
+    assert_eq!(v["boundary"][0]["record_id"], "doc-2291");
+    assert!(v["boundary"][0]["reason"].as_str().is_some());
+
+    let (code, v) = witness(&testdata("missing_parent.json"), ACTION, INJECTION);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["boundary"][0]["locator"][0], "00000000000000ff");
+
+    let (code, v) = witness(&testdata("hash_mismatch.json"), ACTION, INJECTION);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["offending_edges"][0]["kind"], "hash_mismatch");
+    assert_eq!(v["errors"].as_array().unwrap().len(), 1);
+}
+
+fn fails_with(out: Output, needle: &str) {
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{err:?} should contain {needle:?}");
+    assert!(!err.contains("panicked"));
+}
+
+fn with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = audita()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let w = [
+        "trace",
+        "witness",
+        "-",
+        "--action",
+        ACTION,
+        "--injection",
+        INJECTION,
+    ];
+    fails_with(with_stdin(&w, b"{"), "not OTLP/JSON");
+    fails_with(with_stdin(&w, b"[1,2]"), "not OTLP/JSON");
+    fails_with(with_stdin(&w, b""), "empty document");
+    let bad_hash = br#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":"00000000000000e1","attributes":[{"key":"audita.output.hash","value":{"stringValue":"md5:abc"}}]}]}]}]}"#;
+    fails_with(with_stdin(&w, bad_hash), "audita.output.hash");
+    let file = testdata("in_context.json");
+    fails_with(
+        audita()
+            .args([
+                "trace",
+                "witness",
+                &file,
+                "--action",
+                "00000000000000f0",
+                "--injection",
+                INJECTION,
+            ])
+            .output()
+            .unwrap(),
+        "action span 00000000000000f0 is not in the trace",
+    );
+    fails_with(
+        audita()
+            .args([
+                "trace",
+                "witness",
+                &file,
+                "--action",
+                "xyz",
+                "--injection",
+                INJECTION,
+            ])
+            .output()
+            .unwrap(),
+        "--action",
+    );
+    fails_with(
+        audita()
+            .args(["trace", "import", &file, "--max-input-bytes", "100"])
+            .output()
+            .unwrap(),
+        "--max-input-bytes",
+    );
+    fails_with(
+        audita()
+            .args(["trace", "import", &file, "--max-spans", "2"])
+            .output()
+            .unwrap(),
+        "more than 2 spans",
+    );
+    fails_with(
+        with_stdin(&["trace", "whowhen", "-"], b"{}"),
+        "not a Who&When log",
+    );
+}
+
+#[test]
+fn import_prints_every_edge_with_its_grade() {
+    let out = audita()
+        .args(["trace", "import", &testdata("retrieval_echo.json")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["spans"], 8);
+    assert_eq!(v["edge_kinds"]["similarity"], 1);
+    assert_eq!(v["edge_kinds"]["window_exit"], 1);
+    // Every non-root span inherits the root agent's name (nesting names principals).
+    assert!(v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["agent"] == "travel"));
+    let out = audita()
+        .args(["trace", "import", &testdata("hash_mismatch.json")])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a hash mismatch is a problem named"
+    );
+}
+
+#[test]
+fn whowhen_names_agent_step_and_profile() {
+    let out = audita()
+        .args([
+            "trace",
+            "whowhen",
+            &testdata("whowhen/Algorithm-Generated/1.json"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["agent"], "Excel_Expert");
+    assert_eq!(v["step"], 0);
+    let total: f64 = v["responsibility"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|x| x.as_f64().unwrap())
+        .sum();
+    assert!((total - 1.0).abs() < 0.01);
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn receiver_accepts_spans_from_the_opentelemetry_python_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("traces.jsonl");
+    let mut child = audita()
+        .args([
+            "trace",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-body-bytes",
+            "1000000",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _server = Server(child);
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.ends_with("/v1/traces"), "{line}");
+
+    let script = format!("{}/tests/otel_export.py", env!("CARGO_MANIFEST_DIR"));
+    let py = Command::new("python3")
+        .arg(&script)
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "the OpenTelemetry SDK exporter ran: {}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let ids: Value = serde_json::from_slice(&py.stdout).unwrap();
+    let file = out.to_str().unwrap();
+
+    let (code, v) = witness(
+        file,
+        ids["action"].as_str().unwrap(),
+        ids["injection"].as_str().unwrap(),
+    );
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["level"], "temporal");
+    assert_eq!(v["offending_edges"][0]["kind"], "folded");
+
+    let (code, v) = witness(
+        file,
+        ids["compaction_node_action"].as_str().unwrap(),
+        ids["injection2"].as_str().unwrap(),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["level"], "causal");
+
+    // A request that is not OTLP/JSON is refused with the reason, and not stored.
+    let before = std::fs::read(&out).unwrap();
+    let bad = Command::new("python3")
+        .args([
+            "-c",
+            "import sys,urllib.request,urllib.error\n\
+             r=urllib.request.Request(sys.argv[1],data=b'{\"resourceSpans\":7}',headers={'Content-Type':'application/json'})\n\
+             try: urllib.request.urlopen(r)\n\
+             except urllib.error.HTTPError as e: print(e.code, e.read().decode())",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&bad.stdout);
+    assert!(said.starts_with("400 "), "{said}");
+    assert!(said.contains("not OTLP/JSON"), "{said}");
+    // Protobuf (not supported: 415 naming the way out) and an oversized body (413).
+    let refused = Command::new("python3")
+        .args([
+            "-c",
+            "import sys,urllib.request,urllib.error\n\
+             def post(data, ctype):\n\
+             \x20   r=urllib.request.Request(sys.argv[1],data=data,headers={'Content-Type':ctype})\n\
+             \x20   try: urllib.request.urlopen(r); print('200')\n\
+             \x20   except urllib.error.HTTPError as e: print(e.code, e.read().decode())\n\
+             post(b'\\x0a\\x00', 'application/x-protobuf')\n\
+             post(b' ' * (2 << 20), 'application/json')",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stdout);
+    let mut lines = said.lines();
+    let proto = lines.next().unwrap_or_default();
+    assert!(
+        proto.starts_with("415 ") && proto.contains("OTLP/JSON"),
+        "{said}"
+    );
+    assert!(
+        lines.next().unwrap_or_default().starts_with("413"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+}

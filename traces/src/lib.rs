@@ -1,0 +1,40 @@
+//! Agent execution traces as evidence of data flow, after the causal-witness memo
+//! (reference 001) and `shared/agent-traces/CONVENTIONS.md`.
+//!
+//! A trace is a set of logged steps ([`Node`]: an LLM call, a tool call, a retrieval,
+//! a memory write or read, a context mutation), each with its principal and the
+//! content hashes of what it consumed and produced. Edges between steps are derived
+//! **from those hashes only** ([`graph`]), never from span nesting, and every edge is
+//! graded on its own: hash match, folded transform, similarity match, window exit,
+//! hash mismatch. The decision procedure of the memo ([`witness`]) walks the
+//! artifact-hash closure backward from a suspect action and says whether the trace is
+//! a causal witness that an injection caused it, supports only temporal precedence,
+//! or is indeterminate because the closure leaves the window.
+//!
+//! Readers: OTLP/JSON ([`otlp`]) following the OpenTelemetry GenAI conventions plus
+//! the `audita.*` attributes, and the AG2/AutoGen conversation logs of the Who&When
+//! benchmark ([`whowhen`]) with a static-log attributor and the benchmark's scorer.
+//!
+//! Design constraints:
+//! - A pure library: it parses bytes handed to it; no file or network I/O, no clock.
+//! - Total on input: malformed input is an error naming the problem, never a panic;
+//!   every reader is bounded ([`otlp::Limits`]) in spans, attributes and bytes.
+//! - Deterministic: `BTreeMap`/`BTreeSet` wherever output order is visible, and ties
+//!   between candidate producers are broken by a stated rule.
+//! - The claim precedence is indeterminate > temporal > causal: the weakest claim any
+//!   part of the closure forces is the one reported.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod graph;
+pub mod hash;
+pub mod model;
+pub mod otlp;
+pub mod whowhen;
+pub mod witness;
+
+pub use graph::{Boundary, Edge, EdgeKind, Graph};
+pub use hash::{ArtifactHash, Entry, SpanId};
+pub use model::{Link, LinkBasis, MutationKind, Node, Operation, Trace};
+pub use otlp::{parse_otlp_json, Limits, OtlpError};
+pub use witness::{witness, Level, Witness, WitnessError};

@@ -1,0 +1,436 @@
+//! Static-log failure attribution on AG2/AutoGen conversation logs, as the Who&When
+//! benchmark stores them (`shared/whowhen/README.md`): a reader, a duty- and
+//! structure-aware attributor that reads the log alone (no replay, no model, no
+//! cryptography), and the benchmark's own scorer.
+//!
+//! **The attributor.** A failed run's decisive step is the first step whose product
+//! entered the run's data flow: the author of the first code the tool executor ran
+//! (the step before the first `exitcode:` reply; its output is what every later step
+//! builds on). When no code was ever executed, it is the first reply after the
+//! plan restatement at step 0 that is not a tool's. The decisive agent is that step's
+//! speaker. The graded responsibility profile adds the agents whose declared duty
+//! covered the failure: every verifier (a name declaring verification, validation,
+//! checking or review) that spoke after the decisive step and let the run end wrong
+//! (a silent verifier) holds half the decisive agent's share, and the orchestrator
+//! (the step-0 speaker who restated the manager's plan) a quarter; the shares are
+//! normalised to sum to 1.
+//!
+//! **Development discipline.** The rule was chosen on the development half of the
+//! Algorithm-Generated subset only ([`split`]: a fixed hash of the file name) and is
+//! not tuned per trace; the held-out half is reported beside it (BENCHMARKS.md).
+//!
+//! Design constraints:
+//! - Input is bounded ([`Limits`]); malformed logs are one [`WhoWhenError`].
+//! - The labels (`mistake_agent`, `mistake_step`, `mistake_reason`) and the ground
+//!   truth are read for scoring only; [`attribute`] never sees them (it takes the
+//!   [`Conversation`]'s history and system prompts).
+//! - Scoring follows the benchmark's `evaluate.py`: agent correct iff the label is a
+//!   case-sensitive substring of the first run of word characters of the prediction;
+//!   step correct iff the label's digits are a substring of the prediction's digits;
+//!   the strict variants compare exactly.
+
+pub mod judge;
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+/// Bounds on one log.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Most bytes of one file.
+    pub max_bytes: usize,
+    /// Most history entries.
+    pub max_steps: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_bytes: 16 << 20,
+            max_steps: 100_000,
+        }
+    }
+}
+
+/// Why a log was refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum WhoWhenError {
+    /// Larger than [`Limits::max_bytes`].
+    #[error("log of {bytes} bytes exceeds the limit of {limit} bytes")]
+    TooLarge {
+        /// Its size.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// More history entries than [`Limits::max_steps`].
+    #[error("log holds more than {limit} history entries")]
+    TooManySteps {
+        /// The limit.
+        limit: usize,
+    },
+    /// Not a Who&When log.
+    #[error("not a Who&When log: {0}")]
+    Json(String),
+    /// A log without history.
+    #[error("log has an empty history")]
+    Empty,
+}
+
+/// One history entry: one step.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct Turn {
+    /// The speaker.
+    pub name: String,
+    /// `assistant` or `user`.
+    #[serde(default)]
+    pub role: String,
+    /// The message.
+    #[serde(default)]
+    pub content: String,
+}
+
+/// The annotators' label of a log (for scoring only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    /// `mistake_agent`.
+    pub agent: String,
+    /// `mistake_step`, as written (a string of digits).
+    pub step: String,
+}
+
+/// A conversation log with its label kept apart.
+#[derive(Clone, Debug)]
+pub struct Conversation {
+    /// The task.
+    pub question: String,
+    /// The steps, in order.
+    pub history: Vec<Turn>,
+    /// Agent name → system prompt.
+    pub system_prompts: BTreeMap<String, String>,
+    /// The label, when the file carries one.
+    pub label: Option<Label>,
+    /// The correct final answer (`ground_truth`; given to the LLM judges, as the
+    /// benchmark does; never to [`attribute`]).
+    pub ground_truth: String,
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    #[serde(default)]
+    question: String,
+    history: Vec<Turn>,
+    #[serde(default)]
+    system_prompt: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    ground_truth: Option<serde_json::Value>,
+    #[serde(default)]
+    mistake_agent: Option<serde_json::Value>,
+    #[serde(default)]
+    mistake_step: Option<serde_json::Value>,
+}
+
+fn text(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Reads one Who&When log.
+pub fn parse_whowhen(bytes: &[u8], limits: &Limits) -> Result<Conversation, WhoWhenError> {
+    if bytes.len() > limits.max_bytes {
+        return Err(WhoWhenError::TooLarge {
+            bytes: bytes.len(),
+            limit: limits.max_bytes,
+        });
+    }
+    let raw: Raw = serde_json::from_slice(bytes).map_err(|e| WhoWhenError::Json(e.to_string()))?;
+    if raw.history.len() > limits.max_steps {
+        return Err(WhoWhenError::TooManySteps {
+            limit: limits.max_steps,
+        });
+    }
+    if raw.history.is_empty() {
+        return Err(WhoWhenError::Empty);
+    }
+    let label = match (
+        raw.mistake_agent.as_ref().and_then(text),
+        raw.mistake_step.as_ref().and_then(text),
+    ) {
+        (Some(agent), Some(step)) => Some(Label { agent, step }),
+        _ => None,
+    };
+    Ok(Conversation {
+        question: raw.question,
+        history: raw.history,
+        system_prompts: raw
+            .system_prompt
+            .into_iter()
+            .map(|(k, v)| (k, text(&v).unwrap_or_default()))
+            .collect(),
+        label,
+        ground_truth: raw.ground_truth.as_ref().and_then(text).unwrap_or_default(),
+    })
+}
+
+/// The attributor's answer for one log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attribution {
+    /// The decisive agent.
+    pub agent: String,
+    /// The decisive step (0-based index into the history).
+    pub step: usize,
+    /// Graded responsibility: agent → share (sums to 1).
+    pub responsibility: BTreeMap<String, f64>,
+    /// Which rule decided the step.
+    pub rule: &'static str,
+}
+
+/// Whether a turn is a tool's (the code executor's) reply.
+fn is_tool(t: &Turn) -> bool {
+    t.content.trim_start().starts_with("exitcode:")
+        || t.name == "Computer_terminal"
+        || t.name.to_ascii_lowercase().contains("terminal")
+}
+
+/// Whether an agent's name declares a verification duty.
+fn is_verifier(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["verif", "valid", "check", "review", "critic"]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
+/// Names the decisive agent and step of a failed run, with the responsibility
+/// profile (see the module documentation for the rule).
+pub fn attribute(history: &[Turn]) -> Option<Attribution> {
+    let first = history.first()?;
+    // The first executed code: a tool reply reporting an exit code, and the nearest
+    // non-tool step before it (its author).
+    let executed = history.iter().enumerate().find_map(|(j, t)| {
+        (j > 0 && t.content.trim_start().starts_with("exitcode:"))
+            .then(|| (0..j).rev().find(|&k| !is_tool(&history[k])))
+            .flatten()
+    });
+    let (step, rule) = match executed {
+        Some(k) => (k, "author of the first executed code"),
+        None => match history
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, t)| !is_tool(t))
+        {
+            Some((k, _)) => (k, "first reply after the plan without executed code"),
+            None => (0, "only the plan restatement"),
+        },
+    };
+    let agent = history[step].name.clone();
+    let mut weights: BTreeMap<String, f64> = BTreeMap::new();
+    weights.insert(agent.clone(), 1.0);
+    for t in &history[step + 1..] {
+        if is_verifier(&t.name) && !is_tool(t) && !weights.contains_key(&t.name) {
+            weights.insert(t.name.clone(), 0.5);
+        }
+    }
+    weights.entry(first.name.clone()).or_insert(0.25);
+    let total: f64 = weights.values().sum();
+    let responsibility = weights
+        .into_iter()
+        .map(|(k, w)| (k, (w / total * 1000.0).round() / 1000.0))
+        .collect();
+    Some(Attribution {
+        agent,
+        step,
+        responsibility,
+        rule,
+    })
+}
+
+/// Which half of a subset a file belongs to: `true` for the development half (the
+/// first byte of SHA-256 of `whowhen-ag/<file name>` is even), `false` for held-out.
+pub fn is_development(file_name: &str) -> bool {
+    Sha256::digest(format!("whowhen-ag/{file_name}").as_bytes())[0] % 2 == 0
+}
+
+/// The hits of one prediction against one label under the benchmark's rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hits {
+    /// Label is a substring of the prediction's first word run (`evaluate.py`).
+    pub agent: bool,
+    /// Exact agent name.
+    pub agent_strict: bool,
+    /// Label digits are a substring of the prediction's digits.
+    pub step: bool,
+    /// Exact step integer.
+    pub step_strict: bool,
+}
+
+/// Scores one prediction (`None`: no prediction, a miss on every count).
+pub fn score(prediction: Option<(&str, usize)>, label: &Label) -> Hits {
+    let Some((agent, step)) = prediction else {
+        return Hits::default();
+    };
+    let word: String = agent
+        .chars()
+        .skip_while(|c| !(c.is_alphanumeric() || *c == '_'))
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    let digits = |s: &str| -> String { s.chars().filter(char::is_ascii_digit).collect() };
+    let label_digits = digits(&label.step);
+    let predicted = step.to_string();
+    Hits {
+        agent: word.contains(label.agent.as_str()),
+        agent_strict: agent == label.agent,
+        step: !label_digits.is_empty() && predicted.contains(&label_digits),
+        step_strict: label.step.trim().parse::<usize>().ok() == Some(step),
+    }
+}
+
+/// Accuracy counts over a set of logs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Logs scored (the denominator: every file, predicted or not).
+    pub n: usize,
+    /// Agent hits (benchmark rule).
+    pub agent: usize,
+    /// Agent hits (exact).
+    pub agent_strict: usize,
+    /// Step hits (benchmark rule).
+    pub step: usize,
+    /// Step hits (exact).
+    pub step_strict: usize,
+}
+
+impl Tally {
+    /// Adds one log's hits.
+    pub fn add(&mut self, h: Hits) {
+        self.n += 1;
+        self.agent += usize::from(h.agent);
+        self.agent_strict += usize::from(h.agent_strict);
+        self.step += usize::from(h.step);
+        self.step_strict += usize::from(h.step_strict);
+    }
+
+    /// `hits / n`, 0 for an empty tally.
+    pub fn rate(&self, hits: usize) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            hits as f64 / self.n as f64
+        }
+    }
+}
+
+/// The label-free floor of the benchmark README: the first reply of a worker that is
+/// neither the orchestrator (step 0's speaker), a verifier nor a tool.
+pub fn floor_first_worker(history: &[Turn]) -> Option<(String, usize)> {
+    let first = history.first()?;
+    history
+        .iter()
+        .enumerate()
+        .skip(1)
+        .find(|(_, t)| !is_tool(t) && !is_verifier(&t.name))
+        .map(|(k, t)| (t.name.clone(), k))
+        .or(Some((first.name.clone(), 0)))
+}
+
+/// The floor "the plan's author at step 0".
+pub fn floor_step_zero(history: &[Turn]) -> Option<(String, usize)> {
+    history.first().map(|t| (t.name.clone(), 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(name: &str, content: &str) -> Turn {
+        Turn {
+            name: name.into(),
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn the_author_of_the_first_executed_code_is_decisive() {
+        let h = vec![
+            turn("Planner_Expert", "plan"),
+            turn(
+                "Computer_terminal",
+                "There is no code from the last 1 message",
+            ),
+            turn("Coder_Expert", "```python\nprint(1)```"),
+            turn(
+                "Computer_terminal",
+                "exitcode: 0 (execution succeeded)\nCode output: 1",
+            ),
+            turn("Verification_Expert", "Looks right. TERMINATE"),
+        ];
+        let a = attribute(&h).unwrap();
+        assert_eq!((a.agent.as_str(), a.step), ("Coder_Expert", 2));
+        // Coder 1, silent verifier 0.5, orchestrator 0.25 → /1.75
+        assert_eq!(a.responsibility["Coder_Expert"], 0.571);
+        assert_eq!(a.responsibility["Verification_Expert"], 0.286);
+        assert_eq!(a.responsibility["Planner_Expert"], 0.143);
+    }
+
+    #[test]
+    fn without_executed_code_the_first_reply_after_the_plan_is_decisive() {
+        let h = vec![
+            turn("Planner_Expert", "plan"),
+            turn("Computer_terminal", "There is no code"),
+            turn("Facts_Expert", "The answer is 4"),
+            turn("Planner_Expert", "TERMINATE"),
+        ];
+        let a = attribute(&h).unwrap();
+        assert_eq!((a.agent.as_str(), a.step), ("Facts_Expert", 2));
+        assert!(attribute(&[]).is_none());
+    }
+
+    #[test]
+    fn scoring_follows_evaluate_py() {
+        let label = Label {
+            agent: "Data_Expert".into(),
+            step: "3".into(),
+        };
+        let hit = score(Some(("Data_Expert (the coder)", 3)), &label);
+        assert!(hit.agent && !hit.agent_strict && hit.step && hit.step_strict);
+        // The benchmark keeps the first word run only: a label with '-' never scores.
+        let dash = Label {
+            agent: "Location-Based_Services_Expert".into(),
+            step: "1".into(),
+        };
+        assert!(!score(Some(("Location-Based_Services_Expert", 1)), &dash).agent);
+        assert!(score(Some(("Location-Based_Services_Expert", 1)), &dash).agent_strict);
+        // Digit substring: step 13 scores a label "3" leniently, not strictly.
+        let s = score(Some(("x", 13)), &label);
+        assert!(s.step && !s.step_strict);
+        assert_eq!(score(None, &label), Hits::default());
+    }
+
+    #[test]
+    fn bad_logs_are_errors() {
+        let l = Limits::default();
+        assert!(matches!(
+            parse_whowhen(b"{", &l),
+            Err(WhoWhenError::Json(_))
+        ));
+        assert_eq!(
+            parse_whowhen(br#"{"history": []}"#, &l).unwrap_err(),
+            WhoWhenError::Empty
+        );
+        let small = Limits {
+            max_bytes: 4,
+            max_steps: 1,
+        };
+        assert!(matches!(
+            parse_whowhen(br#"{"history": []}"#, &small),
+            Err(WhoWhenError::TooLarge { .. })
+        ));
+    }
+}

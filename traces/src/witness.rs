@@ -1,0 +1,245 @@
+//! The memo's decision procedure (reference 001, "Decision Boundary"), as its prose
+//! states it and CONVENTIONS.md fixes it: was the injection the cause of the suspect
+//! action, or does the trace only show that it came first?
+//!
+//! 1. Compute the artifact-hash closure backward from the suspect action ([`Graph`]
+//!    edges; the injection node is not expanded; roots end the walk).
+//! 2. **causal** when it reaches the injection node and holds only hash-match edges
+//!    through logged nodes;
+//! 3. **temporal** ("temporal precedence with plausible mechanism") when it needed a
+//!    folded or similarity edge, each named;
+//! 4. **indeterminate** ("external parent suspected") when the closure leaves the
+//!    window: every boundary artifact is emitted. A hash mismatch is reported with both
+//!    hashes and its unexplained input is a boundary.
+//!
+//! Where the memo's sample code disagrees with its prose, the prose wins:
+//! - the sample code never walks a folded or similarity edge, so an injection reached
+//!   only through one is "not reachable … exits boundary"; here the walk continues
+//!   through them (for reachability only) and the level is temporal, naming them;
+//! - a window exit on another branch beside a hash-only path: the sample code says
+//!   "temporal"; here (step 4, condition 4) it is indeterminate with the boundary;
+//! - a hash mismatch: the sample code raises and stops; here it is an offending edge,
+//!   an error naming both hashes, and a boundary (indeterminate), and the walk goes on
+//!   so that every other finding is reported too;
+//! - a missing parent node: the sample code files it as a window-exit "offending"
+//!   edge but then reports temporal; here it is a boundary, so indeterminate;
+//! - the sample code's docstring promises the boundary artifact but never emits it;
+//!   here every boundary carries the artifact hash, the record id of read-set
+//!   entries and the absent span ids as locator;
+//! - one input and one output hash per node cannot express a step with one
+//!   hash-matched and one folded input; here each consumed part is its own edge.
+//!
+//! A folded edge off the injection path still refuses the causal claim (the sample
+//! code and the Operational Effect agree; a narrow reading of step 2 would not).
+//! The memo's prose has no level for a closure that closes inside the window without
+//! reaching the injection: that is reported as indeterminate with
+//! `reaches_injection: false` and a note saying the injection is not an ancestor.
+//!
+//! Design constraints:
+//! - Precedence indeterminate > temporal > causal: the weakest claim any part of the
+//!   closure forces is the one reported.
+//! - Each node is expanded once, so the walk is linear in the closure's edges.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use thiserror::Error;
+
+use crate::graph::{Boundary, Edge, EdgeKind, Graph};
+use crate::hash::SpanId;
+
+/// The claim a trace supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// The closure leaves the window (or holds a hash mismatch): "consistent with, not
+    /// proven"; external parent suspected.
+    Indeterminate,
+    /// Temporal precedence with plausible mechanism: a folded or similarity edge.
+    Temporal,
+    /// Causal witness: the injection was reached by hash-match edges only.
+    Causal,
+}
+
+impl Level {
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Indeterminate => "indeterminate",
+            Self::Temporal => "temporal",
+            Self::Causal => "causal",
+        }
+    }
+}
+
+/// A query the trace cannot answer at all.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum WitnessError {
+    /// The named span is not in the trace.
+    #[error("{role} span {id} is not in the trace")]
+    Absent {
+        /// `action` or `injection`.
+        role: &'static str,
+        /// The span id asked for.
+        id: String,
+    },
+    /// The action and the injection are one span.
+    #[error("the action and the injection are the same span {0}")]
+    Same(String),
+}
+
+/// The answer of the decision procedure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Witness {
+    /// The claim level.
+    pub level: Level,
+    /// Whether the walk, including non-witness edges, reached the injection node.
+    pub reaches_injection: bool,
+    /// The folded, similarity and hash-mismatch edges of the closure.
+    pub offending: Vec<Edge>,
+    /// Every boundary artifact of the closure (deduplicated).
+    pub boundary: Vec<Boundary>,
+    /// Errors (hash mismatches, naming both hashes).
+    pub errors: Vec<String>,
+    /// Every edge of the closure, in the order the walk derived them.
+    pub closure: Vec<Edge>,
+    /// The edge kinds on a path from the action back to the injection (the one with
+    /// fewest non-witness edges, then fewest edges), action first; empty when it is
+    /// not reached.
+    pub injection_path_kinds: Vec<EdgeKind>,
+    /// A remark on a level the memo does not name (closure closed without reaching
+    /// the injection).
+    pub note: Option<String>,
+}
+
+/// Runs the decision procedure for the suspect action `action` and the injection
+/// node `injection`.
+pub fn witness(
+    graph: &Graph<'_>,
+    action: &SpanId,
+    injection: &SpanId,
+) -> Result<Witness, WitnessError> {
+    let trace = graph.trace();
+    let a = trace.get(action).ok_or_else(|| WitnessError::Absent {
+        role: "action",
+        id: action.to_string(),
+    })?;
+    if trace.get(injection).is_none() {
+        return Err(WitnessError::Absent {
+            role: "injection",
+            id: injection.to_string(),
+        });
+    }
+    if action == injection {
+        return Err(WitnessError::Same(action.to_string()));
+    }
+    let mut visited: BTreeSet<&SpanId> = BTreeSet::new();
+    let mut stack = vec![a];
+    let mut closure = Vec::new();
+    while let Some(c) = stack.pop() {
+        if !visited.insert(&c.span_id) {
+            continue;
+        }
+        if &c.span_id == injection {
+            continue;
+        }
+        let edges = graph.edges_into(c);
+        // Push in reverse so the walk visits parents in the order the child lists them.
+        for e in edges.iter().rev() {
+            if !e.kind.is_traversed() {
+                continue;
+            }
+            if let Some(p) = e.parent.as_ref().and_then(|p| trace.get(p)) {
+                if !visited.contains(&p.span_id) {
+                    stack.push(p);
+                }
+            }
+        }
+        closure.extend(edges);
+    }
+    let reaches_injection = visited.contains(injection);
+    let offending: Vec<Edge> = closure
+        .iter()
+        .filter(|e| e.kind.is_offending())
+        .cloned()
+        .collect();
+    let mut boundary: Vec<Boundary> = Vec::new();
+    for b in closure.iter().filter_map(|e| e.boundary.as_ref()) {
+        if !boundary.contains(b) {
+            boundary.push(b.clone());
+        }
+    }
+    let errors: Vec<String> = closure.iter().filter_map(|e| e.error.clone()).collect();
+    let level = if !boundary.is_empty() {
+        Level::Indeterminate
+    } else if offending.iter().any(|e| e.kind != EdgeKind::HashMismatch) {
+        Level::Temporal
+    } else if reaches_injection {
+        Level::Causal
+    } else {
+        Level::Indeterminate
+    };
+    let note = (!reaches_injection && boundary.is_empty() && offending.is_empty()).then(|| {
+        "the closure closes inside the window without reaching the injection: the record shows the injection is not an ancestor of the action".to_string()
+    });
+    let injection_path_kinds = if reaches_injection {
+        path_kinds(&closure, action, injection)
+    } else {
+        Vec::new()
+    };
+    Ok(Witness {
+        level,
+        reaches_injection,
+        offending,
+        boundary,
+        errors,
+        closure,
+        injection_path_kinds,
+        note,
+    })
+}
+
+/// The kinds along the best path from `action` back to `injection` over traversed
+/// closure edges: fewest non-witness edges first, then fewest edges (Dijkstra on the
+/// lexicographic cost, `O(E log V)`).
+fn path_kinds(closure: &[Edge], action: &SpanId, injection: &SpanId) -> Vec<EdgeKind> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    // child → (parent, kind)
+    let mut up: BTreeMap<&SpanId, Vec<(&SpanId, EdgeKind)>> = BTreeMap::new();
+    for e in closure.iter().filter(|e| e.kind.is_traversed()) {
+        if let Some(p) = &e.parent {
+            up.entry(&e.child).or_default().push((p, e.kind));
+        }
+    }
+    // node → (cost, (child it was reached from, edge kind))
+    type Best<'a> = BTreeMap<&'a SpanId, ((usize, usize), Option<(&'a SpanId, EdgeKind)>)>;
+    let mut best: Best = BTreeMap::new();
+    best.insert(action, ((0, 0), None));
+    let mut heap = BinaryHeap::from([Reverse(((0usize, 0usize), action))]);
+    let mut done: BTreeSet<&SpanId> = BTreeSet::new();
+    while let Some(Reverse((cost, c))) = heap.pop() {
+        if !done.insert(c) {
+            continue;
+        }
+        if c == injection {
+            break;
+        }
+        for &(p, k) in up.get(c).map(Vec::as_slice).unwrap_or(&[]) {
+            let next = (cost.0 + usize::from(k != EdgeKind::HashMatch), cost.1 + 1);
+            if best.get(p).is_none_or(|(b, _)| next < *b) {
+                best.insert(p, (next, Some((c, k))));
+                heap.push(Reverse((next, p)));
+            }
+        }
+    }
+    let mut kinds = Vec::new();
+    let mut at = injection;
+    while let Some((_, Some((child, k)))) = best.get(at) {
+        kinds.push(*k);
+        at = child;
+        if kinds.len() > closure.len() {
+            break;
+        }
+    }
+    kinds.reverse();
+    kinds
+}
