@@ -204,7 +204,10 @@ impl Mosquitto {
         let dir = base.join(format!("mosquitto-{port}"));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let conf = format!(
-            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n\
+            // `user root`: started as root, mosquitto would otherwise drop to the
+            // `mosquitto` user and could write neither its log nor its persistence
+            // file in this directory (sessions would not survive a restart).
+            "user root\nlistener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n\
              persistence_location {}/\nautosave_interval 1\nmax_inflight_messages 1000\n\
              max_queued_messages 1000000\nlog_dest file {}/mosquitto.log\n",
             dir.display(),
@@ -223,6 +226,13 @@ impl Mosquitto {
     /// Its port on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The last lines of its log (for failure messages).
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("mosquitto.log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
     /// Stops it gracefully (SIGTERM: it saves its sessions and queues) and waits.

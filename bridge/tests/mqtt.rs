@@ -177,10 +177,12 @@ async fn a_mosquitto_restart_mid_stream_loses_no_state_and_records_none_twice() 
         tokio::task::block_in_place(|| recorded(&bus, &topic, N as usize, Duration::from_secs(90)));
     stop.store(true, Ordering::Relaxed);
     let summary = bridge.await.unwrap().unwrap();
+    eprintln!("{summary:?}");
     assert_eq!(
         ids.len(),
         N as usize,
-        "every state recorded ({records} records read)"
+        "every state recorded ({records} records read; {summary:?}); mosquitto:\n{}",
+        mq.log_tail()
     );
     assert_eq!(
         ids, want,
@@ -209,7 +211,8 @@ async fn with_kafka_down_the_spool_carries_the_evidence_and_mqtt_is_still_acknow
     topics_of(&bus, &prefix);
     let key = audita_deploy::keys::generate();
     let spool = tmp.path().join("spool");
-    let config = vehicle_config(mq.port(), kafka.bootstrap(), &prefix, key.clone(), &spool);
+    let mut config = vehicle_config(mq.port(), kafka.bootstrap(), &prefix, key.clone(), &spool);
+    config.delivery_timeout = Duration::from_secs(3);
     let stop = Arc::new(AtomicBool::new(false));
     let counters = Arc::new(Counters::default());
     let bridge = tokio::spawn(audita_bridge::run(config, stop.clone(), counters.clone()));
@@ -248,6 +251,13 @@ async fn with_kafka_down_the_spool_carries_the_evidence_and_mqtt_is_still_acknow
         spooled, 20,
         "the 20 states taken while Kafka was down wait in the spool"
     );
+    // Down longer than the delivery timeout: the producer gives up on them, they
+    // stay spooled, and the sidecar sends them again once the broker is back.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while counters.undelivered.load(Ordering::Relaxed) < 20 {
+        assert!(Instant::now() < deadline, "{:?}", counters.summary());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     tokio::task::block_in_place(|| kafka.restart()).unwrap();
     let topic = format!("{prefix}{}", topics::ENVELOPES);
     let (ids, _) =
@@ -255,5 +265,6 @@ async fn with_kafka_down_the_spool_carries_the_evidence_and_mqtt_is_still_acknow
     stop.store(true, Ordering::Relaxed);
     let summary = bridge.await.unwrap().unwrap();
     assert_eq!(ids, expected(&key, &states), "{summary:?}");
-    assert!(summary.undelivered > 0, "{summary:?}");
+    assert!(summary.undelivered >= 20, "{summary:?}");
+    assert_eq!(summary.acked, 40, "{summary:?}");
 }
