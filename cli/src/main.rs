@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod attribute;
 mod bench;
 mod bench_pipeline;
+mod bridge;
 mod demo;
 mod deployment;
 mod export;
@@ -76,6 +77,9 @@ enum Command {
     /// Export a record's evidence in a standard form (`export dsse`: DSSE JSON
     /// envelopes for off-the-shelf verifiers).
     Export(export::ExportArgs),
+    /// Record a fleet protocol as signed evidence (`bridge vda5050`: one sidecar of
+    /// a VDA 5050 fleet over MQTT).
+    Bridge(bridge::BridgeArgs),
 }
 
 fn main() {
@@ -116,6 +120,7 @@ fn main() {
         Command::Proof(args) => proof::run(args),
         Command::ServeLog(args) => serve_log::run(args),
         Command::Export(args) => export::run(args),
+        Command::Bridge(args) => bridge::run(args),
     };
     std::process::exit(code);
 }
