@@ -56,6 +56,15 @@
 //! never clear the citer. A master sidecar that cites nothing at all only makes its
 //! command look more spontaneous (more responsibility, not less).
 //!
+//! # Receipts
+//!
+//! A message certifies only with its recipient's receipt, so each sidecar signs,
+//! as its own principal, the receipts of the peers' envelopes addressed to it
+//! ([`receipts`]): master control's sidecar for the vehicle's reports and actuation
+//! reports, a vehicle's sidecar for master control's commands — each only after the
+//! envelope verified under the registry and, for a VDA 5050 payload, after the
+//! sidecar received the same payload over MQTT itself.
+//!
 //! # Validation and quarantine
 //!
 //! Every MQTT message is checked ([`check`]): payload bound, topic, JSON (no
@@ -80,15 +89,17 @@
 //!
 //! Modules: [`topic`] (topic names), [`schema`] (the embedded official schemas),
 //! [`check`] (intake checks), [`map`] (the pure mapping), [`peers`] (the citation
-//! index), [`quarantine`] (to `audita.suspect`), [`sidecar`] (the MQTT run loop),
+//! index), [`receipts`] (what a sidecar receipts), [`quarantine`] (to `audita.suspect`), [`sidecar`] (the MQTT run loop),
 //! [`testing`] (schema-valid messages for tests and benchmarks).
 
 #![warn(missing_docs)]
 
+mod bounded;
 pub mod check;
 pub mod map;
 pub mod peers;
 pub mod quarantine;
+pub mod receipts;
 pub mod schema;
 pub mod sidecar;
 pub mod testing;

@@ -100,9 +100,12 @@ impl PeerIndex {
 /// What [`Peers::learn`] did with an envelope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Learned {
-    /// Indexed.
+    /// Verified and indexed.
     Indexed,
-    /// Not a peer's VDA 5050 envelope; skipped.
+    /// Verified, but it carries no VDA 5050 payload (an actuation report, a root):
+    /// not indexed.
+    Verified,
+    /// Not a peer's envelope; skipped.
     Skipped,
     /// Its signature does not verify under the registry; never cited.
     Refused,
@@ -148,13 +151,13 @@ impl Peers {
         if !is_peer(&e.author) {
             return Learned::Skipped;
         }
-        let Some(text) = vda_text(&e.payload) else {
-            return Learned::Skipped;
-        };
         if envelope.check(keys).is_err() {
             self.refused.fetch_add(1, Ordering::Relaxed);
             return Learned::Refused;
         }
+        let Some(text) = vda_text(&e.payload) else {
+            return Learned::Verified;
+        };
         let digest = sha256(text.as_bytes());
         self.lock()
             .insert(digest, e.timestamp, envelope.id().clone());
@@ -212,12 +215,14 @@ pub struct FeedConfig {
 }
 
 /// Reads `config.topic` from `lookback` ago on a background thread and feeds
-/// [`Peers::learn`] until `stop` is set.
+/// [`Peers::learn`] until `stop` is set; `on_verified` sees every peer envelope
+/// whose signature verified.
 pub fn spawn_feeder(
     config: FeedConfig,
     peers: Arc<Peers>,
     keys: Arc<KeyRegistry>,
     is_peer: impl Fn(&PrincipalId) -> bool + Send + 'static,
+    on_verified: impl Fn(&SignedEnvelope) + Send + 'static,
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, String> {
     let mut c = ClientConfig::new();
@@ -262,7 +267,12 @@ pub fn spawn_feeder(
                     Some(Ok(m)) => {
                         let Some(bytes) = m.payload() else { continue };
                         if let Ok(env) = SignedEnvelope::decode(bytes.to_vec()) {
-                            peers.learn(&env, &keys, &is_peer);
+                            if matches!(
+                                peers.learn(&env, &keys, &is_peer),
+                                Learned::Indexed | Learned::Verified
+                            ) {
+                                on_verified(&env);
+                            }
                         }
                     }
                 }

@@ -20,21 +20,23 @@
 //!   `responses`, `zoneSet` (its own) and `state` (peer). They are (re)made on every
 //!   connection the broker did not resume a session for.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use audita_client::{ClientError, Principal, Publisher, PublisherConfig, SignedEnvelope};
+use audita_client::{ClientError, Principal, Publisher, PublisherConfig, Receipt, SignedEnvelope};
 use audita_evidence::{sha256, Envelope, Hash, KeyRegistry, PrincipalId};
 use audita_topics::names as topics;
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, Publish, QoS, SubscribeFilter};
 
+use crate::bounded::Bounded;
 use crate::check::{Intake, Message, Rejection};
 use crate::map::{self, ActionMemory, VehicleNames};
 use crate::peers::{FeedConfig, Peers};
 use crate::quarantine::{self, SuspectSink};
+use crate::receipts::Receipts;
 use crate::schema::Schemas;
 use crate::topic::{self, Interface, Kind, Side};
 
@@ -133,6 +135,9 @@ pub struct Counters {
     pub acked: AtomicU64,
     /// Envelopes signed and spooled (reports, commands, actuation reports, roots).
     pub envelopes: AtomicU64,
+    /// Delivery receipts signed and spooled (for peers' envelopes addressed to this
+    /// principal).
+    pub receipts: AtomicU64,
     /// Items the Kafka broker acknowledged.
     pub delivered: AtomicU64,
     /// Items whose delivery failed (left in the spool, sent again).
@@ -178,6 +183,7 @@ impl Counters {
             peer: g(&self.peer),
             acked: g(&self.acked),
             envelopes: g(&self.envelopes),
+            receipts: g(&self.receipts),
             delivered: g(&self.delivered),
             undelivered: g(&self.undelivered),
             mqtt_errors: g(&self.mqtt_errors),
@@ -220,6 +226,11 @@ impl Counters {
         for (name, help, v) in [
             ("envelopes", "Envelopes signed and spooled.", s.envelopes),
             (
+                "receipts",
+                "Delivery receipts signed and spooled.",
+                s.receipts,
+            ),
+            (
                 "delivered",
                 "Items the Kafka broker acknowledged.",
                 s.delivered,
@@ -259,6 +270,7 @@ pub struct Summary {
     pub peer: u64,
     pub acked: u64,
     pub envelopes: u64,
+    pub receipts: u64,
     pub delivered: u64,
     pub undelivered: u64,
     pub mqtt_errors: u64,
@@ -273,43 +285,13 @@ pub struct Summary {
 /// What one MQTT message became.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Evidence, in publishing order.
-    Evidence(Vec<SignedEnvelope>),
+    /// Evidence, in publishing order, and receipts of this principal's own roots.
+    Evidence(Vec<SignedEnvelope>, Vec<Receipt>),
     /// Quarantined with the reason.
     Quarantine(Rejection),
-    /// A peer's message, read only.
-    Peer,
-}
-
-/// A bounded map, oldest insertion forgotten first.
-#[derive(Debug)]
-struct Bounded<K, V> {
-    map: HashMap<K, V>,
-    fifo: VecDeque<K>,
-    cap: usize,
-}
-
-impl<K: std::hash::Hash + Eq + Clone, V> Bounded<K, V> {
-    fn new(cap: usize) -> Self {
-        Bounded {
-            map: HashMap::new(),
-            fifo: VecDeque::new(),
-            cap: cap.max(1),
-        }
-    }
-    fn insert(&mut self, k: K, v: V) {
-        if self.map.insert(k.clone(), v).is_none() {
-            self.fifo.push_back(k);
-            while self.fifo.len() > self.cap {
-                if let Some(old) = self.fifo.pop_front() {
-                    self.map.remove(&old);
-                }
-            }
-        }
-    }
-    fn get(&self, k: &K) -> Option<&V> {
-        self.map.get(k)
-    }
+    /// A peer's message, read (for citations) and, where its verified envelope is
+    /// in, receipted.
+    Peer(Vec<Receipt>),
 }
 
 /// The mapping state of one sidecar: what it checks, signs and remembers. Pure but
@@ -317,7 +299,8 @@ impl<K: std::hash::Hash + Eq + Clone, V> Bounded<K, V> {
 pub struct Core {
     intake: Arc<Intake>,
     role: Role,
-    principal: Principal,
+    principal: Arc<Principal>,
+    receipts: Arc<Receipts>,
     master: PrincipalId,
     vehicles: VehicleNames,
     peers: Arc<Peers>,
@@ -375,9 +358,11 @@ impl Core {
                 }
             }
         }
+        let principal = Arc::new(principal);
         Ok(Core {
             intake,
             role,
+            receipts: Arc::new(Receipts::new(principal.clone(), 1 << 16)),
             principal,
             master,
             vehicles,
@@ -405,6 +390,8 @@ impl Core {
                 Kind::Visualization,
                 Kind::Order,
                 Kind::InstantActions,
+                Kind::Responses,
+                Kind::ZoneSet,
             ]
             .iter()
             .map(|k| i.topic(manufacturer, serial, *k))
@@ -415,6 +402,9 @@ impl Core {
                 Kind::Responses,
                 Kind::ZoneSet,
                 Kind::State,
+                Kind::Connection,
+                Kind::Factsheet,
+                Kind::Visualization,
             ]
             .iter()
             .map(|k| i.filter_all(*k))
@@ -444,8 +434,7 @@ impl Core {
             .map(|t| t.kind);
         if let Some(k) = kind {
             if k.author() != self.side() {
-                self.read_peer(mqtt_topic, payload);
-                return Outcome::Peer;
+                return Outcome::Peer(self.read_peer(mqtt_topic, payload));
             }
         }
         let result = match self.intake.check(mqtt_topic, payload) {
@@ -453,16 +442,20 @@ impl Core {
             Ok(msg) => self.own(msg).await,
         };
         match result {
-            Ok(envs) => Outcome::Evidence(envs),
+            Ok(envs) => {
+                let receipts = envs.iter().filter_map(|e| self.receipts.own(e)).collect();
+                Outcome::Evidence(envs, receipts)
+            }
             Err(r) => Outcome::Quarantine(r),
         }
     }
 
-    fn read_peer(&mut self, mqtt_topic: &str, payload: &[u8]) {
+    fn read_peer(&mut self, mqtt_topic: &str, payload: &[u8]) -> Vec<Receipt> {
         let Ok(msg) = self.intake.check(mqtt_topic, payload) else {
-            return;
+            return Vec::new();
         };
         let digest = sha256(msg.text.as_bytes());
+        let receipt = self.receipts.seen(digest);
         match self.role {
             Role::MasterControl if msg.topic.kind == Kind::State => {
                 if let Ok(v) = self
@@ -479,6 +472,12 @@ impl Core {
             }
             _ => {}
         }
+        receipt.into_iter().collect()
+    }
+
+    /// The receipts this core's principal signs for peers' envelopes.
+    pub fn receipts(&self) -> Arc<Receipts> {
+        self.receipts.clone()
     }
 
     async fn own(&mut self, msg: Message) -> Result<Vec<SignedEnvelope>, Rejection> {
@@ -665,6 +664,31 @@ pub async fn run_many(
         Role::Vehicle { .. } => Box::new(move |a: &PrincipalId| *a == master),
         Role::MasterControl => Box::new(move |a: &PrincipalId| *a != master),
     };
+    // Completion channel: delivery reports awaited in acceptance order.
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
+    let inflight = Arc::new(AtomicU64::new(0));
+    let on_verified = {
+        let (receipts, publisher, done, inflight, counters) = (
+            cores[0].receipts(),
+            publisher.clone(),
+            done_tx.clone(),
+            inflight.clone(),
+            counters.clone(),
+        );
+        move |e: &SignedEnvelope| {
+            let Some(r) = receipts.verified(e) else {
+                return;
+            };
+            match publisher.accept_receipt(&r) {
+                Ok(a) => {
+                    Counters::add(&counters.receipts);
+                    inflight.fetch_add(1, Ordering::Relaxed);
+                    let _ = done.send(Done::Envelope(a));
+                }
+                Err(err) => tracing::error!(error = %err, "cannot spool a receipt"),
+            }
+        }
+    };
     let feeder = crate::peers::spawn_feeder(
         FeedConfig {
             bootstrap: config.bootstrap.clone(),
@@ -676,6 +700,7 @@ pub async fn run_many(
         peers.clone(),
         Arc::new(config.registry),
         is_peer,
+        on_verified,
         feeder_stop.clone(),
     )
     .map_err(BridgeError::Kafka)?;
@@ -743,8 +768,6 @@ pub async fn run_many(
     });
 
     // Completion: delivery reports in acceptance order.
-    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
-    let inflight = Arc::new(AtomicU64::new(0));
     let needs_resend = Arc::new(AtomicBool::new(false));
     let completer = {
         let (publisher, suspect, counters, inflight, needs_resend) = (
@@ -822,16 +845,29 @@ pub async fn run_many(
         // Spool everything it produced (retrying while the spool refuses), then ack.
         loop {
             let r: Result<(), BridgeError> = match &outcome {
-                Outcome::Evidence(envs) => envs[pending.len()..].iter().try_for_each(|e| {
-                    let a = publisher.accept(e).map_err(BridgeError::Client)?;
-                    pending.push(Done::Envelope(a));
-                    Ok(())
-                }),
+                Outcome::Evidence(envs, receipts) => envs
+                    .iter()
+                    .map(Ok)
+                    .chain(receipts.iter().map(Err))
+                    .skip(pending.len())
+                    .try_for_each(|item| {
+                        let a = match item {
+                            Ok(e) => publisher.accept(e),
+                            Err(r) => publisher.accept_receipt(r),
+                        }
+                        .map_err(BridgeError::Client)?;
+                        pending.push(Done::Envelope(a));
+                        Ok(())
+                    }),
                 Outcome::Quarantine(r) => {
                     let q = quarantine::record(&p.topic, taken, &p.payload, r);
                     suspect.accept(&q).map(|a| pending.push(Done::Suspect(a)))
                 }
-                Outcome::Peer => Ok(()),
+                Outcome::Peer(receipts) => receipts[pending.len()..].iter().try_for_each(|r| {
+                    let a = publisher.accept_receipt(r).map_err(BridgeError::Client)?;
+                    pending.push(Done::Envelope(a));
+                    Ok(())
+                }),
             };
             match r {
                 Ok(()) => break,
@@ -845,16 +881,17 @@ pub async fn run_many(
             }
         }
         let complete = match &outcome {
-            Outcome::Evidence(envs) => pending.len() == envs.len(),
+            Outcome::Evidence(envs, receipts) => pending.len() == envs.len() + receipts.len(),
             Outcome::Quarantine(_) => pending.len() == 1,
-            Outcome::Peer => true,
+            Outcome::Peer(receipts) => pending.len() == receipts.len(),
         };
         match &outcome {
-            Outcome::Evidence(envs) => {
+            Outcome::Evidence(envs, _) => {
+                let e = pending.len().min(envs.len()) as u64;
+                counters.envelopes.fetch_add(e, Ordering::Relaxed);
                 counters
-                    .envelopes
-                    .fetch_add(pending.len() as u64, Ordering::Relaxed);
-                debug_assert!(pending.len() <= envs.len());
+                    .receipts
+                    .fetch_add(pending.len() as u64 - e, Ordering::Relaxed);
                 if complete {
                     Counters::add(&counters.recorded);
                 }
@@ -864,7 +901,14 @@ pub async fn run_many(
                     counters.quarantine(r.reason);
                 }
             }
-            Outcome::Peer => Counters::add(&counters.peer),
+            Outcome::Peer(_) => {
+                counters
+                    .receipts
+                    .fetch_add(pending.len() as u64, Ordering::Relaxed);
+                if complete {
+                    Counters::add(&counters.peer);
+                }
+            }
         }
         for d in pending {
             inflight.fetch_add(1, Ordering::Relaxed);

@@ -16,7 +16,10 @@ use audita_bridge::testing::{self, Mosquitto, MqttPublisher};
 use audita_bus::kafka::KafkaBus;
 use audita_bus::testing::{unique_name, KafkaBroker};
 use audita_bus::{Consumer as _, TopicSpec};
-use audita_evidence::{KeyRegistry, MessageId, Payload, PrincipalRegistry, SignedEnvelope};
+use audita_evidence::{
+    verify_record, KeyRegistry, MessageId, Payload, PrincipalRegistry, Receipt, Record, Sealer,
+    SignedEnvelope,
+};
 use audita_topics::names as topics;
 use serde_json::Value;
 
@@ -188,8 +191,11 @@ fn sidecars_record_what_ingest_certifies_and_quarantine_the_invalid_with_the_rea
         Duration::from_secs(60),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
-    while metric(&vm, "audita_bridge_delivered_total") < 4
-        || metric(&mm, "audita_bridge_delivered_total") < 2
+    // Vehicle: 3 envelopes, 2 quarantine records, the order's receipt; master
+    // control: the order, 1 quarantine record, receipts of both states and of the
+    // actuation report.
+    while metric(&vm, "audita_bridge_delivered_total") < 6
+        || metric(&mm, "audita_bridge_delivered_total") < 5
     {
         assert!(Instant::now() < deadline, "deliveries pending");
         std::thread::sleep(Duration::from_millis(100));
@@ -206,6 +212,8 @@ fn sidecars_record_what_ingest_certifies_and_quarantine_the_invalid_with_the_rea
     assert_eq!(msum["quarantined"], 1, "{msum}");
     assert_eq!(msum["peer"], 4, "{msum}");
     assert_eq!(msum["cited_seen_state"], 1, "{msum}");
+    assert_eq!(vsum["receipts"], 1, "{vsum}");
+    assert_eq!(msum["receipts"], 3, "{msum}");
 
     let envs: Vec<SignedEnvelope> = envelopes
         .into_iter()
@@ -278,20 +286,57 @@ fn sidecars_record_what_ingest_certifies_and_quarantine_the_invalid_with_the_rea
         |_, _| {},
     )
     .unwrap();
-    let accepted: Vec<Vec<u8>> = drain(
+    let frames = drain(
         &bus,
         &format!("{prefix}{}", topics::ACCEPTED),
         usize::MAX,
         Duration::from_secs(8),
-    )
-    .into_iter()
-    .filter(|f| f.first() == Some(&audita_topics::accepted::FRAME_ENVELOPE))
-    .map(|f| f[1..].to_vec())
-    .collect();
+    );
+    let of_kind = |k: u8| -> Vec<Vec<u8>> {
+        frames
+            .iter()
+            .filter(|f| f.first() == Some(&k))
+            .map(|f| f[1..].to_vec())
+            .collect()
+    };
+    let accepted = of_kind(audita_topics::accepted::FRAME_ENVELOPE);
     assert_eq!(accepted.len(), 4, "ingest accepted every envelope");
     for e in &envs {
         assert!(accepted.contains(&e.as_bytes().to_vec()));
     }
+    let receipts: Vec<Receipt> = of_kind(audita_topics::accepted::FRAME_RECEIPT)
+        .into_iter()
+        .map(|b| Receipt::decode(b).unwrap())
+        .collect();
+    assert_eq!(
+        receipts.len(),
+        4,
+        "one receipt per envelope, by its recipient"
+    );
+
+    // Sealed, the record certifies every envelope: signed, receipted by its
+    // destination, every citation resolving.
+    let log = audita_deploy::keys::generate();
+    let mut vkeys = keys.clone();
+    vkeys
+        .add_log("audita.test/vda5050", log.verifying_key())
+        .unwrap();
+    let mut sealer = Sealer::new("audita.test/vda5050", log).unwrap();
+    let mut record = Record::new();
+    for e in &envs {
+        sealer.append_envelope(e);
+        record.push_envelope(e);
+    }
+    for r in &receipts {
+        record.push_receipt(r);
+    }
+    record.push_epoch(&sealer.close_epoch(u64::MAX / 2));
+    let partition = verify_record(&record, &vkeys);
+    assert!(
+        partition.suspect.is_empty() && partition.missing.is_empty(),
+        "{partition:?}"
+    );
+    assert_eq!(partition.certified.len(), 4, "{partition:?}");
 
     // The bridges' quarantine records, and nothing from ingest.
     let suspect: Vec<audita_topics::Quarantined> = drain(

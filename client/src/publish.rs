@@ -186,10 +186,25 @@ impl Publisher {
     /// must acknowledge its own input once the evidence is durable (a bridge's MQTT
     /// acknowledgements).
     pub fn accept(&self, envelope: &SignedEnvelope) -> Result<Accepted, ClientError> {
-        let bytes = envelope.as_bytes();
-        let key = envelope.envelope().author.as_str().as_bytes();
-        let seq = self.spool().put(Lane::Envelope, bytes)?;
-        let record = FutureRecord::to(&self.envelopes).key(key).payload(bytes);
+        self.accept_bytes(
+            Lane::Envelope,
+            envelope.envelope().author.as_str().as_bytes(),
+            envelope.as_bytes(),
+        )
+    }
+
+    /// [`Self::accept`] for a delivery receipt (keyed by its recipient).
+    pub fn accept_receipt(&self, receipt: &Receipt) -> Result<Accepted, ClientError> {
+        self.accept_bytes(
+            Lane::Receipt,
+            receipt.recipient().as_str().as_bytes(),
+            receipt.as_bytes(),
+        )
+    }
+
+    fn accept_bytes(&self, lane: Lane, key: &[u8], bytes: &[u8]) -> Result<Accepted, ClientError> {
+        let seq = self.spool().put(lane, bytes)?;
+        let record = FutureRecord::to(self.topic(lane)).key(key).payload(bytes);
         let delivery = match self.producer.send_result(record) {
             Ok(d) => Some(d),
             Err((e, _)) => {
