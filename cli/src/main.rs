@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod attribute;
 mod bench;
 mod bench_pipeline;
+mod bridge;
 mod demo;
 mod deployment;
 mod export;
@@ -80,6 +81,9 @@ enum Command {
     /// Agent execution traces: OTLP import, the causal-witness test, an OTLP/HTTP
     /// receiver, and static-log attribution on Who&When.
     Trace(trace::TraceArgs),
+    /// Record a fleet protocol as signed evidence (`bridge vda5050`: one sidecar of
+    /// a VDA 5050 fleet over MQTT).
+    Bridge(bridge::BridgeArgs),
 }
 
 fn main() {
@@ -121,6 +125,7 @@ fn main() {
         Command::ServeLog(args) => serve_log::run(args),
         Command::Export(args) => export::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Bridge(args) => bridge::run(args),
     };
     std::process::exit(code);
 }

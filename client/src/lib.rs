@@ -57,7 +57,7 @@ pub use audita_evidence::{
     Effect, Envelope, MessageId, Payload, Receipt, ReplayPins, SignedEnvelope,
 };
 pub use principal::Principal;
-pub use publish::{BlockingPublisher, Delivered, Publisher, PublisherConfig, Resent};
+pub use publish::{Accepted, BlockingPublisher, Delivered, Publisher, PublisherConfig, Resent};
 pub use spool::{Lane, Spool, SpoolConfig, Spooled};
 
 use std::path::PathBuf;

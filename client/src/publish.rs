@@ -44,6 +44,28 @@ impl PublisherConfig {
     }
 }
 
+/// An item [`Publisher::accept`] made durable and handed to the producer.
+pub struct Accepted {
+    seq: u64,
+    delivery: Option<rdkafka::producer::DeliveryFuture>,
+}
+
+impl std::fmt::Debug for Accepted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accepted")
+            .field("seq", &self.seq)
+            .field("handed_to_producer", &self.delivery.is_some())
+            .finish()
+    }
+}
+
+impl Accepted {
+    /// Its spool sequence number.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// Where an item landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delivered {
@@ -154,6 +176,66 @@ impl Publisher {
     async fn send(&self, lane: Lane, key: &[u8], bytes: &[u8]) -> Result<Delivered, ClientError> {
         let seq = self.spool().put(lane, bytes)?;
         self.deliver(lane, key, bytes, seq).await
+    }
+
+    /// Makes `envelope` durable in the spool and hands it to the producer, without
+    /// waiting for the broker: when this returns `Ok` the item survives a crash, and
+    /// items accepted one after another are sent in that order. Await the delivery
+    /// with [`Self::delivered`] (which removes it from the spool); an item whose
+    /// producer queue was full is left to [`Self::resend_spool`]. For a caller that
+    /// must acknowledge its own input once the evidence is durable (a bridge's MQTT
+    /// acknowledgements).
+    pub fn accept(&self, envelope: &SignedEnvelope) -> Result<Accepted, ClientError> {
+        self.accept_bytes(
+            Lane::Envelope,
+            envelope.envelope().author.as_str().as_bytes(),
+            envelope.as_bytes(),
+        )
+    }
+
+    /// [`Self::accept`] for a delivery receipt (keyed by its recipient).
+    pub fn accept_receipt(&self, receipt: &Receipt) -> Result<Accepted, ClientError> {
+        self.accept_bytes(
+            Lane::Receipt,
+            receipt.recipient().as_str().as_bytes(),
+            receipt.as_bytes(),
+        )
+    }
+
+    fn accept_bytes(&self, lane: Lane, key: &[u8], bytes: &[u8]) -> Result<Accepted, ClientError> {
+        let seq = self.spool().put(lane, bytes)?;
+        let record = FutureRecord::to(self.topic(lane)).key(key).payload(bytes);
+        let delivery = match self.producer.send_result(record) {
+            Ok(d) => Some(d),
+            Err((e, _)) => {
+                tracing::warn!(seq, error = %e, "producer queue refused an item; it stays spooled");
+                None
+            }
+        };
+        Ok(Accepted { seq, delivery })
+    }
+
+    /// Waits for the broker's acknowledgement of an [`Accepted`] item and removes it
+    /// from the spool; on [`ClientError::Undelivered`] it stays spooled.
+    pub async fn delivered(&self, accepted: Accepted) -> Result<Delivered, ClientError> {
+        let undelivered = |reason: String| ClientError::Undelivered {
+            seq: accepted.seq,
+            reason,
+        };
+        let Some(delivery) = accepted.delivery else {
+            return Err(undelivered("the producer queue was full".into()));
+        };
+        match delivery.await {
+            Ok(Ok(d)) => {
+                self.spool().remove(accepted.seq)?;
+                Ok(Delivered {
+                    partition: d.partition,
+                    offset: d.offset,
+                })
+            }
+            Ok(Err((e, _))) => Err(undelivered(e.to_string())),
+            Err(_) => Err(undelivered("the producer was dropped".into())),
+        }
     }
 
     /// Publishes a signed envelope (keyed by its author). On

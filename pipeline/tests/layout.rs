@@ -173,3 +173,17 @@ fn the_cli_reaches_the_stages_only_through_the_pipeline() {
         assert!(!cli.contains(*stage), "the cli depends on {stage} directly");
     }
 }
+
+#[test]
+fn the_bridge_publishes_through_the_client_and_links_no_stage() {
+    let g = graph();
+    assert!(g.direct["audita-bridge"].contains("audita-client"));
+    let linked = g.closure("audita-bridge");
+    for other in STAGES
+        .iter()
+        .copied()
+        .chain(["audita-bus", "audita-pipeline", "audita-record"])
+    {
+        assert!(!linked.contains(other), "audita-bridge links {other}");
+    }
+}
