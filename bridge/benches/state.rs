@@ -147,7 +147,7 @@ fn main() {
     rt.block_on(async {
         for (topic, s, v) in &msgs {
             match cores[*v].decide(topic, s.as_bytes()).await {
-                Outcome::Evidence(e) => {
+                Outcome::Evidence(e, _) => {
                     std::hint::black_box(e);
                 }
                 o => panic!("{o:?}"),
