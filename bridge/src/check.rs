@@ -262,13 +262,7 @@ mod tests {
     use super::*;
     use crate::testing::{order, state};
 
-    fn intake(major: &str) -> Intake {
-        Intake {
-            interface: Interface::parse(&format!("uagv/{major}")).unwrap(),
-            schemas: Schemas::load().unwrap(),
-            max_payload: DEFAULT_MAX_PAYLOAD,
-        }
-    }
+    use crate::testing::intake;
 
     #[test]
     fn valid_messages_of_both_releases_pass() {

@@ -425,19 +425,10 @@ pub fn state_facts(value: &Value, release: Release) -> StateFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::{Intake, DEFAULT_MAX_PAYLOAD};
-    use crate::schema::Schemas;
     use crate::testing;
-    use crate::topic::Interface;
     use audita_evidence::SigningKey;
 
-    fn intake(major: &str) -> Intake {
-        Intake {
-            interface: Interface::parse(&format!("uagv/{major}")).unwrap(),
-            schemas: Schemas::load().unwrap(),
-            max_payload: DEFAULT_MAX_PAYLOAD,
-        }
-    }
+    use crate::testing::intake;
 
     fn pid(s: &str) -> PrincipalId {
         PrincipalId::new(s).unwrap()

@@ -96,6 +96,25 @@ pub fn state_with_actions(
     v.to_string()
 }
 
+/// `(actionId, actionType)` pairs as blocking (`HARD`) VDA 5050 actions.
+fn hard_actions(actions: &[(&str, &str)]) -> Vec<Value> {
+    actions
+        .iter()
+        .map(|(id, ty)| json!({"actionId": id, "actionType": ty, "blockingType": "HARD"}))
+        .collect()
+}
+
+/// The intake checks of interface `uagv/<major>` with the official schemas and the
+/// default payload bound.
+pub fn intake(major: &str) -> crate::check::Intake {
+    crate::check::Intake {
+        interface: crate::topic::Interface::parse(&format!("uagv/{major}"))
+            .expect("a valid interface"),
+        schemas: crate::schema::Schemas::load().expect("the embedded schemas load"),
+        max_payload: crate::check::DEFAULT_MAX_PAYLOAD,
+    }
+}
+
 /// An `order` `order_id` for one vehicle: one released node at (10, 5) m carrying
 /// `actions` (`(actionId, actionType)`).
 pub fn order(
@@ -106,10 +125,7 @@ pub fn order(
     order_id: &str,
     actions: &[(&str, &str)],
 ) -> String {
-    let actions: Vec<Value> = actions
-        .iter()
-        .map(|(id, ty)| json!({"actionId": id, "actionType": ty, "blockingType": "HARD"}))
-        .collect();
+    let actions = hard_actions(actions);
     json!({
         "headerId": header_id,
         "timestamp": stamp(header_id),
@@ -138,10 +154,7 @@ pub fn instant_actions(
     header_id: u64,
     actions: &[(&str, &str)],
 ) -> String {
-    let actions: Vec<Value> = actions
-        .iter()
-        .map(|(id, ty)| json!({"actionId": id, "actionType": ty, "blockingType": "HARD"}))
-        .collect();
+    let actions = hard_actions(actions);
     json!({
         "headerId": header_id,
         "timestamp": stamp(header_id),
