@@ -66,17 +66,31 @@ fn serve(args: &ServeLogArgs) -> Result<(), String> {
             args.dir.display()
         ));
     }
+    serve_http("serve-log", args.listen, router(&args.dir), |bound| {
+        format!("serving {} on http://{bound}", args.dir.display())
+    })
+}
+
+/// Serves `router` on `listen` (bounded connections and request time through
+/// [`audita_keeper::serve_connections`]) until SIGTERM or Ctrl-C, after printing
+/// the line `announce` makes of the bound address (tests read it to find the port).
+pub(crate) fn serve_http(
+    what: &'static str,
+    listen: std::net::SocketAddr,
+    router: axum::Router,
+    announce: impl FnOnce(std::net::SocketAddr) -> String,
+) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("runtime: {e}"))?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.listen)
+        let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        println!("serving {} on http://{bound}", args.dir.display());
+        println!("{}", announce(bound));
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         let (stop, stopped) = tokio::sync::oneshot::channel();
@@ -84,14 +98,7 @@ fn serve(args: &ServeLogArgs) -> Result<(), String> {
             shutdown().await;
             let _ = stop.send(());
         });
-        audita_keeper::serve_connections(
-            "serve-log",
-            listener,
-            router(&args.dir),
-            REQUEST_TIMEOUT,
-            stopped,
-        )
-        .await;
+        audita_keeper::serve_connections(what, listener, router, REQUEST_TIMEOUT, stopped).await;
         Ok(())
     })
 }

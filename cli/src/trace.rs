@@ -402,44 +402,13 @@ fn serve(a: &ServeArgs) -> Result<i32, String> {
             max_spans: a.max_spans,
         },
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("runtime: {e}"))?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(a.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", a.listen))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        println!("receiving OTLP/HTTP traces on http://{bound}/v1/traces");
-        let _ = std::io::stdout().flush();
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            shutdown().await;
-            let _ = stop.send(());
-        });
-        audita_keeper::serve_connections(
-            "trace serve",
-            listener,
-            router(state, a.max_body_bytes),
-            REQUEST_TIMEOUT,
-            stopped,
-        )
-        .await;
-        Ok(0)
-    })
-}
-
-async fn shutdown() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    crate::serve_log::serve_http(
+        "trace serve",
+        a.listen,
+        router(state, a.max_body_bytes),
+        |bound| format!("receiving OTLP/HTTP traces on http://{bound}/v1/traces"),
+    )?;
+    Ok(0)
 }
 
 fn router(state: Arc<Receiver>, max_body: usize) -> axum::Router {
