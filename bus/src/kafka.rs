@@ -106,7 +106,10 @@ impl KafkaBus {
             .base_config()
             .set("enable.idempotence", "true")
             .set("acks", "all")
-            .set("linger.ms", "5")
+            // Stages produce a batch in a burst and then flush (wait for every
+            // acknowledgement, `KafkaProducer::flush`): the burst is one request
+            // whatever the linger, so only its delay matters.
+            .set("linger.ms", "1")
             .set("message.timeout.ms", "30000")
             .set("compression.type", "lz4")
             .set("message.max.bytes", MAX_MESSAGE_BYTES_STR)

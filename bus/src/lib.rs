@@ -203,10 +203,18 @@ pub fn drain(
     Ok(out)
 }
 
+/// Longest a [`pump`] batch stays open after its first record: under a steady
+/// stream that never runs dry a batch closes by count at high rates and by this
+/// bound at low ones, so batching adds at most this much latency.
+pub const MAX_BATCH_WAIT: Duration = Duration::from_millis(20);
+
 /// Runs the consume → handle → produce → flush → commit loop of a stateless stage
 /// until `stop` is set or `max_idle` passes without input.
 ///
-/// `handle` turns one delivery into records on `producer`. Offsets are committed
+/// A batch is the records taken until `batch` of them, until the input runs dry, or
+/// until [`MAX_BATCH_WAIT`] after its first, whichever comes first; it is flushed
+/// and committed as one. `handle` turns one delivery into records on `producer`.
+/// Offsets are committed
 /// only after the producer flushed, so a crash between the two re-delivers the batch
 /// (at-least-once); the stages downstream dedupe by message id. A handler error that
 /// is transient stops the loop without committing the batch, so it is re-read.
@@ -264,8 +272,14 @@ pub fn pump_with(
         let mut last: std::collections::BTreeMap<(String, u32), Delivery> =
             std::collections::BTreeMap::new();
         let mut taken = 0;
-        while taken < batch.max(1) {
-            match consumer.poll(Duration::from_millis(50))? {
+        let opened = std::time::Instant::now();
+        while taken < batch.max(1) && (taken == 0 || opened.elapsed() < MAX_BATCH_WAIT) {
+            let wait = if taken == 0 {
+                Duration::from_millis(50)
+            } else {
+                MAX_BATCH_WAIT.saturating_sub(opened.elapsed())
+            };
+            match consumer.poll(wait)? {
                 Some(d) => {
                     handle(&d, producer)?;
                     handled += 1;

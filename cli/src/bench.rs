@@ -66,6 +66,8 @@ pub struct BenchArgs {
 enum BenchWhat {
     /// Attribution accuracy on the facility register (issue 4 item 6).
     Attribution(AttributionArgs),
+    /// Per-stage CPU per envelope, each stage alone, next to Ed25519 (issue 16).
+    Stages(crate::bench_stages::StagesArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -96,6 +98,7 @@ struct AttributionArgs {
 /// Runs `audita bench`.
 pub fn run(args: &BenchArgs) -> i32 {
     match &args.what {
+        BenchWhat::Stages(a) => crate::bench_stages::run(a),
         BenchWhat::Attribution(a) => match attribution(a) {
             Ok(()) => 0,
             Err(e) => {

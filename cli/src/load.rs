@@ -3,12 +3,17 @@
 //! One run measures, side by side: the offered and the sustained end-to-end rate
 //! (envelopes sealed and published by the sealer per second) as a ratio of the
 //! single-core Ed25519 `verify_strict` limit measured in the same process; the latency
-//! from each adverse declaration's publication to its verdict on `audita.verdicts`
-//! (p50, p99); and the resident memory and CPU of every stage, sampled each second.
+//! from each incident's adverse instant (`t*`, when the cell's last message stamped up
+//! to it is offered) to its verdict on `audita.verdicts` (p50, p99); the incident
+//! alerting latencies (sealed report → alert, `t*` → alert, alert → verdict); and the
+//! resident memory and CPU of every stage, sampled each second.
 //!
 //! Design constraints:
 //! - Every stage runs as its own process (`audita load --stage NAME`), exactly as
-//!   deployed: ingest, sealer, slicer, `--workers` engine workers, sink. The run
+//!   deployed: ingest, sealer, slicer, monitor, `--workers` engine workers, sink. The
+//!   fleet declares nothing: the monitor detects every incident from the sealed
+//!   record with the load's predicate file, and a verdict of an incident no cell
+//!   planted is counted as a false incident. The run
 //!   creates a throw-away deployment directory first (`audita init`'s code: fresh
 //!   log and keeper keys from OS randomness, a per-run origin) and registers the
 //!   load's principals by their public keys; each stage reads only that directory,
@@ -50,6 +55,8 @@ pub enum LoadStage {
     Sealer,
     /// Citation graph and incident slices.
     Slicer,
+    /// Adverse predicates over the sealed record: alerts and declarations.
+    Monitor,
     /// Verdicts (one process per worker).
     Engine,
     /// Parquet verdict files.
@@ -78,7 +85,7 @@ pub struct LoadArgs {
     /// Sensor reports per second per robot.
     #[arg(long, default_value_t = 1.0)]
     pub report_rate: f64,
-    /// Facility incidents (with their adverse declarations) injected per second.
+    /// Facility incidents (cells whose adverse predicate fires) injected per second.
     #[arg(long, default_value_t = 0.5)]
     pub incident_rate: f64,
     /// Length of the offered load, in seconds.
@@ -167,6 +174,8 @@ fn create_deployment(load: &Load, dir: &Path) -> anyhow::Result<PathBuf> {
         .collect();
     audita_deploy::register_public(&made.config, &public)?;
     audita_deploy::set_duties(&made.config, &load.fleet.duties_json)?;
+    // The fleet declares nothing: the monitor detects every incident.
+    audita_deploy::set_predicates(&made.config, &load.fleet.predicates_json)?;
     Ok(made.config)
 }
 
@@ -286,6 +295,14 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
             None,
             &m,
         ),
+        LoadStage::Monitor => audita_pipeline::monitor::run_monitor(
+            &d,
+            &bus,
+            Duration::from_millis(args.slicer_wait_ms),
+            &stop,
+            None,
+            &m,
+        ),
         LoadStage::Engine => audita_pipeline::run_engine(&d, &bus, &stop, None, &m).map(|_| ()),
         LoadStage::Sink => {
             audita_pipeline::run_sink(&d, &bus, &dir()?, None, &stop, None, &m, |_| {}).map(|_| ())
@@ -317,6 +334,22 @@ struct Seen {
     quarantined: u64,
     /// Bytes of every slice bundle published (one per incident, more on re-emission).
     slice_bytes: Vec<usize>,
+    /// When each incident cell's sealed message became readable (its epoch's arrival;
+    /// the background fleet's messages are not kept).
+    readable: BTreeMap<[u8; 32], Instant>,
+    /// The first `fired` alert of each incident.
+    alerted: BTreeMap<String, Instant>,
+    /// Sealed → alert: from the arrival of the epoch sealing the last message an
+    /// alert cites to the alert's arrival.
+    sealed_to_alert: Vec<Duration>,
+    /// Alerts read before an epoch of a message they cite (not timed).
+    alerts_unordered: u64,
+    /// Incident instant (`t*`) → first fired alert.
+    instant_to_alert: Vec<Duration>,
+    /// First fired alert → verdict.
+    alert_to_verdict: Vec<Duration>,
+    /// Verdicts (or abstentions) of incidents no cell planted: false declarations.
+    unexpected: Vec<String>,
 }
 
 fn proc_rss_mib(pid: u32) -> Option<f64> {
@@ -458,6 +491,7 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
             (LoadStage::Ingest, "ingest".to_string()),
             (LoadStage::Sealer, "sealer".to_string()),
             (LoadStage::Slicer, "slicer".to_string()),
+            (LoadStage::Monitor, "monitor".to_string()),
         ];
         plan.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
         plan.push((LoadStage::Sink, "sink".to_string()));
@@ -566,6 +600,7 @@ fn measure(
             &d.topic(topics::VERDICTS),
             &d.topic(topics::SUSPECT),
             &d.topic(topics::SLICES),
+            &d.topic(topics::ALERTS),
         ],
     )?;
     let monitor = {
@@ -583,6 +618,49 @@ fn measure(
                         s.epochs += 1;
                         s.watermark = s.watermark.max(e.watermark);
                         s.last_sealed_at = Some(now);
+                        for leaf in &e.leaves {
+                            if let Ok(id) = audita_evidence::MessageId::from_leaf_bytes(leaf) {
+                                if !id.author.as_str().starts_with("fleet/") {
+                                    s.readable.insert(id.digest, now);
+                                }
+                            }
+                        }
+                    }
+                } else if del.topic.ends_with(topics::ALERTS) {
+                    let Ok(alert) =
+                        serde_json::from_slice::<audita_topics::AlertRecord>(&del.payload)
+                    else {
+                        continue;
+                    };
+                    // Timed from the moment the alert could first be raised: the
+                    // arrival of the epoch sealing the last message it cites.
+                    let ready: Option<Instant> = alert
+                        .messages
+                        .iter()
+                        .map(|m| {
+                            let hex_digest = m.rsplit_once(':').map_or(m.as_str(), |(_, h)| h);
+                            let digest: Option<[u8; 32]> =
+                                hex::decode(hex_digest).ok().and_then(|b| b.try_into().ok());
+                            digest.and_then(|d| s.readable.get(&d).copied())
+                        })
+                        .collect::<Option<Vec<Instant>>>()
+                        .and_then(|v| v.into_iter().max());
+                    match ready {
+                        Some(r) => s.sealed_to_alert.push(now.duration_since(r)),
+                        None => s.alerts_unordered += 1,
+                    }
+                    if let Some(incident) = alert.incident.filter(|_| alert.kind == "fired") {
+                        if !s.alerted.contains_key(&incident) {
+                            let instant = published
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get(&incident)
+                                .copied();
+                            if let Some(at) = instant {
+                                s.instant_to_alert.push(now.saturating_duration_since(at));
+                            }
+                            s.alerted.insert(incident, now);
+                        }
                     }
                 } else if del.topic.ends_with(topics::SUSPECT) {
                     s.quarantined += 1;
@@ -597,6 +675,8 @@ fn measure(
                         .copied();
                     if s.latencies.contains_key(&incident) || s.abstained.contains_key(&incident) {
                         s.duplicates += 1;
+                    } else if !planted.contains_key(&incident) {
+                        s.unexpected.push(incident);
                     } else if let Some(reason) = v.get("abstained").and_then(Value::as_str) {
                         s.abstained.insert(incident, reason.to_string());
                     } else if let Some(at) = at {
@@ -619,7 +699,12 @@ fn measure(
                                 "completions": v["verdict"]["completions"],
                             }));
                         }
-                        s.latencies.insert(incident, now.duration_since(at));
+                        if let Some(alerted) = s.alerted.get(&incident).copied() {
+                            s.alert_to_verdict
+                                .push(now.saturating_duration_since(alerted));
+                        }
+                        s.latencies
+                            .insert(incident, now.saturating_duration_since(at));
                     }
                 }
             }
@@ -734,6 +819,7 @@ fn measure(
                     }
                 }
             }
+            // The incident's adverse instant (nothing is sent: the monitor declares).
             Lane::Adverse => {
                 published
                     .lock()
@@ -795,13 +881,23 @@ fn measure(
     slices.sort_unstable();
     let mut lat: Vec<Duration> = seen.latencies.values().copied().collect();
     lat.sort();
+    let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
+    let spread = |v: &[Duration]| {
+        let mut v = v.to_vec();
+        v.sort();
+        json!({
+            "count": v.len(),
+            "p50": ms(percentile(&v, 0.5)),
+            "p99": ms(percentile(&v, 0.99)),
+            "max": ms(v.last().copied().unwrap_or_default()),
+        })
+    };
     let sealed_span = seen
         .last_sealed_at
         .map(|t| t.duration_since(start))
         .unwrap_or(end);
     let e2e = seen.sealed as f64 / sealed_span.as_secs_f64().max(1e-9);
     let limit = limit_before.max(limit_after);
-    let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
     let missing: Vec<&String> = incidents
         .iter()
         .filter(|i| !seen.latencies.contains_key(*i) && !seen.abstained.contains_key(*i))
@@ -844,6 +940,13 @@ fn measure(
             "p99": ms(percentile(&lat, 0.99)),
             "max": ms(lat.last().copied().unwrap_or_default()),
         },
+        "alerts": {
+            "sealed_to_alert_ms": spread(&seen.sealed_to_alert),
+            "read_before_their_epoch": seen.alerts_unordered,
+            "instant_to_alert_ms": spread(&seen.instant_to_alert),
+            "alert_to_verdict_ms": spread(&seen.alert_to_verdict),
+        },
+        "unexpected_incidents": seen.unexpected,
         "slices": {
             "count": slices.len(),
             "p50_bytes": slices.get(slices.len() / 2).copied().unwrap_or(0),
@@ -940,6 +1043,23 @@ fn markdown(r: &Value) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")),
     ));
+    let a = &r["alerts"];
+    if a.is_object() {
+        s.push_str("\n| alerts timed | read before their epoch | sealed → alert p50 ms | p99 ms | max ms | t* → alert p50 ms | p99 ms | alert → verdict p50 ms | p99 ms | false incidents |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            a["sealed_to_alert_ms"]["count"],
+            a["read_before_their_epoch"],
+            a["sealed_to_alert_ms"]["p50"],
+            a["sealed_to_alert_ms"]["p99"],
+            a["sealed_to_alert_ms"]["max"],
+            a["instant_to_alert_ms"]["p50"],
+            a["instant_to_alert_ms"]["p99"],
+            a["alert_to_verdict_ms"]["p50"],
+            a["alert_to_verdict_ms"]["p99"],
+            r["unexpected_incidents"].as_array().map_or(0, |v| v.len()),
+        ));
+    }
     let samples = r["samples"].as_array().cloned().unwrap_or_default();
     let stages = stage_names(&samples);
     s.push_str("\nResident memory (MiB) and sealed rate over the run:\n\n| t s | offered msg/s | sealed msg/s | verdicts |");

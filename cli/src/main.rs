@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod attribute;
 mod bench;
 mod bench_pipeline;
+mod bench_stages;
 mod bridge;
 mod demo;
 mod deployment;

@@ -147,10 +147,10 @@ impl Default for RawEpoch {
 }
 
 fn default_epoch_messages() -> usize {
-    256
+    4096
 }
 fn default_epoch_age() -> u64 {
-    200
+    100
 }
 
 #[derive(Debug, Deserialize)]

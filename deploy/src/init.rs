@@ -123,8 +123,8 @@ duties = "duties.json"          # duty registry (verdict/SCHEMA.md)
 predicates = "predicates.json"  # adverse predicates the monitor detects (audita-monitor)
 
 [epoch]                          # an epoch closes at whichever comes first
-max_messages = 256
-max_age_ms = 200
+max_messages = 4096
+max_age_ms = 100
 
 [retention]
 dedupe_horizon_ms = 600000       # sealer: record time sealed ids are remembered
@@ -437,7 +437,7 @@ mod tests {
         let text = std::fs::read_to_string(&made.config).unwrap();
         for (from, to, field) in [
             (
-                "max_messages = 256",
+                "max_messages = 4096",
                 "max_messages = 0",
                 "epoch.max_messages",
             ),

@@ -26,7 +26,7 @@ use ed25519_dalek::SigningKey;
 use crate::checkpoint::{Checkpoint, SignedCheckpoint};
 use crate::codec::{Reader, Writer};
 use crate::dsse::{self, EPOCH_TYPE};
-use crate::envelope::{sha256, Hash, MessageId, SignedEnvelope, SIGNATURE_LEN};
+use crate::envelope::{sha256, Hash, MessageId, SignedEnvelope, Verified, SIGNATURE_LEN};
 use crate::error::{DecodeError, SignatureError};
 use crate::merkle::{leaf_hash, root_from_leaf_hashes, CompactRange};
 use crate::principal::{check_name, KeyRegistry};
@@ -167,6 +167,97 @@ impl EpochHeader {
             root: self.log_root,
         }
     }
+}
+
+/// Why a published epoch could not be opened by [`open_sealed`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealedEpochError {
+    /// The header does not decode.
+    #[error("epoch header: {0}")]
+    Header(DecodeError),
+    /// The header is not signed by a log key of the registry.
+    #[error("epoch header signature: {0}")]
+    Signature(SignatureError),
+    /// The leaves do not fill the header's range, or do not hash to its window root.
+    #[error(
+        "epoch {number}: {leaves} leaves do not reproduce the header's window {start}..{size}"
+    )]
+    Leaves {
+        /// Epoch number.
+        number: u64,
+        /// Leaves given.
+        leaves: usize,
+        /// Header's first leaf index.
+        start: u64,
+        /// Header's log size after the epoch.
+        size: u64,
+    },
+    /// Envelope `index` does not decode.
+    #[error("epoch {number}, envelope {index}: {error}")]
+    Envelope {
+        /// Epoch number.
+        number: u64,
+        /// Position among the epoch's envelopes.
+        index: usize,
+        /// The decoding error.
+        error: DecodeError,
+    },
+    /// Envelope `index` is not the message of leaf `index`.
+    #[error("epoch {number}, envelope {index} is not the message its leaf names")]
+    NotSealed {
+        /// Epoch number.
+        number: u64,
+        /// Position among the epoch's envelopes.
+        index: usize,
+    },
+}
+
+/// Opens one epoch as a sealer publishes it (header, leaves in log order, the sealed
+/// envelopes in leaf order), authenticated by one signature: the log's over the
+/// header, whose window root the leaves must reproduce, and every envelope must be
+/// the message its leaf names (its id is the SHA-256 of its bytes). The envelopes
+/// come back as [`Verified`]: their authors' signatures were checked against the
+/// deployment's registry by the ingest whose output the log sealed — a log seals
+/// nothing else — so a stage downstream of the log (the monitor) need not check
+/// each again; anything else in the bytes (a forged or altered envelope, a leaf not
+/// under the signed root, a header under an unknown key) is refused. Whoever does
+/// not trust the deployment's own log verifies the authors' signatures instead
+/// ([`SignedEnvelope::verify`], [`crate::verify_record`]).
+pub fn open_sealed(
+    header: &[u8],
+    leaves: &[Vec<u8>],
+    envelopes: &[Vec<u8>],
+    keys: &KeyRegistry,
+) -> Result<(EpochHeader, Vec<Verified<SignedEnvelope>>), SealedEpochError> {
+    let header = EpochHeader::decode(header.to_vec()).map_err(SealedEpochError::Header)?;
+    header.verify(keys).map_err(SealedEpochError::Signature)?;
+    let number = header.number;
+    let hashes: Vec<Hash> = leaves.iter().map(|l| leaf_hash(l)).collect();
+    if header.size.checked_sub(header.start) != Some(leaves.len() as u64)
+        || envelopes.len() > leaves.len()
+        || root_from_leaf_hashes(&hashes) != header.window_root
+    {
+        return Err(SealedEpochError::Leaves {
+            number,
+            leaves: leaves.len(),
+            start: header.start,
+            size: header.size,
+        });
+    }
+    let mut out = Vec::with_capacity(envelopes.len());
+    for (index, (bytes, leaf)) in envelopes.iter().zip(leaves).enumerate() {
+        let env =
+            SignedEnvelope::decode(bytes.clone()).map_err(|error| SealedEpochError::Envelope {
+                number,
+                index,
+                error,
+            })?;
+        if env.id().leaf_bytes() != *leaf {
+            return Err(SealedEpochError::NotSealed { number, index });
+        }
+        out.push(Verified::new_unchecked(env));
+    }
+    Ok((header, out))
 }
 
 /// A closed epoch: its header, its leaves in log order, and the log-signed checkpoint
@@ -344,5 +435,73 @@ mod tests {
         }
         assert_eq!(straight.close_epoch(2), resumed.close_epoch(2));
         assert!(Sealer::resume(derive_signing_key(1, "x"), &a2.leaves[..4], &a2.header).is_err());
+    }
+
+    /// `open_sealed` takes exactly what the log signed: a swapped envelope, a dropped
+    /// leaf, a header under another key or an altered byte is refused.
+    #[test]
+    fn open_sealed_refuses_anything_the_log_did_not_sign() {
+        use crate::envelope::{Effect, Envelope, Payload, ReplayPins};
+        let log_key = derive_signing_key(1, "log.example");
+        let author = derive_signing_key(1, "planner");
+        let mut keys = KeyRegistry::new();
+        keys.add_log("log.example", log_key.verifying_key())
+            .unwrap();
+        keys.add_principal(PrincipalId::new("planner").unwrap(), author.verifying_key());
+        let env = |t: u64| {
+            Envelope {
+                author: PrincipalId::new("planner").unwrap(),
+                destination: PrincipalId::new("robot").unwrap(),
+                timestamp: t,
+                payload: Payload::SensorReport {
+                    sensor: "pose".into(),
+                    reading: format!("x={t}"),
+                },
+                citations: Vec::new(),
+                effect: Effect::None,
+                pins: ReplayPins::default(),
+            }
+            .sign(&author)
+            .unwrap()
+        };
+        let envs: Vec<SignedEnvelope> = (0..3).map(env).collect();
+        let mut sealer = Sealer::new("log.example", log_key).unwrap();
+        for e in &envs {
+            sealer.append_envelope(e);
+        }
+        let epoch = sealer.close_epoch(9);
+        let header = epoch.header.as_bytes().to_vec();
+        let leaves: Vec<Vec<u8>> = epoch.leaves.iter().map(MessageId::leaf_bytes).collect();
+        let bytes: Vec<Vec<u8>> = envs.iter().map(|e| e.as_bytes().to_vec()).collect();
+        let (h, opened) = open_sealed(&header, &leaves, &bytes, &keys).unwrap();
+        assert_eq!(h.number, 0);
+        assert_eq!(opened.len(), 3);
+        assert_eq!(opened[1].id(), envs[1].id());
+
+        let mut swapped = bytes.clone();
+        swapped.swap(0, 1);
+        assert!(matches!(
+            open_sealed(&header, &leaves, &swapped, &keys),
+            Err(SealedEpochError::NotSealed { index: 0, .. })
+        ));
+        let mut forged = bytes.clone();
+        forged[2] = env(99).as_bytes().to_vec();
+        assert!(open_sealed(&header, &leaves, &forged, &keys).is_err());
+        assert!(matches!(
+            open_sealed(&header, &leaves[..2], &bytes[..2], &keys),
+            Err(SealedEpochError::Leaves { .. })
+        ));
+        let mut other_leaves = leaves.clone();
+        other_leaves[1] = forged[2].clone();
+        assert!(open_sealed(&header, &other_leaves, &bytes, &keys).is_err());
+        let mut bad_header = header.clone();
+        let last = bad_header.len() - 1;
+        bad_header[last] ^= 1;
+        assert!(matches!(
+            open_sealed(&bad_header, &leaves, &bytes, &keys),
+            Err(SealedEpochError::Signature(_))
+        ));
+        let stranger = KeyRegistry::new();
+        assert!(open_sealed(&header, &leaves, &bytes, &stranger).is_err());
     }
 }

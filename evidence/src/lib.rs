@@ -45,7 +45,7 @@ pub use envelope::{
     sha256, Effect, Envelope, Hash, MessageCheck, MessageId, Payload, ReplayPins, SignedEnvelope,
     StoredKind, ToolPin, Verified,
 };
-pub use epoch::{EpochHeader, SealedEpoch, Sealer};
+pub use epoch::{open_sealed, EpochHeader, SealedEpoch, SealedEpochError, Sealer};
 pub use error::{
     DecodeError, EnvelopeError, NameError, NoteError, ProofError, SignatureError, StoreError,
 };

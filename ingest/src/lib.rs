@@ -53,17 +53,34 @@ enum Decoded {
 }
 
 fn suspect(d: &Delivery, reason: &str, detail: String) -> Checked {
-    Checked::Suspect(Quarantined {
-        source_topic: d.topic.clone(),
-        partition: d.partition,
-        offset: d.offset,
-        reason: reason.to_string(),
-        detail: detail.replace('\n', " "),
-        bytes_hex: hex::encode(&d.payload),
-    })
+    Checked::Suspect(Quarantined::of(
+        &d.topic,
+        d.partition,
+        d.offset,
+        reason,
+        &detail,
+        &d.payload,
+    ))
 }
 
+/// Largest envelope or receipt ingest accepts (1 MiB): larger ones are quarantined
+/// with reason `too_large` before anything is decoded, so one record can neither
+/// make an epoch exceed the bus's record limit nor cost the stages more than it is
+/// worth. Payloads are content-addressed (SPEC §2): a bulky artefact travels as its
+/// hash, not inline.
+pub const MAX_ENVELOPE_BYTES: usize = 1 << 20;
+
 fn decode(d: &Delivery) -> Decoded {
+    if d.payload.len() > MAX_ENVELOPE_BYTES {
+        return Decoded::Done(suspect(
+            d,
+            "too_large",
+            format!(
+                "{} bytes exceed the {MAX_ENVELOPE_BYTES}-byte limit",
+                d.payload.len()
+            ),
+        ));
+    }
     if d.topic.ends_with(topics::RECEIPTS) {
         return match Receipt::decode(d.payload.clone()) {
             Err(e) => Decoded::Done(suspect(d, "decode", format!("receipt: {e}"))),
@@ -357,12 +374,15 @@ pub struct Layout {
     pub watermark_every: Duration,
 }
 
-/// Deliveries checked per batch (one batched signature verification, one flush and
-/// one commit).
-pub const BATCH: usize = 256;
+/// Most deliveries checked per batch (one batched signature verification, one flush
+/// and one commit); a batch also closes after [`audita_bus::MAX_BATCH_WAIT`]. Large
+/// batches amortise the flush's round trip to the broker and the batch verification
+/// (whose cost per signature falls with its size); a bad signature in one costs a
+/// bisection, not a one-by-one check of the batch.
+pub const BATCH: usize = 4096;
 
 /// The ingest stage's run loop: consumes `input` (subscribed to the source topics) in
-/// batches of [`BATCH`], forwards or quarantines every record and publishes the
+/// batches of at most [`BATCH`], forwards or quarantines every record and publishes the
 /// watermarks, until `stop` is set or nothing arrived for `idle`. Offsets commit only
 /// after the producer flushed, so nothing taken is lost. `on_batch` sees the
 /// (accepted, quarantined) counts of each batch. Returns the records taken.

@@ -284,16 +284,25 @@ fn cell_payload(i: usize, p: &Payload) -> Payload {
 pub const CELL_LOOKBACK_MS: u64 = 60_000;
 
 /// The facility's predicate file for scenario `sc`, laid as cell `i`: registered
-/// entities renamed into the cell, per-entity selectors generalised to their class
-/// (a cell's telemetry is stale to every other cell's, so class selectors pair
-/// within a cell only), windows limited to [`CELL_LOOKBACK_MS`].
+/// entities renamed into the cell and registered at site `c<i>` (each cell is its own
+/// place: a separation pairs within a cell only, even when cells overlap in record
+/// time, as in a live load), per-entity selectors generalised to their class,
+/// windows limited to [`CELL_LOOKBACK_MS`].
 pub fn cell_predicates(i: usize, sc: &Scenario) -> Value {
     let mut file: Value = serde_json::from_str(&audita_facility::record::predicates_json(sc))
         .unwrap_or_else(|_| json!({"version": 1, "predicates": []}));
+    // Each cell is its own site, with its own coordinate frame: cells laid at the same
+    // record time (a live load) never pair one's robot with another's worker.
     if let Some(entities) = file.get_mut("entities").and_then(Value::as_object_mut) {
         let renamed: serde_json::Map<String, Value> = entities
             .iter()
-            .map(|(k, v)| (cell_name(i, k), v.clone()))
+            .map(|(k, v)| {
+                let mut v = v.clone();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("site".into(), json!(format!("c{i}")));
+                }
+                (cell_name(i, k), v)
+            })
             .collect();
         *entities = renamed;
     }

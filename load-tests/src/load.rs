@@ -16,9 +16,12 @@
 //!   sensor reading contains a duty trigger (`entered`).
 //! - **Incidents are facility cells** ([`crate::fleet::build_cell`]) laid into the run
 //!   at [`LoadConfig::incidents_per_s`], cycling through [`crate::fleet::DEMO_MIX`], each
-//!   with the facility's own duty registry entries and adverse declaration, which is
-//!   scheduled 1 ms after its `t*`. A cell is only laid where its window and the
-//!   slicer's grace period end before the run does, so every declaration can settle.
+//!   with the facility's own duty registry entries and adverse predicates
+//!   ([`Fleet::predicates_json`]). Nothing declares the incident: the deployment's
+//!   monitor detects it from the sealed record; the schedule only marks its instant
+//!   (`t*` + 1 ms, [`Lane::Adverse`]) for measuring latencies. A cell is only laid
+//!   where its window and the slicer's grace period end before the run does, so
+//!   every declaration can settle.
 //! - **Time.** A record is offered when the wall clock since the first send reaches
 //!   its offset; the fleet's record time is [`LIVE_ORIGIN_MS`] + that offset (plus,
 //!   with [`Placement::OwnSlot`], one [`OWN_SLOT_MS`] gap per incident injected so
@@ -195,7 +198,10 @@ pub enum Lane {
     Envelope,
     /// `audita.receipts`, keyed by recipient.
     Receipt,
-    /// `audita.adverse`, keyed by incident name.
+    /// The instant a cell's adverse predicate holds (`t*` + 1 ms), keyed by incident
+    /// name, with the planted declaration as its bytes: a marker for measuring, never
+    /// sent — a real fleet declares nothing; the deployment's monitor stage detects
+    /// the incident from the sealed record.
     Adverse,
 }
 
@@ -642,8 +648,8 @@ pub struct FeedStats {
     pub envelopes: u64,
     /// Receipts sent.
     pub receipts: u64,
-    /// Adverse declarations sent.
-    pub declarations: u64,
+    /// Incident instants passed ([`Lane::Adverse`] markers: nothing is sent).
+    pub incidents: u64,
     /// Wall time from the first send to the last.
     pub elapsed: Duration,
     /// Largest delay of a send behind its scheduled time.
@@ -659,7 +665,8 @@ impl FeedStats {
 
 /// Offers `schedule` to `producer` at its record times divided by `speedup` (1.0:
 /// real time; `f64::INFINITY`: as fast as the bus takes it), topic names under
-/// `prefix`, retrying transient refusals; calls `sent(index, record)` after each send.
+/// `prefix`, retrying transient refusals; calls `sent(index, record)` after each send
+/// (and at each incident instant, which sends nothing: see [`Lane::Adverse`]).
 pub fn feed(
     schedule: &[Scheduled],
     producer: &mut dyn Producer,
@@ -673,7 +680,6 @@ pub fn feed(
     let names = [
         format!("{prefix}{}", topics::ENVELOPES),
         format!("{prefix}{}", topics::RECEIPTS),
-        format!("{prefix}{}", topics::ADVERSE),
     ];
     let started = Instant::now();
     let mut stats = FeedStats::default();
@@ -690,7 +696,11 @@ pub fn feed(
         let (topic, count) = match s.lane {
             Lane::Envelope => (&names[0], &mut stats.envelopes),
             Lane::Receipt => (&names[1], &mut stats.receipts),
-            Lane::Adverse => (&names[2], &mut stats.declarations),
+            Lane::Adverse => {
+                stats.incidents += 1;
+                sent(i, s);
+                continue;
+            }
         };
         loop {
             match producer.send(topic, s.key.as_bytes(), &s.bytes) {

@@ -1,7 +1,7 @@
 //! The load generator through the stages as `audita_pipeline` wires them, over the embedded bus (small and fast,
 //! debug mode): every generated message passes ingest (none quarantined), every
-//! envelope is sealed exactly once, and each injected incident gets exactly one
-//! verdict (no abstention). The slicer scopes its bundles with the duty registry;
+//! envelope is sealed exactly once, and each injected incident is detected by the
+//! monitor and gets exactly one verdict (no abstention). The slicer scopes its bundles with the duty registry;
 //! replaying the same epochs through a slicer that ships whole windows judges every
 //! incident to the same verdict, byte for byte, from larger bundles.
 
@@ -82,6 +82,11 @@ fn check(placement: Placement, keeper: Keeper) {
     let prefix = "lt.";
     let mut d = Deployment::ephemeral(load.fleet.keys.clone(), duties.clone(), prefix, &[KEEPER])
         .expect("deployment");
+    // The load declares nothing: the monitor detects every incident from the record.
+    d.predicates = Some(
+        audita_monitor::Predicates::from_json(&load.fleet.predicates_json)
+            .expect("predicate file parses"),
+    );
     if keeper == Keeper::Down {
         // Port 9 (discard) on loopback: nothing listens, connections are refused.
         d.keepers.clear();
@@ -105,7 +110,7 @@ fn check(placement: Placement, keeper: Keeper) {
     let mut producer = bus.producer().unwrap();
     let stats = feed(&load.schedule, producer.as_mut(), prefix, 8.0, |_, _| {}).unwrap();
     assert_eq!(stats.envelopes as usize, load.envelopes());
-    assert_eq!(stats.declarations as usize, incidents.len());
+    assert_eq!(stats.incidents as usize, incidents.len());
 
     // Watch the outputs until every envelope is sealed and every incident judged.
     let mut watch = bus

@@ -323,7 +323,7 @@ impl Monitor {
                             let Some(lo) = self.latest.get(o) else {
                                 continue;
                             };
-                            if !b.matches(o, &lo.class) {
+                            if !b.matches(o, &lo.class) || !self.same_site(s, o) {
                                 continue;
                             }
                             let Some(d) = self.distance(s, o) else {
@@ -486,6 +486,13 @@ impl Monitor {
             }
         }
         alerts
+    }
+
+    /// Whether two entities' positions are in one coordinate frame (the registry's
+    /// `site`; unregistered entities are in the default one).
+    fn same_site(&self, a: &str, b: &str) -> bool {
+        let site = |e: &str| self.file.entities.get(e).and_then(|d| d.site.as_deref());
+        site(a) == site(b)
     }
 
     fn distance(&self, a: &str, b: &str) -> Option<f64> {

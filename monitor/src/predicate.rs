@@ -27,8 +27,11 @@
 //!   entity that stopped reporting is not "still there", and one whose reports
 //!   arrived ahead of the stream is not "here yet".
 //! - `entities`: the registered entities — class and, for kinetic severity, the
-//!   mass in kg (finite, positive). Telemetry reports an entity's class too; the
-//!   registry is what severity trusts for mass.
+//!   mass in kg (finite, positive); optionally the `site` (a building, floor or cell
+//!   with its own coordinate frame: a separation pairs only entities of one site,
+//!   unregistered entities and those without a site sharing the default one).
+//!   Telemetry reports an entity's class too; the registry is what severity trusts
+//!   for mass.
 //! - A **selector** (`a`, `b`, `entity`) names entities by `class` and/or by a `name`
 //!   pattern (`*` matches any run of characters); at least one of the two.
 //! - Kinds: `separation` — the Euclidean distance between the positions (`x_mm`,
@@ -87,6 +90,10 @@ pub struct EntityDecl {
     /// Registered moving mass (kg).
     #[serde(default)]
     pub mass_kg: Option<f64>,
+    /// The site whose coordinate frame its positions are in (none: the default
+    /// site); a separation pairs only entities of one site.
+    #[serde(default)]
+    pub site: Option<String>,
 }
 
 /// Entities by class and/or name pattern.

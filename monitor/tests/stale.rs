@@ -63,3 +63,29 @@ fn a_report_delivered_ahead_of_the_stream_does_not_pair_with_the_present() {
         "paired with a report 1.5 s old"
     );
 }
+
+/// Two sites with their own coordinate frames (two cells of a load, two buildings):
+/// a robot of one at the coordinates of a worker of the other is no separation, in
+/// either order of arrival; within one site it is.
+#[test]
+fn entities_of_different_sites_never_pair() {
+    const SITES: &str = r#"{"version": 1, "stale_after_ms": 1000,
+      "entities": {"c1.agv-1": {"class": "robot", "site": "c1"},
+                   "c1.worker-1": {"class": "human", "site": "c1"},
+                   "c2.worker-1": {"class": "human", "site": "c2"}},
+      "predicates": [{"name": "sep", "kind": "separation", "a": {"class": "robot"},
+                      "b": {"class": "human"}, "below_mm": 500}]}"#;
+    let mut keys = KeyRegistry::new();
+    let mut m = Monitor::new(Predicates::from_json(SITES).unwrap());
+    let other = report(&mut keys, "c2.tags", 1_000, "c2.worker-1", "human", 100);
+    assert!(m.observe(&other).is_empty());
+    let robot = report(&mut keys, "c1.rtls", 1_100, "c1.agv-1", "robot", 120);
+    assert!(
+        m.observe(&robot).is_empty(),
+        "paired a robot with another site's worker"
+    );
+    let own = report(&mut keys, "c1.tags", 1_200, "c1.worker-1", "human", 140);
+    let alerts = m.observe(&own);
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    assert_eq!(alerts[0].entities, vec!["c1.agv-1", "c1.worker-1"]);
+}

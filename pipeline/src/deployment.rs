@@ -18,7 +18,7 @@ pub const SOURCE_PARTITIONS: u32 = 4;
 pub const ACCEPTED_PARTITIONS: u32 = 4;
 
 /// Messages per epoch of the deployed sealer (unless the deployment sets another).
-pub const EPOCH_MESSAGES: usize = 256;
+pub const EPOCH_MESSAGES: usize = 4096;
 
 /// Everything the stages of one deployment share.
 #[derive(Clone)]
@@ -140,7 +140,7 @@ impl Deployment {
             dedupe_ms: audita_sealer::stage::DEFAULT_DEDUPE_HORIZON_MS,
             hold: audita_slicer::stage::DEFAULT_HOLD,
             epoch_messages: EPOCH_MESSAGES,
-            epoch_age: Duration::from_millis(200),
+            epoch_age: Duration::from_millis(100),
             max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
             predicates: None,
         })

@@ -69,6 +69,12 @@ pub struct Metrics {
     pub slicer_waiting: IntGauge,
     /// Citations emitted slices could not resolve (missing or past the horizon).
     pub slicer_unresolved: IntCounter,
+    /// `audita_slicer_grace_seconds`: the grace past a window's end now in force,
+    /// adapted to the lateness of sealed messages (`audita_topics::grace`).
+    pub slicer_grace: Gauge,
+    /// `audita_slicer_spill_bytes`: bytes of held messages and receipts in the
+    /// slicer's spill files (`audita_slicer::spill`).
+    pub slicer_spill_bytes: IntGauge,
     /// Time from a declaration's arrival to its slice's emission.
     pub slicer_slice_wait: Histogram,
     /// Verdicts produced.
@@ -179,6 +185,16 @@ impl Metrics {
                 "Adverse declarations waiting for their slice",
             )
             .expect("static metric name"),
+            slicer_grace: Gauge::new(
+                "audita_slicer_grace_seconds",
+                "Record time past a window's end the slicer waits (adapted to observed lateness)",
+            )
+            .expect("static metric name"),
+            slicer_spill_bytes: IntGauge::new(
+                "audita_slicer_spill_bytes",
+                "Bytes of held messages and receipts the slicer keeps on disk",
+            )
+            .expect("static metric name"),
             slicer_unresolved: counter(
                 "audita_slicer_unresolved_citations_total",
                 "Citations emitted slices could not resolve",
@@ -270,7 +286,9 @@ impl Metrics {
             Box::new(m.slicer_retained_epochs.clone()),
             Box::new(m.slicer_evicted.clone()),
             Box::new(m.slicer_waiting.clone()),
+            Box::new(m.slicer_spill_bytes.clone()),
             Box::new(m.slicer_unresolved.clone()),
+            Box::new(m.slicer_grace.clone()),
             Box::new(m.slicer_slice_wait.clone()),
             Box::new(m.engine_verdicts.clone()),
             Box::new(m.engine_judge.clone()),

@@ -8,16 +8,18 @@
 //!   while the slicer waits for anchors, receipts and the watermark before a slice
 //!   is complete; and its declaration on `audita.adverse` is then an auditable input
 //!   the engine workers check exactly like an operator's (`audita_monitor::check`).
-//! - Input is sealed epochs (`audita.epochs`): only sealed messages, each signature
-//!   checked again against the deployment's keys before the monitor reads it
-//!   (messages the monitor never reads — agent text, receipts — are skipped
-//!   unverified). The epochs themselves are trusted as the sealer published them on
-//!   the deployment's own bus, as the slicer does; the engine workers verify the
-//!   slice from scratch.
+//! - Input is sealed epochs (`audita.epochs`): only sealed messages, each epoch
+//!   opened with one signature check ([`audita_evidence::open_sealed`]: the log's
+//!   signature over the header, the leaves under its window root, every envelope
+//!   the message its leaf names) instead of one per envelope — the log seals only
+//!   what ingest verified against the same registry. A forged or altered epoch is
+//!   refused whole. The engine workers verify every slice from scratch, the authors'
+//!   signatures included, and re-derive the declaration from it.
 //! - Alerts are published as they are raised; a fired incident is declared once the
-//!   sealer's event-time watermark passes its `t*` (every message stamped up to `t*`
-//!   is sealed and read), or when the stream has been quiet for `quiet` (everything
-//!   published is sealed).
+//!   sealer's event-time watermark passes its `t*` by the grace in force
+//!   ([`audita_topics::grace`]: every message stamped up to `t*` is sealed and read,
+//!   late sources included), or when the stream has been quiet for `quiet`
+//!   (everything published is sealed).
 //! - State is in memory and rebuilt from the beginning of `audita.epochs` on start
 //!   (its own consumer group per process, like the slicer): a restart re-sends alerts
 //!   (at least once) and re-declares incidents, which the slicer recognises by name.
@@ -25,7 +27,7 @@
 use crate::metrics::Metrics;
 use crate::{Deployment, Result};
 use audita_bus::Bus;
-use audita_evidence::{Payload, SignedEnvelope};
+use audita_evidence::Payload;
 use audita_monitor::{Alert, AlertKind, Monitor};
 use audita_topics::names as topics;
 use audita_topics::{AlertRecord, EpochMessage, ALERT_SCHEMA};
@@ -60,6 +62,9 @@ fn read_by_monitor(p: &Payload) -> bool {
 struct State {
     monitor: Monitor,
     last_epoch: Instant,
+    /// The grace past `t*` before declaring, adapted to the lateness of sealed
+    /// messages (as the slicer's).
+    grace: audita_topics::Grace,
 }
 
 /// Runs the monitor until stopped/idle; declares pending incidents after `quiet`
@@ -82,6 +87,7 @@ pub fn run_monitor(
     let state = RefCell::new(State {
         monitor: Monitor::new(file),
         last_epoch: Instant::now(),
+        grace: audita_topics::Grace::new(),
     });
     let declare = |decls: Vec<audita_verdict::AdverseDecl>,
                    out: &mut dyn audita_bus::Producer|
@@ -109,17 +115,27 @@ pub fn run_monitor(
                 tracing::warn!("monitor: undecodable epoch skipped");
                 return Ok(());
             };
-            for bytes in &epoch.envelopes {
-                let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
-                    continue;
-                };
-                if !read_by_monitor(&env.envelope().payload) {
+            // One signature for the whole epoch: the log's over its header, whose
+            // window root the leaves reproduce, each envelope the message its leaf
+            // names. The log seals only what ingest verified, so the authors'
+            // signatures are not checked a second time here.
+            let sealed = match audita_evidence::open_sealed(
+                &epoch.header,
+                &epoch.leaves,
+                &epoch.envelopes,
+                &d.keys,
+            ) {
+                Ok((_, sealed)) => sealed,
+                Err(e) => {
+                    tracing::error!(error = %e, "monitor: epoch refused");
+                    return Ok(());
+                }
+            };
+            for verified in &sealed {
+                if !read_by_monitor(&verified.envelope().payload) {
                     continue;
                 }
-                let Ok(verified) = env.verify(&d.keys) else {
-                    continue;
-                };
-                for a in st.monitor.observe(&verified) {
+                for a in st.monitor.observe(verified) {
                     let rec = alert_record(&a);
                     let bytes = serde_json::to_vec(&rec)
                         .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
@@ -129,7 +145,12 @@ pub fn run_monitor(
                         .observe(started.elapsed().as_secs_f64());
                 }
             }
-            let due = st.monitor.advance(epoch.watermark.saturating_sub(1));
+            st.grace.observe(
+                sealed.iter().map(|e| e.envelope().timestamp),
+                epoch.watermark,
+            );
+            let settled = epoch.watermark.saturating_sub(st.grace.ms());
+            let due = st.monitor.advance(settled.saturating_sub(1));
             m.monitor_pending.set(st.monitor.pending() as i64);
             drop(st);
             declare(due, out)

@@ -105,6 +105,8 @@ pub fn run_slicer(
             live.slicer_retained_epochs.set(s.retained_epochs as i64);
             live.slicer_evicted.inc_by(s.evicted - seen.evicted);
             live.slicer_waiting.set(s.waiting as i64);
+            live.slicer_grace.set(s.grace_ms as f64 / 1000.0);
+            live.slicer_spill_bytes.set(s.spill_bytes as i64);
             live.slicer_unresolved
                 .inc_by(s.unresolved - seen.unresolved);
             for w in waits {

@@ -19,9 +19,15 @@
 //!   accepted message and seals none twice.
 //! - Envelopes written to disk but not yet covered by an epoch (a crash between the
 //!   two writes) are taken back into the open window on restart, not rewritten.
-//! - An epoch closes when it holds `epoch_messages` messages, or when the oldest
-//!   pending message waited `epoch_age`; epochs are numbered and chained by the pure
+//! - An epoch closes when it holds `epoch_messages` messages and receipts, when they
+//!   hold [`EPOCH_MAX_BYTES`] (so a published epoch stays far below the bus's record
+//!   limit whatever the payloads), or when the oldest pending message waited
+//!   `epoch_age`; epochs are numbered and chained by the pure
 //!   [`audita_evidence::Sealer`].
+//! - Few files per epoch: its envelope and receipt segments, header and checkpoint
+//!   (each written atomically and synced), the tiles, and the sealer's watermark file
+//!   at most once per [`WATERMARK_EVERY`] (an older watermark read at restart only
+//!   makes the sealer forget less).
 //! - Each checkpoint is offered to the deployment's keepers ([`crate::witness`]) with
 //!   a consistency proof from each keeper's last co-signed size; an epoch with fewer
 //!   than the quorum of valid co-signatures is sealed and published all the same,
@@ -55,6 +61,16 @@ use std::time::{Duration, Instant};
 /// 1.2 GB for a 10-minute horizon at 7k msg/s), so set it to what re-deliveries
 /// need.
 pub const DEFAULT_DEDUPE_HORIZON_MS: u64 = 600_000;
+/// Bytes of pending envelopes and receipts at which an epoch closes, however few
+/// messages it holds (ingest refuses envelopes over
+/// `audita_ingest::MAX_ENVELOPE_BYTES`, so a published epoch stays below a quarter of
+/// [`audita_bus::MAX_RECORD_BYTES`]).
+pub const EPOCH_MAX_BYTES: usize = 4 << 20;
+
+/// How often at most the sealer keeps its event-time watermark on disk
+/// ([`WATERMARK_FILE`]); it is also kept when the stage stops.
+pub const WATERMARK_EVERY: Duration = Duration::from_secs(1);
+
 /// Why the sealer stage stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
@@ -128,7 +144,13 @@ pub struct SealerStage {
     pending_ids: BTreeSet<MessageId>,
     pending_on_disk: usize,
     pending_receipts: Vec<Vec<u8>>,
+    /// Bytes of `pending` and `pending_receipts`.
+    pending_bytes: usize,
     oldest_pending: Option<Instant>,
+    /// When the watermark file was last written (and what it holds).
+    watermark_saved: Option<(Instant, u64)>,
+    /// The watermark of the last epoch published.
+    published_watermark: u64,
     /// Last delivery per partition not yet committed.
     uncommitted: std::collections::BTreeMap<(String, u32), Delivery>,
     last_size: u64,
@@ -179,7 +201,10 @@ impl SealerStage {
             pending_ids: BTreeSet::new(),
             pending_on_disk: 0,
             pending_receipts: Vec::new(),
+            pending_bytes: 0,
             oldest_pending: None,
+            watermark_saved: None,
+            published_watermark: 0,
             uncommitted: Default::default(),
             last_size: 0,
             clock_ms: 0,
@@ -301,6 +326,7 @@ impl SealerStage {
                 SignedEnvelope::decode(bytes?).map_err(|e| bad(format!("stored envelope: {e}")))?;
             if self.pending_ids.insert(env.id().clone()) {
                 self.sealer.append_envelope(&env);
+                self.pending_bytes += env.as_bytes().len();
                 self.pending.push(env);
                 self.pending_on_disk += 1;
             }
@@ -406,18 +432,18 @@ impl SealerStage {
     }
 
     fn quarantine_late(&mut self, d: &Delivery, timestamp: u64) {
-        let record = Quarantined {
-            source_topic: d.topic.clone(),
-            partition: d.partition,
-            offset: d.offset,
-            reason: "late".into(),
-            detail: format!(
+        let record = Quarantined::of(
+            &d.topic,
+            d.partition,
+            d.offset,
+            "late",
+            &format!(
                 "timestamp {timestamp} ms is older than the sealer's dedupe horizon \
                  ({} ms); it cannot be told apart from a re-delivery, so it is not sealed",
                 self.forgotten_before
             ),
-            bytes_hex: hex::encode(&d.payload),
-        };
+            &d.payload,
+        );
         self.late
             .push(serde_json::to_vec(&record).unwrap_or_default());
         self.stats.late += 1;
@@ -445,6 +471,7 @@ impl SealerStage {
                     }
                     self.sealer.append_envelope(&env);
                     self.pending_ids.insert(env.id().clone());
+                    self.pending_bytes += env.as_bytes().len();
                     self.pending.push(env);
                     true
                 }
@@ -453,6 +480,7 @@ impl SealerStage {
             Some((&FRAME_RECEIPT, bytes)) => match Receipt::decode(bytes.to_vec()) {
                 Ok(r) if r.timestamp() >= self.forgotten_before => {
                     if self.remember_receipt(audita_evidence::sha256(bytes), r.timestamp()) {
+                        self.pending_bytes += bytes.len();
                         self.pending_receipts.push(bytes.to_vec());
                         true
                     } else {
@@ -462,6 +490,7 @@ impl SealerStage {
                 // A receipt older than the horizon: its message is outside every
                 // slice still being cut; a duplicate of it would be harmless anyway.
                 Ok(_) => {
+                    self.pending_bytes += bytes.len();
                     self.pending_receipts.push(bytes.to_vec());
                     true
                 }
@@ -484,6 +513,7 @@ impl SealerStage {
     /// Whether the open window should close now.
     pub fn due(&self) -> bool {
         self.pending.len() + self.pending_receipts.len() >= self.config.epoch_messages
+            || self.pending_bytes >= EPOCH_MAX_BYTES
             || self
                 .oldest_pending
                 .is_some_and(|t| t.elapsed() >= self.config.epoch_age)
@@ -567,7 +597,13 @@ impl SealerStage {
         let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
         out.send(&topic, epoch.header.origin.as_bytes(), &msg.encode())?;
         out.flush()?;
-        write_watermark(&self.config.dir, msg.watermark)?;
+        self.published_watermark = msg.watermark;
+        if self
+            .watermark_saved
+            .is_none_or(|(at, _)| at.elapsed() >= WATERMARK_EVERY)
+        {
+            self.save_watermark(msg.watermark)?;
+        }
         self.last_size = epoch.header.size;
         self.stats.sealed += epoch.leaves.len() as u64;
         self.stats.epochs += 1;
@@ -584,9 +620,19 @@ impl SealerStage {
             f(&self.stats, watermark);
         }
         self.pending_on_disk = 0;
+        self.pending_bytes = 0;
         self.oldest_pending = None;
         self.commit(input)?;
         Ok(Some(number))
+    }
+
+    /// Keeps `watermark` in [`WATERMARK_FILE`] unless it is already there.
+    fn save_watermark(&mut self, watermark: u64) -> Result<(), StageError> {
+        if self.watermark_saved.is_none_or(|(_, w)| w != watermark) {
+            write_watermark(&self.config.dir, watermark)?;
+        }
+        self.watermark_saved = Some((Instant::now(), watermark));
+        Ok(())
     }
 
     /// Publishes quarantine records of late envelopes (before their offsets commit).
@@ -692,6 +738,10 @@ impl SealerStage {
             }
         }
         self.close(out, input)?;
+        // The watermark of the last epoch published, kept on the way out.
+        if self.stats.epochs > 0 {
+            self.save_watermark(self.published_watermark)?;
+        }
         Ok(())
     }
 }

@@ -7,8 +7,9 @@
 //! - A message's committed effect counts as realised when a sealed actuation report
 //!   (`tool_output` of tool `actuator`) cites it.
 //! - An adverse declaration (`audita.adverse`, the JSON of `audita-verdict`'s
-//!   `AdverseDecl`) waits until every anchor it names is sealed, then its slice is
-//!   emitted once, keyed by the incident name. Declarations whose anchors are never
+//!   `AdverseDecl`) waits until every anchor it names, and every message its facts
+//!   cite as evidence, is sealed, then its slice is emitted once, keyed by the
+//!   incident name. Declarations whose anchors are never
 //!   sealed are reported by [`SlicerStage::waiting`].
 //! - A `SliceBundle` (`audita_topics`) is self-contained: the declaration and a
 //!   [`ProvenSlice`] — the slice's signed envelopes and receipts, each envelope's
@@ -41,16 +42,24 @@
 //!   the horizon is counted ([`SlicerStage::unresolved_citations`]) and its parent
 //!   is judged missing, so the horizon must exceed the oldest citation a fleet makes
 //!   and the longest a declaration arrives after its window.
+//! - The bytes of held messages and receipts live on disk ([`crate::spill`]:
+//!   anonymous segment files, written once per epoch, deleted as the horizon
+//!   releases them); memory keeps indexes, the dataflow and a 12-byte locator per
+//!   message, so it no longer grows with the bytes of horizon × rate. A spill that
+//!   cannot be written keeps the bytes in memory (counted); one that cannot be
+//!   read back fails the stage rather than a message judged missing.
 
+use crate::spill::{Spill, Spilled};
 use crate::{EpochBatch, IncidentId, NodeId, Slicer};
 use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
 use audita_topics::names as topics;
-use audita_topics::{EpochMessage, SliceBundle, VerdictRecord};
+use audita_topics::{EpochMessage, Grace, SliceBundle, VerdictRecord};
 use audita_verdict::slice::{Evidence, MissingEvidence, Node, Outside};
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Slice};
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -62,12 +71,16 @@ struct Waiting {
     name: String,
     declaration: Vec<u8>,
     anchors: Vec<NodeId>,
+    /// Every message the declaration's facts name as their evidence (and the
+    /// messages they are about): the slice is not complete before each is held.
+    evidence: Vec<NodeId>,
     arrived: Instant,
     anchored_at: Option<Instant>,
 }
 
-/// Record time (ms) past a window's end after which the window counts as settled.
-pub const GRACE_MS: u64 = 1_000;
+/// Most evidence ids of one declaration's facts the slicer waits for (a declaration
+/// naming more is waited for on these; the engine checks all of it).
+pub const MAX_DECLARED_EVIDENCE: usize = 10_000;
 
 /// Wall time without a new epoch after which the stream counts as quiet.
 pub const QUIET: Duration = Duration::from_secs(1);
@@ -89,23 +102,39 @@ struct Sealed {
     epoch: u64,
     leaf: u64,
     timestamp: u64,
-    bytes: Vec<u8>,
+    /// An actuation report (`tool_output` of tool `actuator`): its citations are
+    /// realised effects (retracted with it at eviction, without decoding it again).
+    actuation: bool,
+    bytes: Held,
 }
+
+/// Where the stage keeps the bytes of a held message or receipt: in the spill
+/// ([`crate::spill`]), or in memory when the spill could not take them (a full
+/// disk costs memory, never a message).
+enum Held {
+    Disk(Spilled),
+    Memory(Box<[u8]>),
+}
+
+/// Point lookups by message id only (never iterated, so their order reaches no
+/// output): hashed with the standard library's keyed hasher, which an author
+/// grinding ids cannot aim at one bucket.
+type ById<V> = HashMap<NodeId, V>;
 
 /// The slicer stage's state.
 pub struct SlicerStage {
     slicer: Slicer,
     /// Sealed messages: (timestamp, epoch number, leaf index, signed bytes).
-    envelopes: BTreeMap<NodeId, Sealed>,
+    envelopes: ById<Sealed>,
     /// Sealed messages by (timestamp, id), for window queries.
     by_time: BTreeSet<(u64, NodeId)>,
     /// Citations of each sealed message.
-    parents: BTreeMap<NodeId, Vec<NodeId>>,
+    parents: ById<Vec<NodeId>>,
     /// Held messages not yet complete (a cited parent or their receipt not yet
     /// sealed), by (timestamp, id): what a declaration's window waits for.
     pending: BTreeSet<(u64, NodeId)>,
     /// Unsealed parent → held messages citing it, to complete them when it comes.
-    awaited: BTreeMap<NodeId, Vec<NodeId>>,
+    awaited: ById<Vec<NodeId>>,
     /// Receipts taken before (or without) their message, by (receipt time, message):
     /// dropped with the horizon unless the message came.
     orphans: BTreeSet<(u64, NodeId)>,
@@ -113,11 +142,20 @@ pub struct SlicerStage {
     last_epoch: Option<u64>,
     /// Event-time low watermark from the sealer: every message earlier is sealed.
     watermark: u64,
+    /// The grace past a window's end, adapted to the lateness of sealed messages.
+    grace: Grace,
     /// Wall time after which an incomplete declaration is emitted as it stands.
     max_wait: Duration,
     /// When the last epoch was taken.
     last_epoch_at: Option<Instant>,
-    receipts: BTreeMap<NodeId, Vec<Vec<u8>>>,
+    receipts: ById<Vec<Held>>,
+    /// The bytes of held messages and receipts.
+    spill: Spill,
+    /// The first failure to read the spill back since the last bundle: the bundle
+    /// is not published (the stage stops and is rebuilt from its topics).
+    spill_error: RefCell<Option<std::io::Error>>,
+    /// Messages and receipts kept in memory because the spill failed.
+    spill_fallbacks: u64,
     /// Retained epochs by number, with their live message counts.
     epochs: BTreeMap<u64, (EpochProofs, usize)>,
     /// The log's compact range after the last epoch taken.
@@ -165,6 +203,12 @@ pub struct SlicerStats {
     pub unresolved: u64,
     /// Event-time watermark taken from the sealer.
     pub watermark: u64,
+    /// The grace past a window's end in force (ms of record time).
+    pub grace_ms: u64,
+    /// Bytes of held messages and receipts in the spill's files.
+    pub spill_bytes: u64,
+    /// Messages and receipts kept in memory because the spill failed, so far.
+    pub spill_fallbacks: u64,
 }
 
 /// A callback seeing [`SlicerStats`] after every emission check.
@@ -176,6 +220,9 @@ pub enum SlicerError {
     /// The bus failed.
     #[error(transparent)]
     Bus(#[from] BusError),
+    /// A held message could not be read back from the spill.
+    #[error("slicer spill: {0}")]
+    Spill(#[from] std::io::Error),
 }
 
 fn parse_anchor(s: &str) -> Option<NodeId> {
@@ -192,17 +239,21 @@ impl SlicerStage {
     pub fn new(workers: usize, topic_prefix: &str, max_wait: Duration) -> SlicerStage {
         SlicerStage {
             slicer: Slicer::new(workers),
-            envelopes: BTreeMap::new(),
+            envelopes: ById::default(),
             by_time: BTreeSet::new(),
-            parents: BTreeMap::new(),
+            parents: ById::default(),
             pending: BTreeSet::new(),
-            awaited: BTreeMap::new(),
+            awaited: ById::default(),
             orphans: BTreeSet::new(),
             last_epoch: None,
             watermark: 0,
+            grace: Grace::new(),
             max_wait,
             last_epoch_at: None,
-            receipts: BTreeMap::new(),
+            receipts: ById::default(),
+            spill: Spill::default(),
+            spill_error: RefCell::new(None),
+            spill_fallbacks: 0,
             epochs: BTreeMap::new(),
             log: CompactRange::new(),
             horizon_ms: DEFAULT_HORIZON_MS,
@@ -261,6 +312,13 @@ impl SlicerStage {
         self
     }
 
+    /// Keeps the bytes of held messages in spill files under `dir` instead of the
+    /// system's temporary directory ([`crate::spill`]).
+    pub fn with_spill_dir(mut self, dir: std::path::PathBuf) -> SlicerStage {
+        self.spill = Spill::new(Some(dir));
+        self
+    }
+
     /// Scopes bundles with the deployment's duty registry (the one the engine workers
     /// judge with): a bundle then carries what the verdict reads of the window
     /// ([`Slice::reads`]) instead of every message of it. Without a registry the
@@ -280,6 +338,9 @@ impl SlicerStage {
             waiting: self.waiting.len(),
             unresolved: self.unresolved,
             watermark: self.watermark,
+            grace_ms: self.grace.ms(),
+            spill_bytes: self.spill.disk_bytes(),
+            spill_fallbacks: self.spill_fallbacks,
         }
     }
 
@@ -370,33 +431,39 @@ impl SlicerStage {
         let mut live = 0;
         let mut earliest = u64::MAX;
         let mut arrived: Vec<NodeId> = Vec::new();
+        let mut stamped: Vec<u64> = Vec::with_capacity(msg.envelopes.len());
         for bytes in msg.envelopes {
-            let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
+            let Ok(env) = SignedEnvelope::decode(bytes) else {
                 continue;
             };
             let child = env.id().digest;
             let Some(&leaf) = index.get(&child) else {
                 continue;
             };
-            for (edge, d) in edges(&env) {
+            let actuation = is_actuation(env.envelope());
+            let cited: Vec<NodeId> = env.envelope().citations.iter().map(|c| c.digest).collect();
+            for (edge, d) in edges(child, &cited, actuation, 1) {
                 batch_push(&mut batch, edge, d);
             }
             let timestamp = env.envelope().timestamp;
+            stamped.push(timestamp);
             earliest = earliest.min(timestamp);
             self.by_time.insert((timestamp, child));
-            self.parents.insert(
-                child,
-                env.envelope().citations.iter().map(|c| c.digest).collect(),
-            );
-            self.envelopes.insert(
+            self.parents.insert(child, cited);
+            let bytes = self.keep(env.as_bytes());
+            let replaced = self.envelopes.insert(
                 child,
                 Sealed {
                     epoch: header.number,
                     leaf,
                     timestamp,
+                    actuation,
                     bytes,
                 },
             );
+            if let Some(old) = replaced {
+                self.forget(old.bytes);
+            }
             self.pending.insert((timestamp, child));
             arrived.push(child);
             live += 1;
@@ -408,9 +475,13 @@ impl SlicerStage {
                 if !self.envelopes.contains_key(&digest) {
                     self.orphans.insert((receipt.timestamp(), digest));
                 }
-                let held = self.receipts.entry(digest).or_default();
-                if !held.contains(&r) {
-                    held.push(r);
+                let taken = self.receipts.get(&digest).is_some_and(|held| {
+                    held.iter()
+                        .any(|h| self.read(h).as_deref() == Some(r.as_slice()))
+                });
+                if !taken {
+                    let h = self.keep(&r);
+                    self.receipts.entry(digest).or_default().push(h);
                 }
                 arrived.push(digest);
             }
@@ -425,6 +496,12 @@ impl SlicerStage {
         for n in check {
             self.settle(n);
         }
+        if let Err(e) = self.spill.flush() {
+            // The bytes stay in the spill's buffer (read from there) and the write
+            // is retried at the next epoch.
+            tracing::warn!(error = %e, "slicer could not write its spill");
+        }
+        self.grace.observe(stamped, msg.watermark);
         self.watermark = self.watermark.max(msg.watermark);
         self.epochs.insert(header.number, (proofs, live));
         self.recent.push_back((Instant::now(), earliest));
@@ -500,7 +577,7 @@ impl SlicerStage {
             }
             self.orphans.pop_first();
             if !self.envelopes.contains_key(&n) {
-                self.receipts.remove(&n);
+                self.drop_receipts(&n);
             }
         }
         let old: Vec<(u64, NodeId)> = self
@@ -515,23 +592,26 @@ impl SlicerStage {
         for key in old {
             self.by_time.remove(&key);
             self.pending.remove(&key);
-            for p in self.parents.remove(&key.1).unwrap_or_default() {
-                if let Some(list) = self.awaited.get_mut(&p) {
+            let parents = self.parents.remove(&key.1).unwrap_or_default();
+            for p in &parents {
+                if let Some(list) = self.awaited.get_mut(p) {
                     list.retain(|c| *c != key.1);
                     if list.is_empty() {
-                        self.awaited.remove(&p);
+                        self.awaited.remove(p);
                     }
                 }
             }
-            self.receipts.remove(&key.1);
+            self.drop_receipts(&key.1);
             let Some(sealed) = self.envelopes.remove(&key.1) else {
                 continue;
             };
+            if let Held::Disk(at) = &sealed.bytes {
+                self.spill.release(*at);
+            }
             self.evicted += 1;
-            if let Ok(env) = SignedEnvelope::decode(sealed.bytes) {
-                for (edge, _) in edges(&env) {
-                    batch_push(&mut batch, edge, -1);
-                }
+            // The edges it was inserted with, from what was kept of it.
+            for (edge, d) in edges(key.1, &parents, sealed.actuation, -1) {
+                batch_push(&mut batch, edge, d);
             }
             let last = self.last_epoch;
             if let Some((_, live)) = self.epochs.get_mut(&sealed.epoch) {
@@ -573,6 +653,29 @@ impl SlicerStage {
         if self.emitted.contains(&name) || self.waiting.iter().any(|w| w.name == name) {
             return Ok(()); // re-delivered declaration
         }
+        // The messages its facts rest on (the telemetry establishing t*, the actuation
+        // reports realising the anchors): a monitor declares only after reading them
+        // sealed, but `audita.epochs` and `audita.adverse` interleave freely, and a
+        // source partition out of time order lets the watermark pass a window before
+        // all of it is sealed. Ids that do not parse are left to the engine's check.
+        let mut evidence: Vec<NodeId> = v
+            .get("facts")
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+            .flat_map(|f| {
+                let listed = f
+                    .get("evidence")
+                    .and_then(|e| e.as_array())
+                    .into_iter()
+                    .flatten();
+                listed.chain(f.get("message"))
+            })
+            .filter_map(|s| s.as_str().and_then(parse_anchor))
+            .take(MAX_DECLARED_EVIDENCE)
+            .collect();
+        evidence.sort_unstable();
+        evidence.dedup();
         let t_star = v
             .get("t_star_ms")
             .and_then(|t| t.as_u64())
@@ -593,6 +696,7 @@ impl SlicerStage {
             name,
             declaration,
             anchors,
+            evidence,
             arrived: Instant::now(),
             anchored_at: None,
         });
@@ -621,7 +725,7 @@ impl SlicerStage {
     /// A sealed message decoded: id, envelope, leaf index.
     fn decoded(&self, n: &NodeId) -> Option<(MessageId, audita_evidence::Envelope, u64)> {
         let m = self.envelopes.get(n)?;
-        let env = SignedEnvelope::decode(m.bytes.clone()).ok()?;
+        let env = SignedEnvelope::decode(self.read(&m.bytes)?).ok()?;
         Some((env.id().clone(), env.envelope().clone(), m.leaf))
     }
 
@@ -709,18 +813,20 @@ impl SlicerStage {
         Some(reads)
     }
 
-    /// Emits the slice of every declaration that is complete: its anchors are sealed,
-    /// every citation of every member resolves to a sealed message, every member's
+    /// Emits the slice of every declaration that is complete: its anchors and every
+    /// message its facts name as evidence are sealed, every citation of every member
+    /// resolves to a sealed message, every member's
     /// receipt is sealed, and the record has
     /// moved past its window (the sealer's event-time watermark passed
-    /// `window_end + GRACE_MS`, so every message of the window is sealed).
+    /// `window_end` + the grace in force ([`audita_topics::grace`]), so every message
+    /// of the window is sealed).
     /// Upstream partitions may seal a parent after its child, so completeness is
     /// waited for. After `max_wait` of wall time, a complete slice is emitted if the
     /// stream went quiet ([`QUIET`]; a stream still flowing is waited for up to
     /// `4 × max_wait`), and an incomplete one once the record has moved past its
     /// window (what never arrived is then judged as missing); an incomplete slice of a
     /// window the record has not passed waits, however long a stage is down.
-    pub fn emit_ready(&mut self, out: &mut dyn Producer) -> Result<usize, BusError> {
+    pub fn emit_ready(&mut self, out: &mut dyn Producer) -> Result<usize, SlicerError> {
         let mut batch = EpochBatch::default();
         for w in &mut self.waiting {
             if w.anchored_at.is_none() && w.anchors.iter().all(|a| self.envelopes.contains_key(a)) {
@@ -740,7 +846,7 @@ impl SlicerStage {
         for i in (0..self.waiting.len()).rev() {
             let w = &self.waiting[i];
             let waited_out = w.arrived.elapsed() >= self.max_wait;
-            let settled = self.watermark >= w.window.1.saturating_add(GRACE_MS);
+            let settled = self.watermark >= w.window.1.saturating_add(self.grace.ms());
             // Completeness is judged over the whole window and the closure from the
             // pending index (a range query, kept up to date as epochs arrive; the
             // scoped members are computed once, at emission): every citation resolves
@@ -748,6 +854,7 @@ impl SlicerStage {
             // envelopes, often in a later epoch; one still on its way would make its
             // message unreceipted, i.e. suspect).
             let closed = w.anchored_at.is_some()
+                && w.evidence.iter().all(|e| self.envelopes.contains_key(e))
                 && self
                     .pending
                     .range((w.window.0, [0u8; 32])..=(w.window.1, [0xffu8; 32]))
@@ -783,7 +890,7 @@ impl SlicerStage {
                 });
             }
             let w = self.waiting.remove(i);
-            let bundle = self.bundle(&w);
+            let bundle = self.bundle(&w)?;
             let bytes = bundle.encode();
             if bytes.len() > self.max_record {
                 // Too large for one record: never crash on it (a restart would read
@@ -838,7 +945,7 @@ impl SlicerStage {
     /// The bundle of a declaration: its members in canonical (message-id) order, so
     /// it does not depend on the interleaving of partitions upstream, each with its
     /// proof against its epoch; those epochs and the latest one.
-    fn bundle(&mut self, w: &Waiting) -> SliceBundle {
+    fn bundle(&mut self, w: &Waiting) -> Result<SliceBundle, SlicerError> {
         let ids = self.members(w);
         let mut evidence = ProvenSlice::default();
         let mut provers: BTreeMap<u64, audita_evidence::merkle::TailProver<'_>> = BTreeMap::new();
@@ -854,7 +961,10 @@ impl SlicerStage {
             let Some(m) = self.envelopes.get(n) else {
                 continue;
             };
-            evidence.envelopes.push(m.bytes.clone());
+            let Some(bytes) = self.read(&m.bytes) else {
+                continue;
+            };
+            evidence.envelopes.push(bytes);
             let proof = match self.epochs.get(&m.epoch) {
                 Some((p, _)) => provers
                     .entry(m.epoch)
@@ -867,9 +977,9 @@ impl SlicerStage {
             evidence
                 .proofs
                 .push(proof.map(|p| p.encode()).unwrap_or_default());
-            evidence
-                .receipts
-                .extend(self.receipts.get(n).cloned().unwrap_or_default());
+            for h in self.receipts.get(n).into_iter().flatten() {
+                evidence.receipts.extend(self.read(h));
+            }
         }
         // Cited ids the bundle leaves out but the stage holds: proved sealed
         // elsewhere, so the engine reads them as outside the slice, not missing.
@@ -904,10 +1014,58 @@ impl SlicerStage {
             }
         }
         drop(provers);
+        if let Some(e) = self.spill_error.borrow_mut().take() {
+            return Err(SlicerError::Spill(e));
+        }
         self.unresolved += unresolved as u64;
-        SliceBundle {
+        Ok(SliceBundle {
             declaration: w.declaration.clone(),
             evidence,
+        })
+    }
+
+    /// Keeps the bytes of a held message or receipt: in the spill, or in memory
+    /// when the spill cannot take them.
+    fn keep(&mut self, bytes: &[u8]) -> Held {
+        match self.spill.put(bytes) {
+            Ok(at) => Held::Disk(at),
+            Err(e) => {
+                if self.spill_fallbacks == 0 {
+                    tracing::warn!(error = %e, "slicer keeps message bytes in memory: its spill failed");
+                }
+                self.spill_fallbacks += 1;
+                Held::Memory(bytes.into())
+            }
+        }
+    }
+
+    /// The bytes kept by [`Self::keep`]; a spill read failure is remembered and
+    /// fails the bundle being built ([`Self::bundle`]).
+    fn read(&self, held: &Held) -> Option<Vec<u8>> {
+        match held {
+            Held::Memory(b) => Some(b.to_vec()),
+            Held::Disk(at) => match self.spill.get(*at) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    tracing::error!(error = %e, "slicer could not read its spill");
+                    self.spill_error.borrow_mut().get_or_insert(e);
+                    None
+                }
+            },
+        }
+    }
+
+    /// Releases the bytes of a held message or receipt.
+    fn forget(&mut self, held: Held) {
+        if let Held::Disk(at) = held {
+            self.spill.release(at);
+        }
+    }
+
+    /// Drops the receipts held for message `n`.
+    fn drop_receipts(&mut self, n: &NodeId) {
+        for h in self.receipts.remove(n).unwrap_or_default() {
+            self.forget(h);
         }
     }
 
@@ -973,23 +1131,22 @@ enum Edge {
     Realised(NodeId),
 }
 
-fn edges(env: &SignedEnvelope) -> Vec<(Edge, isize)> {
-    let child = env.id().digest;
-    let mut out: Vec<(Edge, isize)> = env
-        .envelope()
-        .citations
+/// Whether `env` is an actuation report: a `tool_output` of tool `actuator`, whose
+/// citations are the commands it realised.
+fn is_actuation(env: &audita_evidence::Envelope) -> bool {
+    matches!(&env.payload, Payload::ToolOutput { tool, .. } if tool == "actuator")
+}
+
+/// The dataflow updates (multiplicity `d`) of message `child` citing `parents`:
+/// one citation edge per parent, and each parent realised when `child` is an
+/// actuation report.
+fn edges(child: NodeId, parents: &[NodeId], actuation: bool, d: isize) -> Vec<(Edge, isize)> {
+    let mut out: Vec<(Edge, isize)> = parents
         .iter()
-        .map(|c| (Edge::Cites(child, c.digest), 1))
+        .map(|p| (Edge::Cites(child, *p), d))
         .collect();
-    if let Payload::ToolOutput { tool, .. } = &env.envelope().payload {
-        if tool == "actuator" {
-            out.extend(
-                env.envelope()
-                    .citations
-                    .iter()
-                    .map(|c| (Edge::Realised(c.digest), 1)),
-            );
-        }
+    if actuation {
+        out.extend(parents.iter().map(|p| (Edge::Realised(*p), d)));
     }
     out
 }

@@ -31,6 +31,7 @@
 pub mod accepted;
 mod alert;
 mod epoch;
+pub mod grace;
 mod quarantine;
 mod slice;
 mod verdict;
@@ -38,6 +39,7 @@ mod verdict;
 pub use accepted::Watermark;
 pub use alert::{AlertRecord, ALERT_SCHEMA};
 pub use epoch::EpochMessage;
+pub use grace::Grace;
 pub use quarantine::Quarantined;
 pub use slice::SliceBundle;
 pub use verdict::*;

@@ -1,0 +1,493 @@
+//! `audita bench stages`: what each pipeline stage costs per envelope, measured alone.
+//!
+//! The fleet of `audita load` (robots under continuous control: pose reports,
+//! commands, actuation reports, one receipt per envelope, facility incident cells) is
+//! pre-signed and published whole to `audita.envelopes` / `audita.receipts` first.
+//! Then each stage runs alone, in pipeline order, over what the previous one left on
+//! the bus — ingest, sealer, monitor, slicer, engine workers — until its input is
+//! drained, so nothing else of the process competes with it. For each stage the
+//! benchmark reports the CPU time of the whole process while it ran (the stage's own
+//! thread plus, on Kafka, librdkafka's threads) per envelope of the load (an envelope
+//! *with its receipt*: the unit in which a fleet's traffic is counted), the rate it
+//! sustained alone on one core, and, side by side, the physical reference measured in
+//! the same run: one Ed25519 `verify_strict`, one signature of a 256-item batch
+//! verification (what ingest does), and ingest's floor — the two batch verifications
+//! an envelope and its receipt need.
+//!
+//! Design constraints:
+//! - Each stage is started through the same `audita_pipeline::run_*` function the
+//!   deployed stage processes and `audita demo` use, on the same deployment; it stops
+//!   when no input arrived for the idle time. The active time is the span in which
+//!   the middle 95% of its CPU time was spent ([`active_span`]), so neither the
+//!   consumer-group join on Kafka nor the idle tail counts.
+//! - With `--transport kafka` the broker runs beside the benchmark; its CPU during
+//!   each phase is reported too when its process is found (`--broker-pid`, else the
+//!   local `kafka.Kafka` java process).
+//! - Each stage runs on a thread named after it, so `perf record -g` of the
+//!   benchmark separates the stages by thread name (`perf report --sort comm,dso,sym`).
+
+use crate::bench_pipeline::Transport;
+use audita_bus::embedded::EmbeddedBus;
+use audita_bus::kafka::KafkaBus;
+use audita_bus::Bus;
+use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
+use audita_pipeline::metrics::Metrics;
+use audita_pipeline::Deployment;
+use clap::Args;
+use ed25519_dalek::Signer as _;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Arguments of `audita bench stages`.
+#[derive(Args, Debug)]
+pub struct StagesArgs {
+    /// Robots in the warehouse (each: 1 pose report/s, `--rate` commands/s, an
+    /// actuation report per command, a receipt per envelope).
+    #[arg(long, default_value_t = 200)]
+    pub robots: usize,
+    /// Commands per second per robot.
+    #[arg(long, default_value_t = 10.0)]
+    pub rate: f64,
+    /// Seconds of fleet traffic to pre-sign.
+    #[arg(long, default_value_t = 20.0)]
+    pub duration: f64,
+    /// Facility incidents per second of traffic.
+    #[arg(long, default_value_t = 0.5)]
+    pub incident_rate: f64,
+    /// Seed of keys, phases and scenarios.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Transport.
+    #[arg(long, value_enum, default_value = "embedded")]
+    pub transport: Transport,
+    /// Kafka bootstrap (with `--transport kafka`).
+    #[arg(long)]
+    pub bootstrap: Option<String>,
+    /// The broker's process id, to report its CPU per phase (default: the local
+    /// `kafka.Kafka` java process, if exactly one runs).
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
+    /// Ingest instances in the ingest phase (one consumer group, each on its own
+    /// thread): `1` and `2` measure how ingest scales out.
+    #[arg(long, default_value_t = 1)]
+    pub ingest_instances: usize,
+    /// Write the measurement as JSON here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// The physical references of one run, µs per operation.
+#[derive(Clone, Copy, Debug)]
+struct Reference {
+    verify_strict_us: f64,
+    batch_us: f64,
+}
+
+fn measure_reference() -> Reference {
+    let keys: Vec<ed25519_dalek::SigningKey> = (0..16)
+        .map(|i| audita_evidence::derive_signing_key(9, &format!("bench-{i}")))
+        .collect();
+    let msgs: Vec<Vec<u8>> = (0..256u32)
+        .map(|i| {
+            let mut m = vec![7u8; 200];
+            m[..4].copy_from_slice(&i.to_be_bytes());
+            m
+        })
+        .collect();
+    let signer = |i: usize| &keys[i % keys.len()];
+    let sigs: Vec<ed25519_dalek::Signature> = msgs
+        .iter()
+        .enumerate()
+        .map(|(i, m)| signer(i).sign(m))
+        .collect();
+    let vks: Vec<ed25519_dalek::VerifyingKey> =
+        (0..msgs.len()).map(|i| signer(i).verifying_key()).collect();
+    let n = 8_000;
+    let t = Instant::now();
+    for i in 0..n {
+        let j = i % msgs.len();
+        let _ =
+            std::hint::black_box(vks[j].verify_strict(std::hint::black_box(&msgs[j]), &sigs[j]));
+    }
+    let verify_strict_us = t.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+    let rounds = 32;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        let _ = std::hint::black_box(ed25519_dalek::verify_batch(&refs, &sigs, &vks));
+    }
+    let batch_us = t.elapsed().as_secs_f64() * 1e6 / (rounds * msgs.len()) as f64;
+    Reference {
+        verify_strict_us,
+        batch_us,
+    }
+}
+
+/// CPU seconds of a process (utime + stime).
+fn cpu_s(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    #[allow(unsafe_code)]
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    Some(ticks / if hz > 0 { hz as f64 } else { 100.0 })
+}
+
+/// CPU time of this process, ns resolution.
+fn self_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// The local Kafka broker's pid, if exactly one `kafka.Kafka` java process runs.
+fn find_broker() -> Option<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmd.split(|b| *b == 0).any(|a| a == b"kafka.Kafka") {
+            found.push(pid);
+        }
+    }
+    (found.len() == 1).then(|| found[0])
+}
+
+/// What one stage cost, alone.
+struct Phase {
+    name: &'static str,
+    cpu: Duration,
+    active: Duration,
+    broker_cpu_s: Option<f64>,
+}
+
+/// The span during which the middle 95% of a phase's CPU time was spent (scaled to
+/// 100%), from `(wall, cumulative CPU)` samples: the consumer-group join before the
+/// work and the idle wait after it cost little CPU, so neither counts, while a stage
+/// that waits on its disk between bursts still has its waits counted.
+fn active_span(samples: &[(Duration, Duration)], total: Duration) -> Option<Duration> {
+    let at = |share: f64| {
+        samples
+            .iter()
+            .find(|(_, c)| c.as_secs_f64() >= share * total.as_secs_f64())
+            .map(|(t, _)| *t)
+    };
+    let (lo, hi) = (at(0.025)?, at(0.975)?);
+    Some(
+        hi.saturating_sub(lo)
+            .max(Duration::from_millis(20))
+            .div_f64(0.95),
+    )
+}
+
+/// Runs `stage` on a thread named `name` until it returns, sampling this process's
+/// CPU clock to find the span during which it worked ([`active_span`]).
+fn run_phase(
+    name: &'static str,
+    broker: Option<u32>,
+    stage: impl FnOnce() -> anyhow::Result<()> + Send,
+) -> anyhow::Result<Phase> {
+    let broker_before = broker.and_then(cpu_s);
+    let cpu0 = self_cpu();
+    let started = Instant::now();
+    let done = AtomicBool::new(false);
+    let (result, samples) = std::thread::scope(|s| {
+        let worker = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn_scoped(s, || {
+                let r = stage();
+                done.store(true, Ordering::SeqCst);
+                r
+            })
+            .map_err(|e| anyhow::anyhow!("spawning the {name} thread: {e}"));
+        // The process's CPU clock every 20 ms: (wall since start, CPU since start).
+        let mut samples: Vec<(Duration, Duration)> = Vec::new();
+        while !done.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+            samples.push((started.elapsed(), self_cpu().saturating_sub(cpu0)));
+        }
+        let result = match worker {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the {name} stage panicked"))),
+            Err(e) => Err(e),
+        };
+        (result, samples)
+    });
+    result?;
+    let cpu = self_cpu().saturating_sub(cpu0);
+    let active = active_span(&samples, cpu).unwrap_or_else(|| started.elapsed());
+    let broker_cpu_s = match (broker_before, broker.and_then(cpu_s)) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    Ok(Phase {
+        name,
+        cpu,
+        active,
+        broker_cpu_s,
+    })
+}
+
+/// Entry point of `audita bench stages`.
+pub fn run(args: &StagesArgs) -> i32 {
+    match bench(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("audita bench stages: {e:#}");
+            2
+        }
+    }
+}
+
+fn bench(args: &StagesArgs) -> anyhow::Result<()> {
+    if !(args.duration.is_finite() && args.duration >= 1.0) {
+        anyhow::bail!("--duration must be at least 1 second");
+    }
+    let reference_before = measure_reference();
+    let config = LoadConfig {
+        robots: args.robots,
+        commands_per_s: args.rate,
+        reports_per_s: 1.0_f64.min(args.rate),
+        incidents_per_s: args.incident_rate,
+        duration: Duration::from_secs_f64(args.duration.min(3_600.0)),
+        seed: args.seed,
+        placement: Placement::Live,
+    };
+    config.validate()?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let signed = AtomicU64::new(0);
+    let t = Instant::now();
+    let load = Load::build(&config, threads, &signed)?;
+    // The fleet publishes no declaration: the monitor detects every incident.
+    let schedule: Vec<_> = load
+        .schedule
+        .iter()
+        .filter(|s| s.lane != Lane::Adverse)
+        .cloned()
+        .collect();
+    let envelopes = schedule.iter().filter(|s| s.lane == Lane::Envelope).count() as u64;
+    let receipts = schedule.len() as u64 - envelopes;
+    eprintln!(
+        "bench stages: {} robots × {} commands/s for {} s: {envelopes} envelopes, {receipts} receipts, {} incident cells, signed in {:.1} s",
+        config.robots,
+        config.commands_per_s,
+        args.duration,
+        load.fleet.cells.len(),
+        t.elapsed().as_secs_f64()
+    );
+
+    let prefix = format!("stages{}.", std::process::id());
+    let mut d = Deployment::ephemeral(
+        load.fleet.keys.clone(),
+        load.fleet.duties()?,
+        &prefix,
+        &audita_load_tests::client::DEMO_KEEPERS,
+    )?;
+    let predicates = audita_monitor::Predicates::from_json(&load.fleet.predicates_json)?;
+    if !predicates.predicates.is_empty() {
+        d.predicates = Some(predicates);
+    }
+    let d = Arc::new(d);
+    let (bus, idle, broker) = match args.transport {
+        Transport::Embedded => (
+            Bus::Embedded(EmbeddedBus::new(4)),
+            Duration::from_millis(500),
+            None,
+        ),
+        Transport::Kafka => {
+            let b = args
+                .bootstrap
+                .as_deref()
+                .ok_or_else(|| anyhow::anyhow!("--transport kafka needs --bootstrap HOST:PORT"))?;
+            (
+                Bus::Kafka(KafkaBus::new(b)?),
+                Duration::from_secs(8),
+                args.broker_pid.or_else(find_broker),
+            )
+        }
+    };
+    d.ensure_topics(&bus)?;
+    {
+        let mut p = bus.producer()?;
+        let t = Instant::now();
+        feed(&schedule, p.as_mut(), &prefix, 1e12, |_, _| {})?;
+        p.flush()?;
+        eprintln!(
+            "bench stages: published {} records in {:.1} s",
+            schedule.len(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let work = tempfile_dir(&prefix)?;
+    let m = Metrics::new();
+    let stop = AtomicBool::new(false);
+    let mut phases = Vec::new();
+    let instances = args.ingest_instances.clamp(1, 16);
+    phases.push(run_phase("ingest", broker, || {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..instances)
+                .map(|i| {
+                    std::thread::Builder::new()
+                        .name(format!("ingest-{i}"))
+                        .spawn_scoped(s, || {
+                            audita_pipeline::run_ingest(&d, &bus, &stop, Some(idle), &m)
+                        })
+                })
+                .collect();
+            for w in workers {
+                w?.join()
+                    .map_err(|_| anyhow::anyhow!("an ingest instance panicked"))??;
+            }
+            Ok(())
+        })
+    })?);
+    phases.push(run_phase("sealer", broker, || {
+        audita_pipeline::run_sealer(&d, &bus, &work.join("record"), &stop, Some(idle), &m)?;
+        Ok(())
+    })?);
+    if d.predicates.is_some() {
+        phases.push(run_phase("monitor", broker, || {
+            audita_pipeline::monitor::run_monitor(&d, &bus, idle, &stop, Some(idle), &m)?;
+            Ok(())
+        })?);
+    }
+    phases.push(run_phase("slicer", broker, || {
+        // Past the slicer's quiet period (1 s), so the last windows are emitted too.
+        let wait = idle.max(Duration::from_millis(1_500));
+        audita_pipeline::run_slicer(&d, &bus, idle, &stop, Some(wait), &m)?;
+        Ok(())
+    })?);
+    phases.push(run_phase("engine", broker, || {
+        audita_pipeline::run_engine(&d, &bus, &stop, Some(idle), &m)?;
+        Ok(())
+    })?);
+    let _ = std::fs::remove_dir_all(&work);
+    let sealed = m.sealer_messages.get();
+    let accepted = m.ingest_envelopes.with_label_values(&["accepted"]).get();
+    let verdicts = m.engine_verdicts.get();
+    let declared = m.monitor_declarations.get();
+    let reference_after = measure_reference();
+    let reference = Reference {
+        verify_strict_us: reference_before
+            .verify_strict_us
+            .min(reference_after.verify_strict_us),
+        batch_us: reference_before.batch_us.min(reference_after.batch_us),
+    };
+    let report = json!({
+        "transport": bus.transport(),
+        "robots": config.robots,
+        "ingest_instances": instances,
+        "commands_per_s": config.commands_per_s,
+        "duration_s": args.duration,
+        "envelopes": envelopes,
+        "receipts": receipts,
+        "accepted": accepted,
+        "sealed": sealed,
+        "declared": declared,
+        "verdicts": verdicts,
+        "incident_cells": load.fleet.cells.len(),
+        "verify_strict_us": reference.verify_strict_us,
+        "batch_verify_us": reference.batch_us,
+        "stages": phases.iter().map(|p| json!({
+            "stage": p.name,
+            "cpu_s": p.cpu.as_secs_f64(),
+            "active_s": p.active.as_secs_f64(),
+            "cpu_us_per_envelope": p.cpu.as_secs_f64() * 1e6 / envelopes.max(1) as f64,
+            "alone_envelopes_per_s": envelopes as f64 / p.active.as_secs_f64().max(1e-9),
+            "broker_cpu_s": p.broker_cpu_s,
+        })).collect::<Vec<_>>(),
+    });
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
+    }
+    println!("{}", markdown(&report));
+    if sealed != envelopes {
+        anyhow::bail!("the sealer sealed {sealed} of the {envelopes} envelopes published");
+    }
+    Ok(())
+}
+
+fn tempfile_dir(prefix: &str) -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("audita-{prefix}d"));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// The measurement as a Markdown table (what BENCHMARKS.md shows).
+pub fn markdown(r: &Value) -> String {
+    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
+    let strict = f(r, "verify_strict_us");
+    let batch = f(r, "batch_verify_us");
+    let mut s = format!(
+        "{} bus, {} robots × {} commands/s, {} s of traffic: {} envelopes + {} receipts; \
+         sealed {}, incidents declared by the monitor {}, verdicts {}.\n\
+         Same run: Ed25519 `verify_strict` {:.1} µs, one signature of a 256-batch {:.1} µs \
+         (ingest's floor, two batch verifications per envelope: {:.1} µs).\n\n\
+         | stage | CPU µs / envelope | × verify_strict | × batch verify | alone, envelopes/s | broker CPU µs / envelope |\n\
+         |---|---|---|---|---|---|\n",
+        r["transport"].as_str().unwrap_or(""),
+        r["robots"],
+        r["commands_per_s"],
+        r["duration_s"],
+        r["envelopes"],
+        r["receipts"],
+        r["sealed"],
+        r["declared"],
+        r["verdicts"],
+        strict,
+        batch,
+        2.0 * batch
+    );
+    let n = f(r, "envelopes").max(1.0);
+    let mut total = 0.0;
+    for p in r["stages"].as_array().into_iter().flatten() {
+        let us = f(p, "cpu_us_per_envelope");
+        total += us;
+        let broker = p["broker_cpu_s"]
+            .as_f64()
+            .map_or("–".to_string(), |b| format!("{:.1}", b * 1e6 / n));
+        let mut name = p["stage"].as_str().unwrap_or("").to_string();
+        let instances = r["ingest_instances"].as_u64().unwrap_or(1);
+        if name == "ingest" && instances > 1 {
+            name = format!("ingest × {instances}");
+        }
+        s.push_str(&format!(
+            "| {} | {:.1} | {:.2} | {:.2} | {:.0} | {} |\n",
+            name,
+            us,
+            us / strict.max(1e-9),
+            us / batch.max(1e-9),
+            f(p, "alone_envelopes_per_s"),
+            broker
+        ));
+    }
+    s.push_str(&format!(
+        "| **all stages** | {:.1} | {:.2} | {:.2} | {:.0} (one core) | |\n",
+        total,
+        total / strict.max(1e-9),
+        total / batch.max(1e-9),
+        1e6 / total.max(1e-9)
+    ));
+    s
+}

@@ -1,0 +1,156 @@
+//! How long past a window's end a stage downstream of the sealer waits before it
+//! treats the window as complete: the grace, adapted to how late sealed messages
+//! actually arrive.
+//!
+//! The sealer's event-time watermark promises that everything stamped before it is
+//! sealed — if every source partition is written in time order. A producer that
+//! publishes late (a device behind a slow link, a client draining its spool, two
+//! principals on one partition with skewed clocks) breaks that premise: its message
+//! arrives after the watermark passed its timestamp. A window judged the moment the
+//! watermark passes its end would miss it. So the slicer (and the monitor, before it
+//! declares) waits `grace` more of record time, where `grace` follows the lateness
+//! observed in the sealed stream itself.
+//!
+//! Design constraints:
+//! - **Lateness** of a sealed message: how far the watermark the stage held before
+//!   the message's epoch was already past the message's timestamp (0 when not past).
+//!   A message whose lateness is below the grace in force arrives before any window
+//!   holding it is judged.
+//! - **Grace** = 5/4 × the largest lateness observed over the last
+//!   [`GRACE_WINDOW_MS`] of record time, plus [`GRACE_MARGIN_MS`], within
+//!   [`GRACE_MIN_MS`]..=[`GRACE_MAX_MS`]; [`GRACE_COLD_MS`] until a window's worth
+//!   of the stream has been observed. An in-order fleet thus waits ~0.1 s, a late
+//!   source raises the grace at once, and it decays once the source catches up.
+//! - The trade-off: a message later than [`GRACE_MAX_MS`] can still miss its window
+//!   (a cited one is then judged missing and named; an uncited one is absent), and a
+//!   late source delays every verdict by up to that much while it lasts.
+//! - Pure and deterministic in its inputs (record times only, no wall clock).
+
+use std::collections::VecDeque;
+
+/// Least grace (ms of record time): above the ingest watermark cadence's jitter.
+pub const GRACE_MIN_MS: u64 = 100;
+/// Most grace (ms of record time).
+pub const GRACE_MAX_MS: u64 = 5_000;
+/// Grace before a [`GRACE_WINDOW_MS`] of the stream was observed (ms).
+pub const GRACE_COLD_MS: u64 = 1_000;
+/// Record time over which lateness is remembered (ms).
+pub const GRACE_WINDOW_MS: u64 = 30_000;
+/// Added to the scaled lateness (ms).
+pub const GRACE_MARGIN_MS: u64 = 50;
+
+/// The lateness observed in a sealed stream, and the grace it calls for.
+#[derive(Clone, Debug, Default)]
+pub struct Grace {
+    /// (watermark after the epoch, largest lateness in it), oldest first; only
+    /// epochs with lateness > 0 are kept.
+    late: VecDeque<(u64, u64)>,
+    /// The watermark held before the next epoch.
+    watermark: u64,
+    /// The first positive watermark observed.
+    since: Option<u64>,
+}
+
+impl Grace {
+    /// A tracker that has seen nothing yet.
+    pub fn new() -> Grace {
+        Grace::default()
+    }
+
+    /// Notes one epoch: the timestamps of the messages it sealed and the watermark
+    /// it carries.
+    pub fn observe(&mut self, timestamps: impl IntoIterator<Item = u64>, watermark: u64) {
+        if self.watermark > 0 {
+            let worst = timestamps
+                .into_iter()
+                .map(|t| self.watermark.saturating_sub(t))
+                .max()
+                .unwrap_or(0);
+            if worst > 0 {
+                self.late.push_back((watermark.max(self.watermark), worst));
+            }
+        }
+        if watermark > self.watermark {
+            self.watermark = watermark;
+            self.since.get_or_insert(watermark);
+        }
+        let horizon = self.watermark.saturating_sub(GRACE_WINDOW_MS);
+        while self.late.front().is_some_and(|(w, _)| *w < horizon) {
+            self.late.pop_front();
+        }
+    }
+
+    /// The grace now (ms of record time).
+    pub fn ms(&self) -> u64 {
+        let warm = self
+            .since
+            .is_some_and(|s| self.watermark >= s.saturating_add(GRACE_WINDOW_MS));
+        let worst = self.late.iter().map(|(_, l)| *l).max().unwrap_or(0);
+        let adapted = (worst.saturating_mul(5) / 4)
+            .saturating_add(GRACE_MARGIN_MS)
+            .clamp(GRACE_MIN_MS, GRACE_MAX_MS);
+        if warm {
+            adapted
+        } else {
+            adapted.max(GRACE_COLD_MS)
+        }
+    }
+
+    /// The largest lateness remembered (ms).
+    pub fn worst_lateness_ms(&self) -> u64 {
+        self.late.iter().map(|(_, l)| *l).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_in_order_stream_earns_the_least_grace_once_warm() {
+        let mut g = Grace::new();
+        assert_eq!(g.ms(), GRACE_COLD_MS);
+        for i in 0..400u64 {
+            let t = 1_000_000 + i * 100;
+            g.observe([t - 90, t - 10], t);
+        }
+        assert_eq!(g.ms(), GRACE_MIN_MS);
+    }
+
+    #[test]
+    fn a_late_source_raises_the_grace_at_once_and_it_decays() {
+        let mut g = Grace::new();
+        let mut t = 1_000_000u64;
+        for _ in 0..400 {
+            t += 100;
+            g.observe([t - 50], t);
+        }
+        // A message 2 s behind the watermark: the grace covers it from now on.
+        t += 100;
+        g.observe([t - 2_100], t);
+        assert_eq!(g.worst_lateness_ms(), 2_000);
+        assert_eq!(g.ms(), 2_000 * 5 / 4 + GRACE_MARGIN_MS);
+        // Far beyond: capped.
+        g.observe([t - 60_000], t);
+        assert_eq!(g.ms(), GRACE_MAX_MS);
+        // A window of in-order traffic later, forgotten.
+        for _ in 0..301 {
+            t += 100;
+            g.observe([t - 50], t);
+        }
+        assert_eq!(g.ms(), GRACE_MIN_MS);
+    }
+
+    #[test]
+    fn an_empty_epoch_or_a_standing_watermark_changes_nothing() {
+        let mut g = Grace::new();
+        g.observe([], 0);
+        g.observe([5], 0);
+        assert_eq!(g.worst_lateness_ms(), 0);
+        g.observe([10], 100);
+        g.observe([], 100);
+        assert_eq!(g.worst_lateness_ms(), 0);
+        g.observe([40], 100);
+        assert_eq!(g.worst_lateness_ms(), 60);
+    }
+}
