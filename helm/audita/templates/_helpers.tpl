@@ -292,7 +292,7 @@ spec:
         sizeLimit: {{ $v.configVolumeSizeLimit }}
     - name: tmp
       emptyDir:
-        sizeLimit: 64Mi
+        sizeLimit: {{ .tmpSize | default "64Mi" }}
     {{- if $sasl }}
     - name: kafka-sasl
       secret:
