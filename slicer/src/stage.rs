@@ -88,10 +88,10 @@ pub const QUIET: Duration = Duration::from_secs(1);
 /// Default retention horizon: two minutes of record time — eight times the longest
 /// incident window of the facility scenarios, far beyond the age of what fleet
 /// commands cite (the latest pose report, the command they refine). The slicer
-/// holds about 1.4 KB per message (envelope, receipts, indexes, the dataflow's
-/// arrangements; measured in BENCHMARKS.md), so its memory is about
-/// `1.4 KB × rate × (horizon + hold)`: about 1.8 GB at the 7k msg/s one 2-core
-/// machine seals.
+/// holds about 0.9 KB of memory per message (indexes and the dataflow's
+/// arrangements; the bytes are spilled to disk, about 0.5 KB more; measured in
+/// BENCHMARKS.md), so its memory is about `0.9 KB × rate × (horizon + hold)`:
+/// about 2.3 GB at the 14k msg/s one 2-core machine seals.
 pub const DEFAULT_HORIZON_MS: u64 = 120_000;
 
 /// Default minimum wall time a message is held before it may be evicted.
