@@ -126,18 +126,6 @@ fn measure_reference() -> Reference {
     }
 }
 
-/// CPU seconds of a process (utime + stime).
-fn cpu_s(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    #[allow(unsafe_code)]
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    Some(ticks / if hz > 0 { hz as f64 } else { 100.0 })
-}
-
 /// CPU time of this process, ns resolution.
 fn self_cpu() -> Duration {
     let mut ts = libc::timespec {
@@ -207,7 +195,7 @@ fn run_phase(
     broker: Option<u32>,
     stage: impl FnOnce() -> anyhow::Result<()> + Send,
 ) -> anyhow::Result<Phase> {
-    let broker_before = broker.and_then(cpu_s);
+    let broker_before = broker.and_then(crate::load::proc_cpu_s);
     let cpu0 = self_cpu();
     let started = Instant::now();
     let done = AtomicBool::new(false);
@@ -237,7 +225,7 @@ fn run_phase(
     result?;
     let cpu = self_cpu().saturating_sub(cpu0);
     let active = active_span(&samples, cpu).unwrap_or_else(|| started.elapsed());
-    let broker_cpu_s = match (broker_before, broker.and_then(cpu_s)) {
+    let broker_cpu_s = match (broker_before, broker.and_then(crate::load::proc_cpu_s)) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };

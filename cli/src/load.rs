@@ -364,7 +364,8 @@ fn proc_rss_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-fn proc_cpu_s(pid: u32) -> Option<f64> {
+/// CPU seconds of a process (utime + stime), from `/proc/PID/stat`.
+pub(crate) fn proc_cpu_s(pid: u32) -> Option<f64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &s[s.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();

@@ -46,18 +46,6 @@ pub struct Spilled {
     len: u32,
 }
 
-impl Spilled {
-    /// Its length in bytes.
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// Whether it is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
 struct Segment {
     file: File,
     /// Bytes written to the file.
@@ -78,8 +66,7 @@ pub struct Spill {
     buffer: Vec<u8>,
     /// Recently read chunks, most recent last.
     cache: RefCell<Vec<Chunk>>,
-    /// Bytes appended over the spill's life, and reads served from disk.
-    appended: u64,
+    /// Chunks read from disk so far.
     disk_reads: std::cell::Cell<u64>,
 }
 
@@ -99,7 +86,6 @@ impl Spill {
             current: 0,
             buffer: Vec::new(),
             cache: RefCell::new(Vec::new()),
-            appended: 0,
             disk_reads: std::cell::Cell::new(0),
         }
     }
@@ -145,7 +131,6 @@ impl Spill {
         let offset = seg.written + self.buffer.len() as u32;
         seg.live += 1;
         self.buffer.extend_from_slice(bytes);
-        self.appended += bytes.len() as u64;
         Ok(Spilled {
             segment: self.current,
             offset,
@@ -235,22 +220,6 @@ impl Spill {
     /// Bytes on disk now (closed and current segments, written part).
     pub fn disk_bytes(&self) -> u64 {
         self.segments.values().map(|s| u64::from(s.written)).sum()
-    }
-
-    /// Bytes held in memory (unflushed buffer and read cache).
-    pub fn memory_bytes(&self) -> usize {
-        self.buffer.capacity()
-            + self
-                .cache
-                .borrow()
-                .iter()
-                .map(|(_, _, b)| b.len())
-                .sum::<usize>()
-    }
-
-    /// Bytes appended over the spill's life.
-    pub fn appended_bytes(&self) -> u64 {
-        self.appended
     }
 
     /// Chunks read from disk so far.
