@@ -65,6 +65,10 @@ pub struct DemoArgs {
     /// (default: the bus record limit, 16 MiB).
     #[arg(long)]
     pub max_slice_bytes: Option<usize>,
+    /// Messages (and receipts) after which the sealer closes an epoch (default: the
+    /// deployment's `epoch.max_messages`). Smaller epochs give a record more roots.
+    #[arg(long)]
+    pub epoch_messages: Option<usize>,
 }
 
 /// The demo's keepers before they serve: a key file, a state directory and a bound
@@ -223,6 +227,10 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let mut d = Deployment::from_config(&cfg, true)?;
     if let Some(n) = args.max_slice_bytes {
         d.max_slice_bytes = n;
+    }
+    if let Some(n) = args.epoch_messages {
+        anyhow::ensure!(n > 0, "--epoch-messages must be at least 1");
+        d.epoch_messages = n;
     }
     // The deployment's adverse predicates: its monitor stage detects every incident
     // from the sealed record (the fleet publishes no declaration), and its engine

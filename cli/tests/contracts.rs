@@ -345,7 +345,18 @@ fn demo_refuses_a_non_empty_out_and_force_starts_clean() {
 fn demo_verdicts_are_reproduced_bitwise_by_audita_verdict() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("demo");
-    let run = audita(&["demo", "--quiet", "--cells", "64", "--out", s(&out)]);
+    // Small epochs, so the record has many roots whatever the machine's speed (the
+    // default 4096-message/100 ms epochs can seal the whole demo in one).
+    let run = audita(&[
+        "demo",
+        "--quiet",
+        "--cells",
+        "64",
+        "--epoch-messages",
+        "256",
+        "--out",
+        s(&out),
+    ]);
     assert_eq!(run.status.code(), Some(0), "{}", err(&run));
     let mut checked = 0;
     let mut roots = std::collections::BTreeSet::new();
