@@ -85,7 +85,9 @@ function order(master, v) {
                 nodeId: `${serial}-B`,
                 sequenceId: 2,
                 released: true,
-                nodePosition: { x: v.goal.x, y: v.goal.y, mapId: MAP },
+                // `allowedDeviationXy`: the spelling of the 2.0.0 schema, which
+                // this library follows (the 2.0 text and 2.1 say `allowedDeviationXY`).
+                nodePosition: { x: v.goal.x, y: v.goal.y, mapId: MAP, allowedDeviationXy: 0.1 },
                 actions: [
                     {
                         actionId: `${serial}-drop`,
