@@ -14,6 +14,9 @@
 //! Readers: OTLP/JSON ([`otlp`]) following the OpenTelemetry GenAI conventions plus
 //! the `audita.*` attributes, and the AG2/AutoGen conversation logs of the Who&When
 //! benchmark ([`whowhen`]) with a static-log attributor and the benchmark's scorer.
+//! [`sealed`] turns a trace into the messages that seal it as evidence (one signed
+//! message per step, citing its hash-derived parents with each edge's grade) and
+//! reads it back from certified payloads.
 //!
 //! Design constraints:
 //! - A pure library: it parses bytes handed to it; no file or network I/O, no clock.
@@ -30,6 +33,7 @@ pub mod graph;
 pub mod hash;
 pub mod model;
 pub mod otlp;
+pub mod sealed;
 pub mod whowhen;
 pub mod witness;
 

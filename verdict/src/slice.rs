@@ -68,7 +68,11 @@
 //!     child's input artifact hash equals the parent's output artifact hash). A child
 //!     pinned `link@folded` declares that it applied an unlogged transformation to
 //!     its inputs (**folded transform**); `link@similarity` declares inputs matched by
-//!     embedding proximity (**similarity match**). A transformation logged as its own
+//!     embedding proximity (**similarity match**). A pin `link:<author:hex64>@<grade>`
+//!     grades that one citation (`hash_match`, `folded`, `similarity`; the weaker of
+//!     two pins for one citation holds), so one message can have a hash-matched and
+//!     a folded input (how `audita trace seal` keeps each span edge's grade). A
+//!     transformation logged as its own
 //!     message is an ordinary node with hash-match edges in and out. A citation of a
 //!     certified message outside the window, or of an id nobody attests, is a
 //!     **window exit**; its id is the boundary artifact hash.
@@ -180,8 +184,11 @@ pub struct Node {
     pub policy: Policy,
     /// Citations.
     pub cites: Vec<MessageId>,
-    /// Declared grade of its citation edges.
+    /// Declared grade of its citation edges (`link@…`).
     pub link: EdgeKind,
+    /// Per-citation grades (`link:<author:hex64>@…`), overriding `link` for that
+    /// citation: a message with one hash-matched and one folded input.
+    pub cite_grades: BTreeMap<MessageId, EdgeKind>,
     /// Its leaf index in the sealed log (sealed order; `u64::MAX` when unknown).
     pub leaf: u64,
     /// The principal it was addressed to (who receipts it).
@@ -198,6 +205,7 @@ impl Node {
             policy: policy_of(env),
             cites: env.citations.clone(),
             link: link_of(env),
+            cite_grades: cite_grades_of(env),
             leaf,
             destination: env.destination.as_str().to_string(),
         }
@@ -504,6 +512,35 @@ fn link_of(env: &audita_evidence::Envelope) -> EdgeKind {
     EdgeKind::HashMatch
 }
 
+/// The per-citation grade pins `link:<author:hex64>@hash_match|folded|similarity` of a
+/// message, for citations it actually makes (a pin naming anything else is ignored).
+fn cite_grades_of(env: &audita_evidence::Envelope) -> BTreeMap<MessageId, EdgeKind> {
+    let mut out = BTreeMap::new();
+    for t in &env.pins.tools {
+        let Some(id) = t.name.strip_prefix("link:") else {
+            continue;
+        };
+        let Ok(id) = crate::adverse::parse_id(id) else {
+            continue;
+        };
+        if !env.citations.contains(&id) {
+            continue;
+        }
+        let kind = match t.version.as_str() {
+            "hash_match" => EdgeKind::HashMatch,
+            "folded" => EdgeKind::FoldedTransform,
+            "similarity" => EdgeKind::SimilarityMatch,
+            _ => continue,
+        };
+        // Two pins for one citation: the weaker grade holds.
+        let e = out.entry(id).or_insert(kind);
+        if kind > *e {
+            *e = kind;
+        }
+    }
+    out
+}
+
 /// Whether a suspect finding's message is nevertheless sealed in an intact epoch:
 /// the verifier adds [`SuspectReason::Unsealed`] or [`SuspectReason::SealBroken`]
 /// exactly when it is not, so this reads the same fact from a full record and from
@@ -534,11 +571,12 @@ fn walk_back(
         };
         let consumed = matches!(node.policy, Policy::RelayAny | Policy::RelayAll);
         for c in &node.cites {
+            let declared = node.cite_grades.get(c).copied().unwrap_or(node.link);
             let kind = if window.contains_key(c) {
                 if enter(c) {
                     queue.push_back(c.clone());
                 }
-                node.link
+                declared
             } else if let Some(it) = items.get_mut(c) {
                 if consumed {
                     it.touches = true;
@@ -546,7 +584,7 @@ fn walk_back(
                         it.citers.push(child.clone());
                     }
                 }
-                node.link
+                declared
             } else {
                 EdgeKind::WindowExit
             };

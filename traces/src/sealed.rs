@@ -1,0 +1,502 @@
+//! Sealing a trace as evidence: each logged step becomes one signed message of its
+//! agent, citing the messages of its hash-derived parents, so the verdict machinery
+//! (duties, breach, ρ, claim level) runs on agent incidents and the witness procedure
+//! can be re-run on sealed evidence alone.
+//!
+//! [`plan`] says what to sign, in which order, with which citations; the caller signs
+//! (the client library's `Principal`) and seals. [`rebuild`] reads the steps back from
+//! the payloads of certified messages.
+//!
+//! Design constraints:
+//! - Pure: no keys, no clock, no I/O. Deterministic: the same trace gives the same
+//!   plan and the same payload bytes.
+//! - **Order.** A step is signed after every step it cites: a topological order of the
+//!   citations, ties broken by (start time, span id). Only spans with equal start
+//!   times can cite each other in a cycle; such a trace is refused
+//!   ([`SealError::Cycle`]).
+//! - **Citations.** One per hash-derived parent the witness walk traverses ([`Graph`]
+//!   edges of kind hash match, folded, similarity), with the edge's [`Grade`]; when
+//!   two edges join the same pair, the weaker grade is kept. A consumed root artifact
+//!   (`audita.roots`) cites the root span that declared it (hash match). A window
+//!   exit or a hash mismatch cites nothing — there is no message to cite — and stays
+//!   in the payload, where the re-run witness finds it again.
+//! - **Production.** The first step in the order is the **opening** (an external
+//!   input: where the run enters the record). A later step with citations is
+//!   `relay-all` (its output is a function of every artifact it consumed, which is
+//!   what an artifact-hash edge asserts); a later step without citations is an
+//!   **origin** citing the opening as context only (its inputs came from outside the
+//!   window, or it consumed nothing).
+//! - **Payload** (`audita.trace-span/v1`): the step as canonical JSON with every
+//!   field the edge rules read (ids, nesting parent, times, operation, agent, tool,
+//!   input and output hashes and parts, roots, mutation, folded mutations, write and
+//!   read sets, links). [`node_from_payload`] is its exact inverse.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{json, Map, Value};
+use thiserror::Error;
+
+use crate::graph::{EdgeKind, Graph};
+use crate::hash::{ArtifactHash, Entry, SpanId};
+use crate::model::{FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation, Trace};
+
+/// Schema id of a sealed step's payload.
+pub const SPAN_SCHEMA: &str = "audita.trace-span/v1";
+
+/// The grade of a citation, as its per-citation pin records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Grade {
+    /// The child consumed exactly what the parent produced (or declared as a root).
+    HashMatch,
+    /// The child consumed the output of a mutation folded into the parent.
+    Folded,
+    /// Linked by embedding proximity only.
+    Similarity,
+}
+
+impl Grade {
+    /// The pin value (`hash_match`, `folded`, `similarity`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HashMatch => "hash_match",
+            Self::Folded => "folded",
+            Self::Similarity => "similarity",
+        }
+    }
+}
+
+/// One citation of a step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Citation {
+    /// The cited step.
+    pub parent: SpanId,
+    /// Its grade; `None` for the context citation of an origin.
+    pub grade: Option<Grade>,
+}
+
+/// How a step's presence depends on what it cites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Production {
+    /// The first step: an external input, uncited.
+    Opening,
+    /// No in-window input: its own decision; cites the opening as context.
+    Origin,
+    /// Produced from every cited input.
+    RelayAll,
+}
+
+/// One step to sign.
+#[derive(Clone, Debug)]
+pub struct Step<'t> {
+    /// The logged step.
+    pub node: &'t Node,
+    /// Its production.
+    pub production: Production,
+    /// What it cites, in span-id order.
+    pub cites: Vec<Citation>,
+    /// The payload text (`audita.trace-span/v1`).
+    pub text: String,
+}
+
+/// Why a trace cannot be sealed.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SealError {
+    /// The trace has no span.
+    #[error("the trace has no span")]
+    Empty,
+    /// Spans with equal start times consume each other's outputs.
+    #[error("spans {} consume each other's outputs (equal start times): no signing order", .0.join(", "))]
+    Cycle(Vec<String>),
+}
+
+/// A payload that is not a sealed step.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PayloadError {
+    /// Not a JSON object of schema [`SPAN_SCHEMA`] (the message is something else).
+    #[error("not an {SPAN_SCHEMA} payload")]
+    NotAStep,
+    /// A field is missing or malformed.
+    #[error("sealed step: field {0}: {1}")]
+    Field(&'static str, String),
+    /// Two certified messages carry the same span id.
+    #[error("span {0} is sealed twice")]
+    Duplicate(String),
+}
+
+/// The signing plan of `trace`: every node once, each after what it cites.
+pub fn plan(trace: &Trace) -> Result<Vec<Step<'_>>, SealError> {
+    if trace.is_empty() {
+        return Err(SealError::Empty);
+    }
+    let graph = Graph::new(trace);
+    // Root artifact → the earliest root span declaring it.
+    let mut declared: BTreeMap<&ArtifactHash, (u64, &SpanId)> = BTreeMap::new();
+    for n in trace.nodes().filter(|n| n.parent.is_none()) {
+        for r in &n.roots {
+            let e = declared.entry(r).or_insert((n.start_ns, &n.span_id));
+            if (n.start_ns, &n.span_id) < *e {
+                *e = (n.start_ns, &n.span_id);
+            }
+        }
+    }
+    let mut cites: BTreeMap<&SpanId, BTreeMap<SpanId, Grade>> = BTreeMap::new();
+    for n in trace.nodes() {
+        let mut mine: BTreeMap<SpanId, Grade> = BTreeMap::new();
+        let mut add = |p: &SpanId, g: Grade| {
+            if p != &n.span_id && trace.get(p).is_some() {
+                let e = mine.entry(p.clone()).or_insert(g);
+                *e = (*e).max(g);
+            }
+        };
+        for e in graph.edges_into(n) {
+            let g = match e.kind {
+                EdgeKind::HashMatch => Grade::HashMatch,
+                EdgeKind::Folded => Grade::Folded,
+                EdgeKind::Similarity => Grade::Similarity,
+                EdgeKind::WindowExit | EdgeKind::HashMismatch => continue,
+            };
+            if let Some(p) = &e.parent {
+                add(p, g);
+            }
+        }
+        for h in &n.input_parts {
+            if let Some((_, p)) = declared.get(h) {
+                add(p, Grade::HashMatch);
+            }
+        }
+        cites.insert(&n.span_id, mine);
+    }
+    // Kahn's algorithm, ready steps by (start, id).
+    let mut waiting: BTreeMap<&SpanId, usize> = BTreeMap::new();
+    let mut children: BTreeMap<&SpanId, Vec<&SpanId>> = BTreeMap::new();
+    for (c, ps) in &cites {
+        waiting.insert(c, ps.len());
+        for p in ps.keys() {
+            if let Some(p) = trace.get(p) {
+                children.entry(&p.span_id).or_default().push(c);
+            }
+        }
+    }
+    let key = |id: &SpanId| trace.get(id).map_or(0, |n| n.start_ns);
+    let mut ready: BTreeSet<(u64, &SpanId)> = waiting
+        .iter()
+        .filter(|(_, w)| **w == 0)
+        .map(|(id, _)| (key(*id), *id))
+        .collect();
+    let mut order: Vec<&SpanId> = Vec::with_capacity(trace.len());
+    while let Some(first) = ready.pop_first() {
+        order.push(first.1);
+        for c in children.get(first.1).map(Vec::as_slice).unwrap_or(&[]) {
+            if let Some(w) = waiting.get_mut(c) {
+                *w -= 1;
+                if *w == 0 {
+                    ready.insert((key(*c), *c));
+                }
+            }
+        }
+    }
+    if order.len() < trace.len() {
+        let done: BTreeSet<&SpanId> = order.iter().copied().collect();
+        let stuck: Vec<String> = trace
+            .nodes()
+            .filter(|n| !done.contains(&n.span_id))
+            .map(|n| n.span_id.to_string())
+            .collect();
+        return Err(SealError::Cycle(stuck));
+    }
+    let opening = order[0].clone();
+    let mut steps = Vec::with_capacity(order.len());
+    for (i, id) in order.iter().enumerate() {
+        let Some(node) = trace.get(id) else {
+            continue;
+        };
+        let mine = cites.remove(id).unwrap_or_default();
+        let (production, cites) = if i == 0 {
+            (Production::Opening, Vec::new())
+        } else if mine.is_empty() {
+            (
+                Production::Origin,
+                vec![Citation {
+                    parent: opening.clone(),
+                    grade: None,
+                }],
+            )
+        } else {
+            (
+                Production::RelayAll,
+                mine.into_iter()
+                    .map(|(parent, g)| Citation {
+                        parent,
+                        grade: Some(g),
+                    })
+                    .collect(),
+            )
+        };
+        steps.push(Step {
+            node,
+            production,
+            cites,
+            text: span_json(node).to_string(),
+        });
+    }
+    Ok(steps)
+}
+
+fn strings<T: ToString>(v: &[T]) -> Value {
+    Value::Array(v.iter().map(|x| Value::String(x.to_string())).collect())
+}
+
+/// The payload of a sealed step (`audita.trace-span/v1`).
+pub fn span_json(n: &Node) -> Value {
+    let folded: Vec<Value> = n
+        .folded
+        .iter()
+        .map(|m| {
+            json!({
+                "output_hash": m.output_hash.to_string(),
+                "input_parts": strings(&m.input_parts),
+                "kind": m.kind.map(MutationKind::as_str),
+            })
+        })
+        .collect();
+    let links: Vec<Value> = n
+        .links
+        .iter()
+        .map(|l| {
+            json!({
+                "span_id": l.span_id.to_string(),
+                "basis": l.basis.as_ref().map(|b| match b {
+                    LinkBasis::Framework => "framework",
+                    LinkBasis::EmbeddingSimilarity => "embedding_similarity",
+                    LinkBasis::Other(s) => s.as_str(),
+                }),
+                "similarity": l.similarity,
+            })
+        })
+        .collect();
+    json!({
+        "schema": SPAN_SCHEMA,
+        "span_id": n.span_id.to_string(),
+        "parent": n.parent.as_ref().map(ToString::to_string),
+        "name": n.name,
+        "start_ns": n.start_ns,
+        "end_ns": n.end_ns,
+        "operation": n.operation.as_ref().map(Operation::as_str),
+        "agent": n.agent,
+        "tool": n.tool,
+        "input_parts": strings(&n.input_parts),
+        "input_hash": n.input_hash.as_ref().map(ToString::to_string),
+        "output_hash": n.output_hash.as_ref().map(ToString::to_string),
+        "output_parts": strings(&n.output_parts),
+        "roots": strings(&n.roots),
+        "mutation": n.mutation.map(MutationKind::as_str),
+        "folded": folded,
+        "write_set": strings(&n.write_set),
+        "read_set": strings(&n.read_set),
+        "links": links,
+    })
+}
+
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl<'a> Fields<'a> {
+    fn bad(field: &'static str, why: &str) -> PayloadError {
+        PayloadError::Field(field, why.to_string())
+    }
+    fn opt_str(&self, f: &'static str) -> Result<Option<&'a str>, PayloadError> {
+        match self.0.get(f) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(Self::bad(f, "not a string")),
+        }
+    }
+    fn str(&self, f: &'static str) -> Result<&'a str, PayloadError> {
+        self.opt_str(f)?.ok_or_else(|| Self::bad(f, "missing"))
+    }
+    fn u64(&self, f: &'static str) -> Result<u64, PayloadError> {
+        self.0
+            .get(f)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| Self::bad(f, "not an unsigned integer"))
+    }
+    fn list<T>(
+        &self,
+        f: &'static str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Vec<T>, PayloadError> {
+        list_of(self.0.get(f), f, parse)
+    }
+    fn hash(&self, f: &'static str) -> Result<Option<ArtifactHash>, PayloadError> {
+        self.opt_str(f)?
+            .map(|s| ArtifactHash::parse(s).ok_or_else(|| Self::bad(f, "not a sha256: hash")))
+            .transpose()
+    }
+}
+
+fn list_of<T>(
+    v: Option<&Value>,
+    f: &'static str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Vec<T>, PayloadError> {
+    let Some(v) = v else {
+        return Ok(Vec::new());
+    };
+    let arr = v.as_array().ok_or_else(|| Fields::bad(f, "not an array"))?;
+    arr.iter()
+        .map(|x| {
+            x.as_str()
+                .and_then(&parse)
+                .ok_or_else(|| Fields::bad(f, "malformed entry"))
+        })
+        .collect()
+}
+
+/// Reads a sealed step back; [`PayloadError::NotAStep`] when the text is another
+/// kind of message.
+pub fn node_from_payload(text: &str) -> Result<Node, PayloadError> {
+    let v: Value = serde_json::from_str(text).map_err(|_| PayloadError::NotAStep)?;
+    let obj = v.as_object().ok_or(PayloadError::NotAStep)?;
+    if obj.get("schema").and_then(Value::as_str) != Some(SPAN_SCHEMA) {
+        return Err(PayloadError::NotAStep);
+    }
+    let f = Fields(obj);
+    let span_id =
+        SpanId::parse(f.str("span_id")?).ok_or_else(|| Fields::bad("span_id", "not a span id"))?;
+    let mut n = Node::new(span_id, f.str("name")?, f.u64("start_ns")?);
+    n.end_ns = f.u64("end_ns")?;
+    n.parent = f
+        .opt_str("parent")?
+        .map(|p| SpanId::parse(p).ok_or_else(|| Fields::bad("parent", "not a span id")))
+        .transpose()?;
+    n.operation = f.opt_str("operation")?.map(Operation::parse);
+    n.agent = f.opt_str("agent")?.map(str::to_string);
+    n.tool = f.opt_str("tool")?.map(str::to_string);
+    n.input_parts = f.list("input_parts", ArtifactHash::parse)?;
+    n.input_hash = f.hash("input_hash")?;
+    n.output_hash = f.hash("output_hash")?;
+    n.output_parts = f.list("output_parts", ArtifactHash::parse)?;
+    n.roots = f.list("roots", ArtifactHash::parse)?;
+    n.mutation = f
+        .opt_str("mutation")?
+        .map(|m| MutationKind::parse(m).ok_or_else(|| Fields::bad("mutation", "unknown kind")))
+        .transpose()?;
+    n.write_set = f.list("write_set", Entry::parse)?;
+    n.read_set = f.list("read_set", Entry::parse)?;
+    for m in obj
+        .get("folded")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        let m = Fields(
+            m.as_object()
+                .ok_or_else(|| Fields::bad("folded", "not an object"))?,
+        );
+        n.folded.push(FoldedMutation {
+            output_hash: m
+                .hash("output_hash")?
+                .ok_or_else(|| Fields::bad("folded", "no output_hash"))?,
+            input_parts: m.list("input_parts", ArtifactHash::parse)?,
+            kind: m
+                .opt_str("kind")?
+                .map(|k| {
+                    MutationKind::parse(k).ok_or_else(|| Fields::bad("folded", "unknown kind"))
+                })
+                .transpose()?,
+        });
+    }
+    for l in obj
+        .get("links")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+    {
+        let l = Fields(
+            l.as_object()
+                .ok_or_else(|| Fields::bad("links", "not an object"))?,
+        );
+        n.links.push(Link {
+            span_id: SpanId::parse(l.str("span_id")?)
+                .ok_or_else(|| Fields::bad("links", "not a span id"))?,
+            basis: l.opt_str("basis")?.map(|b| match b {
+                "framework" => LinkBasis::Framework,
+                "embedding_similarity" => LinkBasis::EmbeddingSimilarity,
+                other => LinkBasis::Other(other.to_string()),
+            }),
+            similarity: l.0.get("similarity").and_then(Value::as_f64),
+        });
+    }
+    Ok(n)
+}
+
+/// Rebuilds a trace from the payloads of sealed steps (other payloads are skipped);
+/// a span id sealed twice is an error.
+pub fn rebuild<'a>(payloads: impl IntoIterator<Item = &'a str>) -> Result<Trace, PayloadError> {
+    let mut trace = Trace::new();
+    for text in payloads {
+        let node = match node_from_payload(text) {
+            Ok(n) => n,
+            Err(PayloadError::NotAStep) => continue,
+            Err(e) => return Err(e),
+        };
+        trace
+            .insert(node)
+            .map_err(|n| PayloadError::Duplicate(n.span_id.to_string()))?;
+    }
+    Ok(trace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::otlp::{parse_otlp_json, Limits};
+
+    fn golden(name: &str) -> Trace {
+        let path = format!("{}/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
+        let bytes = std::fs::read(path).unwrap();
+        parse_otlp_json(&bytes, &Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn payload_round_trips_every_golden_step() {
+        for name in [
+            "laundering.json",
+            "retrieval_echo.json",
+            "hash_mismatch.json",
+        ] {
+            let t = golden(name);
+            for n in t.nodes() {
+                let back = node_from_payload(&span_json(n).to_string()).unwrap();
+                assert_eq!(&back, n, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn laundering_plan_cites_the_fold_and_signs_parents_first() {
+        let t = golden("laundering.json");
+        let steps = plan(&t).unwrap();
+        assert_eq!(steps.len(), t.len());
+        assert_eq!(steps[0].production, Production::Opening);
+        let pos: BTreeMap<String, usize> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.node.span_id.to_string(), i))
+            .collect();
+        for s in &steps {
+            for c in &s.cites {
+                assert!(pos[c.parent.as_str()] < pos[s.node.span_id.as_str()]);
+            }
+        }
+        let c2 = steps
+            .iter()
+            .find(|s| s.node.span_id.as_str() == "00000000000000c2")
+            .unwrap();
+        assert!(c2.cites.contains(&Citation {
+            parent: SpanId::parse("00000000000000b1").unwrap(),
+            grade: Some(Grade::Folded)
+        }));
+        let rebuilt = rebuild(steps.iter().map(|s| s.text.as_str())).unwrap();
+        assert_eq!(rebuilt, t);
+    }
+}
