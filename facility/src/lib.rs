@@ -20,14 +20,21 @@
 //! - [`model`]: the SPEC §7 structural model of an incident for the engine;
 //!   [`replay::WorldReplayer`]: the engine's `Replayer` on the world.
 //! - [`record`]: `sign_record(&Scenario)` → signed, sealed `audita-evidence` record;
-//!   `attack(..)` for forge / drop / reorder / equivocate.
+//!   `attack(..)` for forge / drop / reorder / equivocate; `sign_record_off_bus` for a
+//!   record whose chosen links travelled off the bus.
+//! - [`perimeter`]: off-bus links drawn at a fraction, and what a verdict sees of the
+//!   true profile (invisible responsibility, over-attribution).
+//! - [`repair`]: one-edit repairs (duty-compliant counterpart, inserted halt), the
+//!   edit space of the random arm, the verdict-guided edit, harm after an edit.
 #![warn(missing_docs)]
 
 pub mod conduct;
 pub mod generator;
 pub mod model;
 pub mod oracle;
+pub mod perimeter;
 pub mod record;
+pub mod repair;
 pub mod replay;
 pub mod scenario;
 pub mod world;

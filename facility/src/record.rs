@@ -132,6 +132,19 @@ pub fn seal(seed: u64, msgs: &[(SignedEnvelope, Receipt)]) -> Result<Record, Rec
 
 /// Signs and seals a scenario's record.
 pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
+    sign_record_off_bus(sc, &std::collections::BTreeSet::new())
+}
+
+/// Signs and seals a scenario's record with the commands in `off_bus` carried by an
+/// unrecorded side channel ([`crate::perimeter`]): the world runs as before (their
+/// effect happens), but they are never signed, sealed or receipted, and no recorded
+/// message cites them. A relay whose every consumed input went off-bus cites the
+/// shift order, as any uncited command does. Actuating commands and reference
+/// counterparts in `off_bus` are ignored (an actuation is always recorded).
+pub fn sign_record_off_bus(
+    sc: &Scenario,
+    off_bus: &std::collections::BTreeSet<CommandId>,
+) -> Result<SignedRecord, RecordError> {
     let spec = &sc.spec;
     let seed = sc.seed;
     let key = |n: &str| derive_signing_key(seed, n);
@@ -197,7 +210,11 @@ pub fn sign_record(sc: &Scenario) -> Result<SignedRecord, RecordError> {
         spec.commands
             .iter()
             .enumerate()
-            .filter(|(_, c)| !c.is_reference())
+            .filter(|(i, c)| {
+                !c.is_reference()
+                    && !(off_bus.contains(&CommandId(*i as u32))
+                        && matches!(c.destination, Destination::Principal(_)))
+            })
             .map(|(i, c)| (c.tick, 2, i)),
     );
     // Telemetry, last in its tick: the tracking system's frames (class 3) and the

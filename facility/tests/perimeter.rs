@@ -1,0 +1,132 @@
+//! The record's perimeter and verdict-guided repair, end to end on the world: signed
+//! record (with chosen links off the bus) → verification → verdict → what it sees of
+//! the oracle's truth, and the repair it implies → re-run world.
+
+use std::collections::BTreeMap;
+
+use audita_evidence::verify_record;
+use audita_facility::generator::{self, Params};
+use audita_facility::oracle::truth;
+use audita_facility::perimeter::{off_bus, visibility};
+use audita_facility::record::{
+    adverse_json, registry_json, sign_record, sign_record_off_bus, verdict_variables,
+};
+use audita_facility::repair::{guided, harm_after, Culprit};
+use audita_facility::replay::WorldReplayer;
+use audita_facility::scenario::{generate, Family, Scenario};
+use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options, Standard, Verdict};
+
+fn verdict_on(sc: &Scenario, sr: &audita_facility::record::SignedRecord) -> Option<Verdict> {
+    let part = verify_record(&sr.record, &sr.keys);
+    let reg = DutyRegistry::from_json(&registry_json(sc, "reasonable_agent")).unwrap();
+    let adv = Adverse::from_json(&adverse_json(sc, sr).unwrap()?).unwrap();
+    let mut rep = WorldReplayer::named(&sc.spec, None, verdict_variables(sc, sr));
+    Some(
+        verdict_with(
+            &sr.record,
+            &part,
+            &reg,
+            &adv,
+            &Options::default(),
+            Some(&mut rep),
+        )
+        .unwrap(),
+    )
+}
+
+fn seen(sc: &Scenario, v: Option<&Verdict>) -> BTreeMap<String, f64> {
+    let mut out: BTreeMap<String, f64> = sc.principals().into_iter().map(|p| (p, 0.0)).collect();
+    if let Some(v) = v {
+        for r in v.rows() {
+            out.insert(r.principal, r.rho_lo);
+        }
+    }
+    out
+}
+
+fn incidents() -> Vec<Scenario> {
+    let mut out = Vec::new();
+    for family in Family::ALL {
+        for seed in 0..2 {
+            out.push(generate(family, 500 + seed));
+        }
+    }
+    let params = Params::default();
+    for seed in 0..10 {
+        out.push(generator::generate(700 + seed, &params));
+    }
+    out
+}
+
+#[test]
+fn off_bus_links_hide_responsibility_but_never_blame_the_uninvolved() {
+    let fractions = [0.0, 0.25, 0.5, 1.0];
+    let mut invisible = vec![0.0; fractions.len()];
+    let mut counted = 0usize;
+    for (i, sc) in incidents().iter().enumerate() {
+        let t = truth(&sc.spec).unwrap();
+        let mass: f64 = t.causal.values().sum();
+        for (k, &f) in fractions.iter().enumerate() {
+            let off = off_bus(&sc.spec, f, i as u64);
+            let sr = sign_record_off_bus(sc, &off).unwrap();
+            let v = verdict_on(sc, &sr);
+            let vis = visibility(&t.causal, &seen(sc, v.as_ref()));
+            assert_eq!(
+                vis.over_attribution, 0.0,
+                "{} seed {} at off-bus fraction {f}: {vis:?}",
+                sc.family, sc.seed
+            );
+            if f == 0.0 {
+                assert_eq!(vis.invisible, 0.0, "{} seed {}", sc.family, sc.seed);
+            }
+            if mass > 0.0 {
+                invisible[k] += vis.invisible;
+            }
+        }
+        counted += usize::from(mass > 0.0);
+    }
+    assert!(counted > 10);
+    for w in invisible.windows(2) {
+        assert!(
+            w[0] < w[1],
+            "invisible responsibility must rise: {invisible:?}"
+        );
+    }
+}
+
+fn culprits(v: &Verdict) -> Vec<Culprit> {
+    v.principals
+        .iter()
+        .filter(|(_, f)| f.culpable)
+        .map(|(p, f)| Culprit {
+            principal: p.clone(),
+            rho_lo: f.rho_lo,
+            violations: f
+                .breach
+                .violations
+                .iter()
+                .filter(|x| x.standards.contains(&Standard::ReasonableAgent))
+                .map(|x| (x.duty.clone(), x.evidence.clone()))
+                .collect(),
+        })
+        .collect()
+}
+
+#[test]
+fn guided_repair_removes_the_adverse_outcome_on_every_trivial_and_omission_draw() {
+    for family in [Family::Trivial, Family::Omission] {
+        for seed in 0..12 {
+            let sc = generate(family, seed);
+            let sr = sign_record(&sc).unwrap();
+            let v = verdict_on(&sc, &sr).expect("adverse");
+            let edit = guided(&sc.spec, &sr, &culprits(&v));
+            assert!(edit.is_some(), "{} seed {seed}: no repair", family.name());
+            let h = harm_after(&sc.spec, edit);
+            assert!(
+                !h.adverse,
+                "{} seed {seed}: {edit:?} leaves {h:?}",
+                family.name()
+            );
+        }
+    }
+}
