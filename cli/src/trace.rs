@@ -9,7 +9,12 @@
 //!   when `AUDITA_JUDGE_ENDPOINT` is set;
 //! - `trace serve --listen ADDR --out FILE` is an OTLP/HTTP receiver (`POST
 //!   /v1/traces`, OTLP/JSON) that appends each accepted export as one line to FILE,
-//!   which `trace import` reads.
+//!   which `trace import` reads;
+//! - `trace seal FILE --config DEPLOYMENT --record OUT` seals a trace as evidence
+//!   (one signed message per span, [`seal`]);
+//! - `trace verdict RECORD --action SPAN --injection SPAN` judges an adverse outcome
+//!   on such a record: the `audita verdict` machinery plus the witness claim
+//!   ([`verdict`]).
 //!
 //! Design constraints:
 //! - Bad input (unreadable or oversized file, malformed OTLP, unknown span id) is one
@@ -25,9 +30,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod seal;
+mod verdict;
+
 use audita_traces::graph::Edge;
 use audita_traces::whowhen::{self, Tally};
-use audita_traces::{parse_otlp_json, witness, Graph, Level, Limits, SpanId, Trace};
+use audita_traces::{parse_otlp_json, witness, Graph, Level, Limits, SpanId, Trace, Witness};
 use serde_json::{json, Value};
 
 /// Time limit of one receiver request.
@@ -52,6 +60,10 @@ enum TraceCommand {
     WhowhenBench(WhoWhenBenchArgs),
     /// OTLP/HTTP receiver: POST /v1/traces (OTLP/JSON), appended to a file.
     Serve(ServeArgs),
+    /// Seal a trace as evidence: one message per span, signed by its agent.
+    Seal(seal::SealArgs),
+    /// Verdict of an adverse agent action on a sealed trace record.
+    Verdict(verdict::VerdictArgs),
 }
 
 /// Size limits of an OTLP read.
@@ -141,6 +153,8 @@ pub fn run(args: &TraceArgs) -> i32 {
         TraceCommand::Whowhen(a) => run_whowhen(a),
         TraceCommand::WhowhenBench(a) => bench(a),
         TraceCommand::Serve(a) => serve(a),
+        TraceCommand::Seal(a) => seal::run(a),
+        TraceCommand::Verdict(a) => verdict::run(a),
     };
     match result {
         Ok(code) => code,
@@ -230,6 +244,12 @@ fn run_witness(a: &WitnessArgs) -> Result<i32, String> {
     let trace = read_trace(&a.file, &a.limits)?;
     let graph = Graph::new(&trace);
     let w = witness(&graph, &action, &injection).map_err(|e| e.to_string())?;
+    print(&witness_json(&w), a.pretty);
+    Ok(if w.level == Level::Causal { 0 } else { 1 })
+}
+
+/// The JSON of `audita trace witness` (the shape).
+fn witness_json(w: &Witness) -> Value {
     let boundary: Vec<Value> = w
         .boundary
         .iter()
@@ -256,8 +276,7 @@ fn run_witness(a: &WitnessArgs) -> Result<i32, String> {
     if let Some(n) = &w.note {
         out["note"] = json!(n);
     }
-    print(&out, a.pretty);
-    Ok(if w.level == Level::Causal { 0 } else { 1 })
+    out
 }
 
 fn run_whowhen(a: &WhoWhenArgs) -> Result<i32, String> {
