@@ -120,3 +120,79 @@ fn ingest_over_kafka_forwards_valid_envelopes_unchanged_and_quarantines_a_forger
     assert_eq!(q.reason, "signature");
     assert_eq!(q.bytes_hex, hex::encode(&forged));
 }
+
+/// An envelope over [`audita_ingest::MAX_ENVELOPE_BYTES`] travels through a real broker
+/// (whose record limit is far larger) and is quarantined as `too_large` before it is
+/// decoded; the quarantine record keeps only the first
+/// [`audita_topics::MAX_QUARANTINED_BYTES`] with the length and SHA-256 in
+/// its detail, and the valid envelopes around it are forwarded: nothing accepted is
+/// lost to a bulky neighbour.
+#[test]
+fn ingest_over_kafka_quarantines_an_oversized_envelope_and_keeps_its_neighbours() {
+    let broker = KafkaBroker::start().unwrap_or_else(|e| panic!("{e}"));
+    let bus = Bus::Kafka(KafkaBus::new(broker.bootstrap()).unwrap());
+    let names = Topics {
+        prefix: format!("{}.", unique_name("large")),
+    };
+    let sample = sample_record(11, 20);
+    // A real envelope padded past the limit: its first bytes decode as the envelope
+    // they were, so only the size check can stop it.
+    let mut bulky = sample.envelopes[5].as_bytes().to_vec();
+    bulky.resize(audita_ingest::MAX_ENVELOPE_BYTES + 4096, 0xab);
+    let mut p = bus.producer().unwrap();
+    let (head, tail) = sample.envelopes.split_at(10);
+    for e in head {
+        p.send(&names.name(topics::ENVELOPES), b"k", e.as_bytes())
+            .unwrap();
+    }
+    p.send(&names.name(topics::ENVELOPES), b"k", &bulky).unwrap();
+    for e in tail {
+        p.send(&names.name(topics::ENVELOPES), b"k", e.as_bytes())
+            .unwrap();
+    }
+    p.flush().unwrap();
+    let mut input = bus
+        .consumer(&unique_name("ingest"), &[&names.name(topics::ENVELOPES)])
+        .unwrap();
+    let mut out = bus.producer().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let handled = audita_bus::pump(
+        input.as_mut(),
+        out.as_mut(),
+        &stop,
+        64,
+        Some(Duration::from_secs(8)),
+        |d, out| audita_ingest::handle(d, &sample.keys, &names, out).map(|_| ()),
+    )
+    .unwrap();
+    assert_eq!(handled as usize, sample.envelopes.len() + 1);
+    let mut acc = bus
+        .consumer(&unique_name("g"), &[&names.name(topics::ACCEPTED)])
+        .unwrap();
+    let accepted = drain(
+        acc.as_mut(),
+        sample.envelopes.len(),
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert_eq!(
+        accepted.len(),
+        sample.envelopes.len(),
+        "every valid envelope forwarded"
+    );
+    assert!(accepted.iter().all(|d| d.payload.len() <= 1 << 16));
+    let mut sus = bus
+        .consumer(&unique_name("g"), &[&names.name(topics::SUSPECT)])
+        .unwrap();
+    let suspect = drain(sus.as_mut(), 1, Duration::from_secs(60)).unwrap();
+    assert_eq!(suspect.len(), 1);
+    assert!(suspect[0].payload.len() < 200 << 10, "quarantine record stays small");
+    let q: Quarantined = serde_json::from_slice(&suspect[0].payload).unwrap();
+    assert_eq!(q.reason, "too_large");
+    let kept = audita_topics::MAX_QUARANTINED_BYTES;
+    assert_eq!(q.bytes_hex, hex::encode(&bulky[..kept]));
+    assert!(q.detail.contains(&bulky.len().to_string()), "{}", q.detail);
+    let sha = hex::encode(audita_evidence::sha256(&bulky));
+    assert!(q.detail.contains(&sha), "detail names the SHA-256: {}", q.detail);
+    assert!(!q.detail.contains('\n'));
+}

@@ -40,7 +40,7 @@ pub use accepted::Watermark;
 pub use alert::{AlertRecord, ALERT_SCHEMA};
 pub use epoch::EpochMessage;
 pub use grace::Grace;
-pub use quarantine::Quarantined;
+pub use quarantine::{Quarantined, MAX_QUARANTINED_BYTES};
 pub use slice::SliceBundle;
 pub use verdict::*;
 
