@@ -750,6 +750,9 @@ impl SlicerStage {
         let around: BTreeSet<&NodeId> = in_window.chain(&anchors).chain(closure).collect();
         let mut window = BTreeMap::new();
         let mut missing: BTreeMap<MessageId, BTreeSet<MessageId>> = BTreeMap::new();
+        // The window's messages, decoded once here: the monitor's reads below need
+        // them again (at a site's rate a window holds hundreds of thousands).
+        let mut decoded: Vec<(MessageId, audita_evidence::Envelope)> = Vec::new();
         for n in around {
             let Some((id, env, leaf)) = self.decoded(n) else {
                 continue;
@@ -759,8 +762,12 @@ impl SlicerStage {
                     missing.entry(c.clone()).or_default().insert(id.clone());
                 }
             }
-            if anchors.contains(n) || (env.timestamp >= lo && env.timestamp <= hi) {
-                window.insert(id.clone(), Node::of(id, &env, leaf));
+            let in_time = env.timestamp >= lo && env.timestamp <= hi;
+            if anchors.contains(n) || in_time {
+                window.insert(id.clone(), Node::of(id.clone(), &env, leaf));
+            }
+            if in_time {
+                decoded.push((id, env));
             }
         }
         let evidence = Evidence {
@@ -793,11 +800,6 @@ impl SlicerStage {
         // And what the monitor reads to re-derive the declaration (telemetry,
         // actuating commands and actuation reports of the window), so an engine
         // worker can check it against the bundle.
-        let decoded: Vec<(MessageId, audita_evidence::Envelope)> = self
-            .by_time
-            .range((lo, [0u8; 32])..=(hi, [0xffu8; 32]))
-            .filter_map(|(_, n)| self.decoded(n).map(|(id, env, _)| (id, env)))
-            .collect();
         reads.extend(
             audita_monitor::reads(decoded.iter().map(|(id, env)| (id, env)), &adverse.decl)
                 .into_iter()
