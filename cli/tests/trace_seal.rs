@@ -510,3 +510,46 @@ fn published_through_kafka_ingest_the_pipeline_seals_a_record_that_judges_the_sa
     assert_eq!(w["witness"], v["witness"]);
     assert_eq!(w["injection"]["message"], v["injection"]["message"]);
 }
+
+/// The claim is re-checkable from sealed evidence: on every golden trace, the witness
+/// `trace verdict` re-runs on the certified steps of the sealed record is exactly the
+/// one `trace witness` computes on the export.
+#[test]
+fn the_witness_on_the_sealed_record_is_the_witness_on_the_export() {
+    let work = tempfile::tempdir().unwrap();
+    let site = deployment(work.path(), &["travel"]);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(testdata(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in files {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let direct = audita()
+            .args(["trace", "witness"])
+            .arg(&file)
+            .args(["--action", ACTION, "--injection", INJECTION])
+            .output()
+            .unwrap();
+        let direct: Value = serde_json::from_slice(&direct.stdout).unwrap();
+        let rec = work.path().join(&name);
+        // missing_parent nests a span under an orchestrator absent from the export.
+        sealed(&file, &site, &rec, &["--unattributed", "travel"]);
+        assert_eq!(verify(&rec).0, Some(0), "{name}");
+        let (code, v, err) = trace_verdict(&rec, &[]);
+        assert_eq!(v["witness"], direct, "{name}: {err}");
+        assert_eq!(
+            code,
+            Some(if v["claim"] == "causal" { 0 } else { 1 }),
+            "{name}"
+        );
+        if direct["level"] != "causal" {
+            assert_ne!(
+                v["claim"], "causal",
+                "{name}: never causal through a non-witness edge"
+            );
+        }
+    }
+}
