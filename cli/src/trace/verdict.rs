@@ -14,7 +14,12 @@
 //!   rebuilt trace, the same JSON as `audita trace witness`;
 //! - **claim**: the weaker of the witness level and the claim of the principal who
 //!   signed the injection step, so a causal claim is refused whenever the closure
-//!   holds a non-witness edge, on either reading.
+//!   holds a non-witness edge, on either reading;
+//! - **action** and **injection**: each step's span id, `step` (its position in
+//!   start-time order, 0-based, as Who&When counts steps), name, agent, message id,
+//!   signer and whether the signer was a conduit (a collector signing for the agent);
+//!   `injected_principal`: the injection signer's ρ interval, claim, status and
+//!   culpability from the verdict.
 //!
 //! Exit 0 for a causal claim over a clean record with a graded verdict, 1 otherwise
 //! (a weaker claim, an abstaining verdict, suspect or missing evidence, trust
