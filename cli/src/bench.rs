@@ -12,8 +12,13 @@
 //!  "duty_sensitivity": {STANDARD: {"culpable_changed_rate", "mean_shift", "causal_invariant_rate", "n"}},
 //!  "wallclock_us": {K: {"engine": us, "oracle": us, "n": n}},
 //!  "hosted_replay": {NOISE: {"certified_rate", "mean_action_match", "profile_exact_rate", "n"}},
-//!  "generator": {"draws": n, "adverse_rate": r}, "oracle_agreement": r, "judges": STATUS}
+//!  "generator": {"draws": n, "adverse_rate": r}, "oracle_agreement": r, "judges": STATUS,
+//!  "perimeter": {...}, "repair": {...}}
 //! ```
+//!
+//! `--sections` picks what runs: `accuracy` (everything above), `perimeter` and
+//! `repair` (issue 19; see `bench_perimeter`, which writes its own two sections of
+//! BENCHMARKS.md).
 //!
 //! Families: `redundancy`, `inert_twin`, `preemption`, `omission`, `chain`,
 //! `unexpected_startup`, `no_cause`, `trivial`, `conditioning`, `inevitability_rigging`,
@@ -93,6 +98,23 @@ struct AttributionArgs {
     /// Do not write BENCHMARKS.md or the plots.
     #[arg(long)]
     no_write: bool,
+    /// Sections to run (comma-separated): `accuracy` (the tables above), `perimeter`
+    /// (off-bus coordination sweep) and `repair` (verdict-guided vs random repair).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "accuracy,perimeter,repair"
+    )]
+    sections: Vec<String>,
+    /// Perimeter: incidents in total, each audited at every off-bus fraction.
+    #[arg(long, default_value_t = 200)]
+    perimeter_incidents: u64,
+    /// Perimeter: off-bus fractions of the principal-to-principal links.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.2,0.3,0.4,0.5")]
+    fractions: Vec<f64>,
+    /// Repair: draws per population (named family or generator) per seed.
+    #[arg(long, default_value_t = 25)]
+    repair_draws: u64,
 }
 
 /// Runs `audita bench`.
@@ -589,14 +611,75 @@ fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
 }
 
 fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
-    let result = compute(a)?;
+    let want = |s: &str| a.sections.iter().any(|x| x == s);
+    if let Some(bad) = a
+        .sections
+        .iter()
+        .find(|s| !["accuracy", "perimeter", "repair"].contains(&s.as_str()))
+    {
+        anyhow::bail!("unknown section {bad:?} (accuracy, perimeter, repair)");
+    }
+    let mut result = if want("accuracy") {
+        compute(a)?
+    } else {
+        json!({"seeds": a.seeds})
+    };
+    if want("perimeter") || want("repair") {
+        let seeds = if a.seeds.is_empty() {
+            vec![0]
+        } else {
+            a.seeds.clone()
+        };
+        let total = if want("perimeter") {
+            a.perimeter_incidents
+        } else {
+            0
+        } + if want("repair") {
+            a.repair_draws * seeds.len() as u64 * (Family::ALL.len() as u64 + 1)
+        } else {
+            0
+        };
+        let pb = ProgressBar::new(total);
+        pb.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        let tick = || pb.inc(1);
+        if want("perimeter") {
+            pb.set_message("perimeter");
+            result["perimeter"] = crate::bench_perimeter::perimeter(
+                &seeds,
+                a.perimeter_incidents,
+                &a.fractions,
+                &tick,
+            )?;
+        }
+        if want("repair") {
+            pb.set_message("repair");
+            result["repair"] = crate::bench_perimeter::repair(&seeds, a.repair_draws, &tick)?;
+        }
+        pb.finish_and_clear();
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
-        println!("{}", markdown(&result));
+        if want("accuracy") {
+            println!("{}", markdown(&result));
+        }
+        if want("perimeter") {
+            println!("{}", crate::bench_perimeter::markdown_perimeter(&result));
+        }
+        if want("repair") {
+            println!("{}", crate::bench_perimeter::markdown_repair(&result));
+        }
     }
     if !a.no_write {
-        write_section(&a.out, &result)?;
+        if want("accuracy") {
+            write_section(&a.out, &result)?;
+        }
+        crate::bench_perimeter::write_sections(&a.out, &result)?;
     }
     Ok(())
 }
@@ -1128,6 +1211,10 @@ mod tests {
             no_cause_draws: 4,
             out: PathBuf::from("unused.md"),
             no_write: true,
+            sections: vec!["accuracy".into()],
+            perimeter_incidents: 0,
+            fractions: vec![0.0],
+            repair_draws: 0,
         }
     }
 

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod attribute;
 mod bench;
+mod bench_perimeter;
 mod bench_pipeline;
 mod bench_stages;
 mod bridge;

@@ -211,9 +211,9 @@ pub fn sign_record_off_bus(
             .iter()
             .enumerate()
             .filter(|(i, c)| {
-                !c.is_reference()
-                    && !(off_bus.contains(&CommandId(*i as u32))
-                        && matches!(c.destination, Destination::Principal(_)))
+                let hidden = off_bus.contains(&CommandId(*i as u32))
+                    && matches!(c.destination, Destination::Principal(_));
+                !c.is_reference() && !hidden
             })
             .map(|(i, c)| (c.tick, 2, i)),
     );

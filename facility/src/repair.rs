@@ -18,11 +18,13 @@
 //!   * `InsertHalt(d)` — the dutiful halt of halt duty `d`, as the registered
 //!     supervisor policy derives it from the recorded sensor report (the world's
 //!     omission variable set to fulfilled).
-//! - The edit space of an incident ([`edits`]) is every edit that changes conduct:
-//!   `Replace(c)` for each recorded command whose counterpart differs from it, and
-//!   `InsertHalt(d)` for each triggered halt duty whose halt was not issued. A
-//!   budget-matched random repair is one edit drawn uniformly from that space; its
-//!   expected harm is computed exactly by applying every edit of the space.
+//! - The edit space of an incident ([`edits`]): `InsertHalt(d)` for each triggered
+//!   halt duty whose halt was not issued, and `Replace(c)` for every recorded command
+//!   ([`Space::AnyMessage`], an uninformed repairer, whose edit of a compliant command
+//!   is wasted) or only for those whose counterpart differs ([`Space::Changing`], a
+//!   repairer who already knows which messages breach an envelope). A budget-matched
+//!   random repair is one edit drawn uniformly from a space; its expected harm is
+//!   computed exactly by applying every edit of the space.
 //! - Harm is read from the pinned re-run ([`harm`]): whether the outcome is adverse and
 //!   its severity ½·m·v² (millijoules; 0 for a quality outcome).
 //! - The verdict-guided edit ([`guided`]) reads only the verdict's culpable findings
@@ -151,13 +153,27 @@ pub fn harm(spec: &WorldSpec, iv: &Intervention) -> Harm {
     Harm::of(spec.run(iv, Mode::Pinned).adverse)
 }
 
-/// Every edit that changes the recorded conduct (the random arm's space).
-pub fn edits(spec: &WorldSpec) -> Vec<Edit> {
+/// The edit space a random repairer draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    /// Every recorded command (its counterpart may be itself: a wasted edit) and every
+    /// omitted triggered halt — a repairer who knows nothing of the incident.
+    AnyMessage,
+    /// Only edits that change conduct: commands whose counterpart differs, omitted
+    /// triggered halts — a repairer who already knows which messages breach an envelope.
+    Changing,
+}
+
+/// The edits of `space` on a world, in a fixed order.
+pub fn edits(spec: &WorldSpec, space: Space) -> Vec<Edit> {
     let mut out: Vec<Edit> = spec
         .commands
         .iter()
         .enumerate()
-        .filter(|(_, c)| !c.is_reference() && compliant(spec, c.action) != c.action)
+        .filter(|(_, c)| {
+            !c.is_reference()
+                && (space == Space::AnyMessage || compliant(spec, c.action) != c.action)
+        })
         .map(|(i, _)| Edit::Replace(CommandId(i as u32)))
         .collect();
     let reports = spec.sensor_reports();
@@ -246,9 +262,17 @@ mod tests {
     #[test]
     fn the_edit_space_holds_the_hazards_and_the_omitted_halt() {
         let sc = generate(Family::Omission, 0);
-        assert_eq!(edits(&sc.spec), vec![Edit::InsertHalt(DutyId(0))]);
+        assert_eq!(
+            edits(&sc.spec, Space::Changing),
+            vec![Edit::InsertHalt(DutyId(0))]
+        );
+        // The three compliant route commands are wasted edits of an uninformed repairer.
+        assert_eq!(edits(&sc.spec, Space::AnyMessage).len(), 4);
         let sc = generate(Family::Chain, 0);
-        // The user's compliant ask is not an edit; every hazardous link is.
-        assert_eq!(edits(&sc.spec).len(), sc.spec.commands.len() - 1);
+        // The user's compliant ask is not a changing edit; every hazardous link is.
+        assert_eq!(
+            edits(&sc.spec, Space::Changing).len(),
+            sc.spec.commands.len() - 1
+        );
     }
 }
