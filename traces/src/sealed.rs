@@ -181,7 +181,7 @@ pub fn plan(trace: &Trace) -> Result<Vec<Step<'_>>, SealError> {
     let mut ready: BTreeSet<(u64, &SpanId)> = waiting
         .iter()
         .filter(|(_, w)| **w == 0)
-        .map(|(id, _)| (key(*id), *id))
+        .map(|(id, _)| (key(id), *id))
         .collect();
     let mut order: Vec<&SpanId> = Vec::with_capacity(trace.len());
     while let Some(first) = ready.pop_first() {
@@ -190,7 +190,7 @@ pub fn plan(trace: &Trace) -> Result<Vec<Step<'_>>, SealError> {
             if let Some(w) = waiting.get_mut(c) {
                 *w -= 1;
                 if *w == 0 {
-                    ready.insert((key(*c), *c));
+                    ready.insert((key(c), *c));
                 }
             }
         }
