@@ -7,7 +7,9 @@
 //!   established it), **actuating commands** (a typed command with a committed
 //!   effect, addressed to the actuator it targets) and **actuation reports** (a
 //!   `tool_output` of tool `actuator`, authored by that actuator, citing the command
-//!   it realised). Everything else is ignored.
+//!   it realised). A VDA 5050 fleet's evidence, as the bridge records it, reads as
+//!   the same three kinds ([`crate::vda5050`]: vehicle states, master control's
+//!   orders, vehicles' running or finished actions). Everything else is ignored.
 //! - Predicates are evaluated on each telemetry report, for the entities it updates:
 //!   at the first report at which a predicate holds for a subject, an
 //!   [`AlertKind::Fired`] alert is emitted at once and the incident is kept pending;
@@ -49,6 +51,7 @@ use serde::Serialize;
 
 use crate::predicate::{Condition, Predicates, SeverityRule};
 use crate::telemetry::{self, Value};
+use crate::vda5050;
 
 /// Commands remembered per actuator.
 pub const MAX_COMMANDS_PER_TARGET: usize = 4096;
@@ -203,7 +206,8 @@ impl Monitor {
         self.seq += 1;
         let env = msg.envelope();
         match &env.payload {
-            Payload::SensorReport { reading, .. } => match telemetry::parse(reading) {
+            Payload::SensorReport { sensor, reading } => match self.telemetry(env, sensor, reading)
+            {
                 None => Vec::new(),
                 Some(Err(_)) => {
                     self.malformed += 1;
@@ -228,7 +232,7 @@ impl Monitor {
                     self.evaluate(&updated, env.timestamp)
                 }
             },
-            Payload::ToolOutput { tool, .. } if tool == "actuator" => {
+            Payload::ToolOutput { tool, output } if realisation(tool, output) => {
                 for c in &env.citations {
                     let list = self.reports.entry(c.clone()).or_default();
                     if list.len() < 16 {
@@ -242,14 +246,14 @@ impl Monitor {
                 }
                 Vec::new()
             }
-            p => {
-                if let Some(target) = p.target() {
+            _ => {
+                if let Some((target, kind)) = vda5050::actuating(env) {
                     if env.destination.as_str() == target && env.effect != Effect::None {
                         let list = self.commands.entry(target.to_string()).or_default();
                         list.push(Actuating {
                             id: msg.id().clone(),
                             ts: env.timestamp,
-                            kind: p.kind(),
+                            kind,
                             effect: env.effect.clone(),
                         });
                         if list.len() > MAX_COMMANDS_PER_TARGET {
@@ -262,6 +266,26 @@ impl Monitor {
                 Vec::new()
             }
         }
+    }
+
+    /// The observations a sensor report gives: telemetry, or a VDA 5050 vehicle
+    /// state (an observation of its author, [`vda5050`]); `None` for anything else.
+    fn telemetry(
+        &self,
+        env: &audita_evidence::Envelope,
+        sensor: &str,
+        reading: &str,
+    ) -> Option<Result<Vec<telemetry::Observation>, telemetry::TelemetryError>> {
+        if sensor == vda5050::STATE_SENSOR {
+            let entity = env.author.as_str();
+            let class = self
+                .file
+                .entities
+                .get(entity)
+                .map_or(vda5050::DEFAULT_CLASS, |e| e.class.as_str());
+            return Some(vda5050::observation(entity, class, reading).map(|o| vec![o]));
+        }
+        telemetry::parse(reading)
     }
 
     /// Declares every pending incident whose `t*` the event-time watermark has
@@ -684,6 +708,22 @@ impl Monitor {
     }
 }
 
+/// Whether [`Monitor::observe`] can learn anything from this message: a sensor or
+/// tool report, or an actuating command ([`vda5050::actuating`]); a stage may skip
+/// every other message without changing what the monitor derives.
+pub fn observes(env: &audita_evidence::Envelope) -> bool {
+    matches!(
+        env.payload,
+        Payload::SensorReport { .. } | Payload::ToolOutput { .. }
+    ) || vda5050::actuating(env).is_some()
+}
+
+/// Whether a `tool_output` is an actuation report: tool `actuator`, or a VDA 5050
+/// vehicle's action running or finished ([`vda5050`]).
+fn realisation(tool: &str, output: &str) -> bool {
+    tool == "actuator" || (tool == vda5050::ACTION_TOOL && vda5050::realises(output))
+}
+
 /// Runs the monitor over a verified record's certified messages in record-time order
 /// (ties in record order) and declares every incident.
 pub fn derive(partition: &Partition, file: &Predicates) -> Derivation {
@@ -718,11 +758,13 @@ pub fn reads<'a>(
             continue;
         }
         let keep = match &env.payload {
-            Payload::SensorReport { reading, .. } => telemetry::parse(reading).is_some(),
-            Payload::ToolOutput { tool, .. } => {
-                tool == "actuator" && targets.contains(env.author.as_str())
+            Payload::SensorReport { sensor, reading } => {
+                sensor == vda5050::STATE_SENSOR || telemetry::parse(reading).is_some()
             }
-            p => p.target().is_some_and(|t| targets.contains(t)),
+            Payload::ToolOutput { tool, output } => {
+                realisation(tool, output) && targets.contains(env.author.as_str())
+            }
+            _ => vda5050::actuating(env).is_some_and(|(t, _)| targets.contains(t)),
         };
         if keep {
             out.insert(id.clone());

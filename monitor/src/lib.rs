@@ -4,8 +4,9 @@
 //! ([`predicate`]: separation between entity classes, speed in a zone, a parameter
 //! out of range, or an [`expr`] expression over typed telemetry fields; each with a
 //! severity rule, a window and an optional near-miss margin). The [`Monitor`] reads
-//! certified messages incrementally — telemetry reports in the [`telemetry`] format,
-//! actuating commands and actuation reports — and, at the first report at which a
+//! certified messages incrementally — telemetry reports in the [`telemetry`] format
+//! (or VDA 5050 vehicle states, [`vda5050`]), actuating commands and actuation
+//! reports — and, at the first report at which a
 //! predicate holds, raises an [`Alert`] and (once the watermark passes `t*`) emits the
 //! adverse declaration: `t*`, anchors, severity and realisation facts, each fact
 //! linked to the certified messages establishing it. [`check()`] re-derives a
@@ -27,9 +28,10 @@ pub mod detect;
 pub mod expr;
 pub mod predicate;
 pub mod telemetry;
+pub mod vda5050;
 
 pub use check::{check, Refusal};
-pub use detect::{derive, reads, Alert, AlertKind, Derivation, Monitor, MONITOR_NAME};
+pub use detect::{derive, observes, reads, Alert, AlertKind, Derivation, Monitor, MONITOR_NAME};
 pub use predicate::{Predicate, Predicates};
 
 /// Why a predicate file could not be used. Permanent for its input.

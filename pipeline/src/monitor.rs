@@ -27,7 +27,6 @@
 use crate::metrics::Metrics;
 use crate::{Deployment, Result};
 use audita_bus::Bus;
-use audita_evidence::Payload;
 use audita_monitor::{Alert, AlertKind, Monitor};
 use audita_topics::names as topics;
 use audita_topics::{AlertRecord, EpochMessage, ALERT_SCHEMA};
@@ -52,11 +51,6 @@ pub fn alert_record(a: &Alert) -> AlertRecord {
         messages: a.messages.clone(),
         detail: a.detail.clone(),
     }
-}
-
-/// Whether the monitor reads a message of this payload (and so must verify it).
-fn read_by_monitor(p: &Payload) -> bool {
-    matches!(p, Payload::SensorReport { .. } | Payload::ToolOutput { .. }) || p.target().is_some()
 }
 
 struct State {
@@ -132,7 +126,7 @@ pub fn run_monitor(
                 }
             };
             for verified in &sealed {
-                if !read_by_monitor(&verified.envelope().payload) {
+                if !audita_monitor::observes(verified.envelope()) {
                     continue;
                 }
                 for a in st.monitor.observe(verified) {
