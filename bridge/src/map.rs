@@ -14,7 +14,9 @@
 //!   vehicle `state` the master-control sidecar had seen last from that vehicle
 //!   (see the crate doc for how it learns that state's id). The committed effect of
 //!   an order is the vehicle at its last released positioned node (within
-//!   `allowedDeviationXY`, default 0.5 m); of `startPause`, the vehicle halted;
+//!   `allowedDeviationXY`; in a 2.0 message also `allowedDeviationXy`, the spelling
+//!   of the published 2.0.0 order schema; default 0.5 m); of `startPause`, the
+//!   vehicle halted;
 //!   otherwise a claim naming the message.
 //! - With no state of the vehicle known, a command cites a root the master-control
 //!   sidecar signs in master control's name ([`no_state_root`]): the command is then
@@ -182,7 +184,16 @@ pub fn effect(msg: &Message, vehicle: &PrincipalId) -> Effect {
             if let Some(n) = goal {
                 let p = &n["nodePosition"];
                 if let (Some(x_mm), Some(y_mm)) = (mm(p["x"].as_f64()), mm(p["y"].as_f64())) {
-                    let tol = mm(p["allowedDeviationXY"].as_f64().or(Some(0.5)))
+                    // The published 2.0.0 schema spells it `allowedDeviationXy`
+                    // (its text and 2.1 say `…XY`); implementations that follow the
+                    // schema send that, which the 2.1.0 schema lets through.
+                    let deviation = p["allowedDeviationXY"].as_f64().or_else(|| {
+                        v["version"]
+                            .as_str()
+                            .filter(|v| v.starts_with("2.0."))
+                            .and(p["allowedDeviationXy"].as_f64())
+                    });
+                    let tol = mm(deviation.or(Some(0.5)))
                         .filter(|t| *t >= 0)
                         .unwrap_or(500);
                     return Effect::AtPosition {
@@ -529,6 +540,27 @@ mod tests {
         assert!(root.payload.is_root());
         assert_eq!(root.author.as_str(), "master");
         assert_eq!(requested_actions(&m), vec![("a-1".into(), "pick".into())]);
+    }
+
+    /// Regression (issue 14, vda-5050-lib 1.4.0): the published VDA 5050 2.0.0
+    /// order schema spells the node's deviation `allowedDeviationXy` (the 2.0 text
+    /// and 2.1 say `allowedDeviationXY`); a 2.0 order passes the 2.1.0 schema with
+    /// it, and its effect must use it, not the 0.5 m default.
+    #[test]
+    fn a_2_0_orders_allowed_deviation_xy_sets_the_effects_tolerance() {
+        let i = intake("v2");
+        let text = testing::order("2.0.0", "acme", "7", 9, "o-1", &[])
+            .replace("\"allowedDeviationXY\"", "\"allowedDeviationXy\"");
+        let m = i.check("uagv/v2/acme/7/order", text.as_bytes()).unwrap();
+        let tolerance = |m: &Message| match effect(m, &pid("acme.7")) {
+            Effect::AtPosition { tolerance_mm, .. } => tolerance_mm,
+            e => panic!("{e:?}"),
+        };
+        assert_eq!(tolerance(&m), 250);
+        // Only in a 2.0 message: a 2.1 order with the 2.0 spelling has no deviation.
+        let text = text.replace("\"2.0.0\"", "\"2.1.0\"");
+        let m = i.check("uagv/v2/acme/7/order", text.as_bytes()).unwrap();
+        assert_eq!(tolerance(&m), 500);
     }
 
     #[test]

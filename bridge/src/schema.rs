@@ -8,6 +8,18 @@
 //! - A message is checked against the schema of its topic for the release its own
 //!   `version` field names: `2.x.y` → 2.1.0, `3.x.y` → 3.0.0; any other version is
 //!   refused (`version`), never checked against a schema it was not written for.
+//! - **2.0.x messages meet the 2.1.0 schemas** (the bridge ships no 2.0.0 schemas).
+//!   Compared with the published 2.0.0 ones, 2.1.0's are looser wherever a 2.0
+//!   message can differ (battery `reach` a number, a node state's `theta`
+//!   optional, extra properties allowed), with two exceptions, both errata of the
+//!   2.0.0 schema files against the 2.0 text: their `instantActions` names the
+//!   action type `actionName` (2.1.0 requires `actionType`, as the 2.0 text says),
+//!   and their order node's `allowedDeviationXy` is the text's `allowedDeviationXY`
+//!   (passes as an extra property; [`crate::map`] reads it in 2.0 orders). So a 2.0
+//!   implementation sending `actionName` has its instant actions quarantined
+//!   (`schema`). vda-5050-lib 1.4.0 (npm), a third-party 2.0.0 implementation,
+//!   passes: `cli/tests/vda5050_incident.rs` records its fleet with nothing
+//!   quarantined. VDA 5050 1.x (which it also speaks) is refused (`version`).
 //! - Three 3.0.0 files carry a trailing comma before a closing brace (not strict
 //!   JSON); [`strip_trailing_commas`] removes commas directly before `}`/`]` outside
 //!   strings at load time, and nothing else (tested).

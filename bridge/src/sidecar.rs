@@ -922,8 +922,13 @@ pub async fn run_many(
         }
     }
 
-    // Stop: no more input; let the deliveries in flight finish (bounded).
+    // Stop: no more input; let the deliveries in flight finish (bounded). The
+    // feeder stops first: its receipt callback holds a sender of the completion
+    // channel, which must close for the completer to finish (regression: with the
+    // feeder still running, every stop waited out the whole delivery timeout).
     stop.store(true, Ordering::Relaxed);
+    feeder_stop.store(true, Ordering::Relaxed);
+    let _ = tokio::task::spawn_blocking(move || feeder.join()).await;
     drop(done_tx);
     let _ = tokio::time::timeout(config.delivery_timeout + Duration::from_secs(5), completer).await;
     resender.abort();
@@ -932,7 +937,5 @@ pub async fn run_many(
         .flush(Duration::from_secs(5))
         .map_err(BridgeError::Client)?;
     suspect.flush(Duration::from_secs(5));
-    feeder_stop.store(true, Ordering::Relaxed);
-    let _ = tokio::task::spawn_blocking(move || feeder.join()).await;
     Ok(counters.summary())
 }

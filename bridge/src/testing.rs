@@ -363,3 +363,90 @@ impl Drop for MqttPublisher {
         self.task.abort();
     }
 }
+
+/// One MQTT message as a subscriber received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// Its topic.
+    pub topic: String,
+    /// Its payload bytes.
+    pub payload: Vec<u8>,
+    /// Whether the broker delivered it as a retained message.
+    pub retain: bool,
+}
+
+/// A QoS 1 MQTT subscriber for tests: an independent witness of every message the
+/// broker carried on a topic filter (clean session; subscribe before the fleet
+/// publishes).
+pub struct MqttRecorder {
+    received: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+    subscribed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MqttRecorder {
+    /// Connects to `127.0.0.1:port` and subscribes to `filter` (e.g. `uagv/#`).
+    pub fn connect(port: u16, client_id: &str, filter: &str) -> MqttRecorder {
+        let mut o = rumqttc::MqttOptions::new(client_id, "127.0.0.1", port);
+        o.set_clean_session(true)
+            .set_keep_alive(std::time::Duration::from_secs(5))
+            .set_max_packet_size(16 << 20, 16 << 20);
+        let (client, mut el) = rumqttc::AsyncClient::new(o, 100);
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let subscribed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (r, s, filter) = (received.clone(), subscribed.clone(), filter.to_string());
+        let task = tokio::spawn(async move {
+            loop {
+                match el.poll().await {
+                    Ok(rumqttc::Event::Incoming(rumqttc::Packet::ConnAck(_))) => {
+                        let _ = client
+                            .subscribe(filter.clone(), rumqttc::QoS::AtLeastOnce)
+                            .await;
+                    }
+                    Ok(rumqttc::Event::Incoming(rumqttc::Packet::SubAck(_))) => {
+                        s.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    Ok(rumqttc::Event::Incoming(rumqttc::Packet::Publish(p))) => {
+                        if let Ok(mut v) = r.lock() {
+                            v.push(Received {
+                                topic: p.topic.clone(),
+                                payload: p.payload.to_vec(),
+                                retain: p.retain,
+                            });
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+                }
+            }
+        });
+        MqttRecorder {
+            received,
+            subscribed,
+            task,
+        }
+    }
+
+    /// Waits until the subscription is acknowledged (or `within` passed).
+    pub async fn wait_subscribed(&self, within: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        while !self.subscribed.load(std::sync::atomic::Ordering::SeqCst) {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        true
+    }
+
+    /// Every message received so far, in arrival order.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for MqttRecorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
