@@ -20,7 +20,8 @@
 //!   `evidence_missing`, a window exit (a boundary artifact), an unexplained relay (a
 //!   relay-pinned command consuming no recorded command), or any of them.
 //! - **Repair** (`"repair"`): for every adverse draw of every population, the
-//!   verdict's one-edit repair (`audita_facility::repair::guided`) and two
+//!   verdict's one-edit repair (`audita_facility::repair::guided`, and
+//!   `guided_by_grade`, which also reads the grades) and two
 //!   budget-matched random edits (one edit uniformly from every recorded message and
 //!   omitted halt — `Space::AnyMessage` — or only from the edits that change conduct
 //!   — `Space::Changing`; each an exact expectation over its space) are applied and the
@@ -40,7 +41,7 @@ use audita_facility::perimeter::{links, off_bus, unexplained_relays, visibility}
 use audita_facility::record::{
     adverse_json, registry_json, sign_record, sign_record_off_bus, verdict_variables, SignedRecord,
 };
-use audita_facility::repair::{edits, guided, harm_after, Culprit, Space};
+use audita_facility::repair::{edits, guided, guided_by_grade, harm_after, Culprit, Space};
 use audita_facility::replay::WorldReplayer;
 use audita_facility::scenario::{generate, Family, Scenario};
 use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options, Standard, Verdict};
@@ -275,10 +276,18 @@ pub(crate) fn perimeter(
     }))
 }
 
-fn culprits(v: &Verdict) -> Vec<Culprit> {
+/// The verdict's findings as plain data: the culpable ones with their
+/// reasonable-agent violations, or every involved one (ρ_lo > 0) with its
+/// specification-standard violations.
+fn findings(v: &Verdict, culpable: bool) -> Vec<Culprit> {
+    let standard = if culpable {
+        Standard::ReasonableAgent
+    } else {
+        Standard::Specification
+    };
     v.principals
         .iter()
-        .filter(|(_, f)| f.culpable)
+        .filter(|(_, f)| if culpable { f.culpable } else { f.rho_lo > 0.0 })
         .map(|(p, f)| Culprit {
             principal: p.clone(),
             rho_lo: f.rho_lo,
@@ -286,17 +295,17 @@ fn culprits(v: &Verdict) -> Vec<Culprit> {
                 .breach
                 .violations
                 .iter()
-                .filter(|x| x.standards.contains(&Standard::ReasonableAgent))
+                .filter(|x| x.standards.contains(&standard))
                 .map(|x| (x.duty.clone(), x.evidence.clone()))
                 .collect(),
         })
         .collect()
 }
 
-/// The arms of the repair comparison: the verdict's edit, one edit uniformly from
-/// every recorded message (and omitted halt), one edit uniformly from the edits that
-/// change conduct.
-const ARMS: [&str; 3] = ["guided", "random", "random_changing"];
+/// The arms of the repair comparison: the verdict's edit (of its top culprit; with its
+/// grades read), one edit uniformly from every recorded message (and omitted halt),
+/// one edit uniformly from the edits that change conduct.
+const ARMS: [&str; 4] = ["guided", "guided_by_grade", "random", "random_changing"];
 
 /// One repaired incident: severity before (J); per arm, severity after (J; expected
 /// over the edit space for the random arms) and adverse after (0/1; expected rate for
@@ -304,8 +313,8 @@ const ARMS: [&str; 3] = ["guided", "random", "random_changing"];
 #[derive(Debug, Clone, Copy)]
 struct Repaired {
     before: f64,
-    after: [f64; 3],
-    adverse: [f64; 3],
+    after: [f64; 4],
+    adverse: [f64; 4],
     implied: bool,
 }
 
@@ -318,13 +327,13 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Ratio of severity averted, guided over arm `k`, with a 95% paired-bootstrap CI.
-fn ratio_ci(rs: &[Repaired], k: usize) -> (Option<f64>, Option<f64>, Option<f64>) {
+/// Ratio of severity averted, arm `num` over arm `den`, with a 95% paired-bootstrap CI.
+fn ratio_ci(rs: &[Repaired], num: usize, den: usize) -> (Option<f64>, Option<f64>, Option<f64>) {
     let ratio = |sel: &mut dyn Iterator<Item = usize>| {
         let (mut a, mut b) = (0.0, 0.0);
         for i in sel {
-            a += rs[i].before - rs[i].after[0];
-            b += rs[i].before - rs[i].after[k];
+            a += rs[i].before - rs[i].after[num];
+            b += rs[i].before - rs[i].after[den];
         }
         (b > 0.0).then(|| a / b)
     };
@@ -375,10 +384,12 @@ fn summarise(rs: &[Repaired]) -> Value {
             "averted_j": r3(m), "averted_ci": [r3(lo), r3(hi)], "share_averted": share,
             "adverse_after": r3(am), "adverse_after_ci": [r3(alo.max(0.0)), r3(ahi.min(1.0))],
         });
-        if k > 0 {
-            let (p, lo, hi) = ratio_ci(rs, k);
-            v["guided_ratio"] = json!(p);
-            v["guided_ratio_ci"] = json!([lo, hi]);
+        if k >= 2 {
+            for (num, key) in [(0, "guided"), (1, "guided_by_grade")] {
+                let (p, lo, hi) = ratio_ci(rs, num, k);
+                v[format!("{key}_ratio")] = json!(p);
+                v[format!("{key}_ratio_ci")] = json!([lo, hi]);
+            }
         }
         out.insert(arm.to_string(), v);
     }
@@ -402,11 +413,16 @@ pub(crate) fn repair(seeds: &[u64], draws: u64, tick: &dyn Fn()) -> anyhow::Resu
                     continue;
                 };
                 let before = h0.severity_mj as f64 / 1000.0;
-                let edit = guided(&sc.spec, &sr, &culprits(&v));
+                let culprits = findings(&v, true);
+                let edit = guided(&sc.spec, &sr, &culprits);
                 let hg = harm_after(&sc.spec, edit);
-                let mut after = [hg.severity_mj as f64 / 1000.0, before, before];
-                let mut adverse = [f64::from(u8::from(hg.adverse)), 1.0, 1.0];
-                for (k, space) in [(1, Space::AnyMessage), (2, Space::Changing)] {
+                let graded = guided_by_grade(&sc.spec, &sr, &culprits, &findings(&v, false));
+                let hb = harm_after(&sc.spec, graded);
+                let sev = |h: audita_facility::repair::Harm| h.severity_mj as f64 / 1000.0;
+                let bad = |h: audita_facility::repair::Harm| f64::from(u8::from(h.adverse));
+                let mut after = [sev(hg), sev(hb), before, before];
+                let mut adverse = [bad(hg), bad(hb), 1.0, 1.0];
+                for (k, space) in [(2, Space::AnyMessage), (3, Space::Changing)] {
                     let es = edits(&sc.spec, space);
                     if es.is_empty() {
                         continue;
@@ -448,6 +464,8 @@ pub(crate) fn repair(seeds: &[u64], draws: u64, tick: &dyn Fn()) -> anyhow::Resu
     }))
 }
 
+/// Markdown heading of the attribution-accuracy section (`bench::write_section`).
+const ACCURACY_HEAD: &str = "## Attribution accuracy";
 /// Markdown heading of the perimeter section.
 pub(crate) const PERIMETER_HEAD: &str = "## The record's perimeter: off-bus coordination";
 /// Markdown heading of the repair section.
@@ -502,6 +520,23 @@ pub(crate) fn markdown_perimeter(r: &Value) -> String {
             g("any"),
         ));
     }
+    s.push_str(
+        "\nReading the table. Replay certification runs on the world, which still carries the \
+         side channel, so a cause the shrunken citations would invent is refuted: a visible \
+         co-cause whose partner went off-bus is proposed as but-for and not confirmed \
+         (`abstained`), and ρ_lo never exceeds the truth (raised = 0, over-attribution = 0). What \
+         the verdict loses is upstream: an off-bus link hides every principal above it, which in \
+         this register (mostly delegation chains) is more than one principal per link. The \
+         culpable profile moves rather than grows: the receiver of an off-bus demand issued, on \
+         the record, an uncited demand outside the envelope, so it is culpable on its own \
+         certified message (groundedness holds) where the truth names the sender — the \
+         verdict's \"on the certified evidence\" clause in numbers; it never reaches a principal \
+         whose true causal ρ is 0 (culpability needs ρ_lo > 0). Nothing on the bus names an \
+         off-bus message (no seal, citation or receipt), so `evidence_missing` and window exits \
+         stay at 0 by construction; the trace it leaves is a relay that consumes no recorded \
+         command (unexplained relay: `audita_facility::perimeter::unexplained_relays`, read from \
+         the signed envelopes alone) and replay refutations.\n",
+    );
     s.push_str(&format!(
         "\nPaper: with {:.0}% of coordination off-bus, {:.3} of responsibility is invisible; \
          over-attribution 0.000 over 1,200 draws.\n\n\
@@ -521,7 +556,10 @@ pub(crate) fn markdown_repair(r: &Value) -> String {
          repaired with one edit and the world re-run. **Guided**: the verdict's culpable finding \
          of highest ρ_lo gives the edit — its witnessing message replaced by the duty-compliant \
          counterpart (speed clamped to the envelope, parameter clamped into range; faithful \
-         relays forward the new content), or the omitted halt inserted. **Random**: one edit \
+         relays forward the new content), or the omitted halt inserted. **Guided, grades read**: \
+         one edit can avert only a but-for cause, so a culprit with ρ_lo = 1 first; when every \
+         culprit is overdetermined (ρ_lo < 1), an involved finding with ρ_lo = 1 whose own \
+         message breaks the literal (specification) envelope — a relay on the trunk. **Random**: one edit \
          drawn uniformly from every recorded message of the incident and every omitted \
          triggered halt, with the same operators (an edit of an already compliant message is \
          wasted, as it is for a repairer without a verdict). **Random, changing edits only**: \
@@ -533,7 +571,7 @@ pub(crate) fn markdown_repair(r: &Value) -> String {
          paired bootstrap over incidents, 2,000 resamples).\n\n",
         p["draws_per_seed"], r["seeds"]
     ));
-    s.push_str("| Population | n | verdict implies an edit | severity before (J) | share averted: guided / random / random changing | averted J, guided (95% CI) | averted J, random (95% CI) | adverse after: guided / random / random changing | ratio guided ÷ random (95% CI) | ratio guided ÷ random changing (95% CI) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| Population | n | verdict implies an edit | severity before (J) | share averted: guided / grades read / random / random changing | averted J, guided (95% CI) | averted J, random (95% CI) | adverse after: guided / grades read / random / random changing | guided ÷ random (95% CI) | guided ÷ random changing | grades read ÷ random | grades read ÷ random changing |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     let mut rows: Vec<(String, &Value)> = p["populations"]
         .as_object()
         .map(|o| o.iter().map(|(k, v)| (k.clone(), v)).collect())
@@ -541,10 +579,10 @@ pub(crate) fn markdown_repair(r: &Value) -> String {
     rows.push(("**named families**".into(), &p["named_families"]));
     rows.push(("**all**".into(), &p["all"]));
     let num = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let ratio = |v: &Value| match v["guided_ratio"].as_f64() {
+    let ratio = |v: &Value, key: &str| match v[format!("{key}_ratio")].as_f64() {
         Some(x) => {
             let ci = |i: usize| {
-                v["guided_ratio_ci"][i]
+                v[format!("{key}_ratio_ci")][i]
                     .as_f64()
                     .map(|x| format!("{x:.2}"))
                     .unwrap_or_else(|| "–".into())
@@ -557,11 +595,12 @@ pub(crate) fn markdown_repair(r: &Value) -> String {
         let arm = |a: &str, k: &str| num(&v[a][k]);
         let ci = |a: &str, i: usize| num(&v[a]["averted_ci"][i]);
         s.push_str(&format!(
-            "| {name} | {} | {:.3} | {:.1} | {:.3} / {:.3} / {:.3} | {:.1} [{:.1}, {:.1}] | {:.1} [{:.1}, {:.1}] | {:.3} / {:.3} / {:.3} | {} | {} |\n",
+            "| {name} | {} | {:.3} | {:.1} | {:.3} / {:.3} / {:.3} / {:.3} | {:.1} [{:.1}, {:.1}] | {:.1} [{:.1}, {:.1}] | {:.3} / {:.3} / {:.3} / {:.3} | {} | {} | {} | {} |\n",
             v["n"],
             num(&v["implied_edit_rate"]),
             num(&v["severity_before_j"]),
             arm("guided", "share_averted"),
+            arm("guided_by_grade", "share_averted"),
             arm("random", "share_averted"),
             arm("random_changing", "share_averted"),
             arm("guided", "averted_j"),
@@ -571,12 +610,28 @@ pub(crate) fn markdown_repair(r: &Value) -> String {
             ci("random", 0),
             ci("random", 1),
             arm("guided", "adverse_after"),
+            arm("guided_by_grade", "adverse_after"),
             arm("random", "adverse_after"),
             arm("random_changing", "adverse_after"),
-            ratio(&v["random"]),
-            ratio(&v["random_changing"]),
+            ratio(&v["random"], "guided"),
+            ratio(&v["random_changing"], "guided"),
+            ratio(&v["random"], "guided_by_grade"),
+            ratio(&v["random_changing"], "guided_by_grade"),
         ));
     }
+    s.push_str(
+        "\nReading the table. Against the uninformed random fix the verdict's edit wins most \
+         where an incident has many compliant messages to waste an edit on (omission, startup, \
+         preemption, the conduct attacks) and ties on the trivial control. Against a random fix \
+         that already knows which messages breach an envelope it is level, except where a \
+         breaching message is off the production path (preemption's vetoed demand, the inert \
+         twin): in this world a demand travels one relay trunk, and clamping any link of it \
+         averts. Redundancy is where the plain rule fails: both culprits are overdetermined \
+         (ρ = ½), so fixing either leaves the twin's demand on the trunk. The grades say so \
+         (ρ = 1/|X|: |X| edits are needed), and reading them sends the one edit to a but-for \
+         link, which averts every redundancy draw; the generator's disjunctions and \
+         multi-hazard conjunctions fail the plain rule the same way.\n",
+    );
     s.push_str(&format!(
         "\nPaper: verdict-guided repair averts {PAPER_REPAIR_RATIO}× the physical harm of a \
          budget-matched random fix at one edit.\n\n\
@@ -586,8 +641,8 @@ pub(crate) fn markdown_repair(r: &Value) -> String {
 }
 
 /// Replaces the `head` section of `doc` (up to the next `## `), or inserts it after
-/// the `## Attribution accuracy` section (at the end when that is absent).
-pub(crate) fn replace_section(doc: &str, head: &str, section: &str) -> String {
+/// the first section of `after` that `doc` holds (at the end when it holds none).
+pub(crate) fn replace_section(doc: &str, head: &str, after: &[&str], section: &str) -> String {
     let section = format!("{}\n", section.trim_end_matches('\n'));
     let end_of = |start: usize, skip: usize| {
         doc[start + skip..]
@@ -600,7 +655,7 @@ pub(crate) fn replace_section(doc: &str, head: &str, section: &str) -> String {
         let sep = if end < doc.len() { "\n" } else { "" };
         return format!("{}{section}{sep}{}", &doc[..start], &doc[end..]);
     }
-    let at = match doc.find("## Attribution accuracy") {
+    let at = match after.iter().find_map(|h| doc.find(&format!("{h}\n"))) {
         Some(start) => end_of(start, 3),
         None => doc.len(),
     };
@@ -625,7 +680,12 @@ pub(crate) fn write_sections(path: &Path, r: &Value) -> anyhow::Result<()> {
         .unwrap_or_else(|| "benchmarks".into());
     std::fs::create_dir_all(&dir)?;
     if r.get("perimeter").is_some() {
-        doc = replace_section(&doc, PERIMETER_HEAD, &markdown_perimeter(r));
+        doc = replace_section(
+            &doc,
+            PERIMETER_HEAD,
+            &[ACCURACY_HEAD],
+            &markdown_perimeter(r),
+        );
         std::fs::write(dir.join("attribution_perimeter.svg"), perimeter_svg(r))?;
         std::fs::write(
             dir.join("attribution_perimeter.json"),
@@ -633,7 +693,12 @@ pub(crate) fn write_sections(path: &Path, r: &Value) -> anyhow::Result<()> {
         )?;
     }
     if r.get("repair").is_some() {
-        doc = replace_section(&doc, REPAIR_HEAD, &markdown_repair(r));
+        doc = replace_section(
+            &doc,
+            REPAIR_HEAD,
+            &[PERIMETER_HEAD, ACCURACY_HEAD],
+            &markdown_repair(r),
+        );
         std::fs::write(dir.join("attribution_repair.svg"), repair_svg(r))?;
         std::fs::write(
             dir.join("attribution_repair.json"),
@@ -765,7 +830,7 @@ fn repair_svg(r: &Value) -> String {
     groups.push(("all".into(), &p["all"]));
     let (w, h, left, top, ph) = (900.0, 370.0, 50.0, 30.0, 220.0);
     let gw = (w - left - 20.0) / groups.len().max(1) as f64;
-    let bw = gw / 4.0;
+    let bw = gw / 5.0;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"10\">\n\
          <text x=\"{left}\" y=\"18\" font-size=\"13\">Share of harm (½·m·v²) averted by one edit: verdict-guided vs budget-matched random (95% CI)</text>\n"
@@ -782,7 +847,7 @@ fn repair_svg(r: &Value) -> String {
             y(v) + 4.0
         ));
     }
-    let colors = ["#1b7f79", "#d08c2e", "#e8c48a"];
+    let colors = ["#1b7f79", "#7fb8b4", "#d08c2e", "#e8c48a"];
     for (gi, (name, v)) in groups.iter().enumerate() {
         let gx = left + gi as f64 * gw;
         let before = v["severity_before_j"].as_f64().unwrap_or(0.0).max(1e-9);
@@ -814,11 +879,12 @@ fn repair_svg(r: &Value) -> String {
     let ly = h - 12.0;
     let labels = [
         "verdict-guided",
+        "guided, grades read",
         "random (any message)",
         "random (changing edits only)",
     ];
     for (i, l) in labels.iter().enumerate() {
-        let x = left + i as f64 * 200.0;
+        let x = left + i as f64 * 190.0;
         s.push_str(&format!(
             "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{l}</text>\n",
             ly - 9.0,
@@ -837,9 +903,22 @@ mod tests {
     #[test]
     fn sections_go_after_attribution_accuracy_and_are_replaced_in_place() {
         let doc = "# Benchmarks\n\n## Attribution accuracy\n\nacc\n\n## Evidence layer\n\nkeep\n";
-        let once = replace_section(doc, REPAIR_HEAD, &format!("{REPAIR_HEAD}\n\nv1\n"));
+        let after = [PERIMETER_HEAD, ACCURACY_HEAD];
+        let once = replace_section(doc, REPAIR_HEAD, &after, &format!("{REPAIR_HEAD}\n\nv1\n"));
         assert!(once.contains("acc\n\n## Verdict-guided repair\n\nv1\n\n## Evidence layer"));
-        let twice = replace_section(&once, REPAIR_HEAD, &format!("{REPAIR_HEAD}\n\nv2\n"));
+        let with_p = replace_section(
+            &once,
+            PERIMETER_HEAD,
+            &[ACCURACY_HEAD],
+            "## The record's perimeter: off-bus coordination\n\np\n",
+        );
+        assert!(with_p.contains("acc\n\n## The record's perimeter: off-bus coordination\n\np\n\n## Verdict-guided repair"));
+        let twice = replace_section(
+            &once,
+            REPAIR_HEAD,
+            &after,
+            &format!("{REPAIR_HEAD}\n\nv2\n"),
+        );
         assert_eq!(twice.matches(REPAIR_HEAD).count(), 1);
         assert!(twice.contains("v2") && !twice.contains("v1") && twice.contains("keep\n"));
     }

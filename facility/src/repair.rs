@@ -31,7 +31,8 @@
 //!   (plain data, [`Culprit`]) and the record's message ids: the finding with the
 //!   highest ρ_lo (ties by name) gives its first violation that maps to an edit — a
 //!   halt duty's absence gives `InsertHalt`, an envelope violation gives `Replace` of
-//!   the witnessing message of that principal.
+//!   the witnessing message of that principal. [`guided_by_grade`] also reads the
+//!   grades: only a but-for cause (ρ_lo = 1) can be averted by one edit.
 
 use std::collections::BTreeSet;
 
@@ -239,6 +240,27 @@ pub fn guided(spec: &WorldSpec, sr: &SignedRecord, culprits: &[Culprit]) -> Opti
         }
     }
     None
+}
+
+/// The one-edit repair a verdict implies when its grades are read as well: one edit
+/// can avert the outcome only through a but-for cause (a minimal cause of size one,
+/// ρ_lo = 1). So: [`guided`] over the culprits with ρ_lo = 1; when every culprit is
+/// overdetermined (ρ_lo < 1: its fix alone cannot avert), [`guided`] over the
+/// `involved` findings with ρ_lo = 1 — their violations under the literal
+/// specification standard, e.g. a faithful relay forwarding a demand outside the
+/// envelope it holds — and only then the plain [`guided`] edit.
+pub fn guided_by_grade(
+    spec: &WorldSpec,
+    sr: &SignedRecord,
+    culprits: &[Culprit],
+    involved: &[Culprit],
+) -> Option<Edit> {
+    let but_for = |cs: &[Culprit]| -> Vec<Culprit> {
+        cs.iter().filter(|c| c.rho_lo >= 1.0).cloned().collect()
+    };
+    guided(spec, sr, &but_for(culprits))
+        .or_else(|| guided(spec, sr, &but_for(involved)))
+        .or_else(|| guided(spec, sr, culprits))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use audita_facility::perimeter::{off_bus, visibility};
 use audita_facility::record::{
     adverse_json, registry_json, sign_record, sign_record_off_bus, verdict_variables,
 };
-use audita_facility::repair::{guided, harm_after, Culprit};
+use audita_facility::repair::{guided, guided_by_grade, harm_after, Culprit};
 use audita_facility::replay::WorldReplayer;
 use audita_facility::scenario::{generate, Family, Scenario};
 use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options, Standard, Verdict};
@@ -94,10 +94,17 @@ fn off_bus_links_hide_responsibility_but_never_blame_the_uninvolved() {
     }
 }
 
-fn culprits(v: &Verdict) -> Vec<Culprit> {
+/// The verdict's findings as plain data: culpable ones (reasonable-agent violations)
+/// or every involved one (specification-standard violations).
+fn findings(v: &Verdict, culpable: bool) -> Vec<Culprit> {
+    let standard = if culpable {
+        Standard::ReasonableAgent
+    } else {
+        Standard::Specification
+    };
     v.principals
         .iter()
-        .filter(|(_, f)| f.culpable)
+        .filter(|(_, f)| if culpable { f.culpable } else { f.rho_lo > 0.0 })
         .map(|(p, f)| Culprit {
             principal: p.clone(),
             rho_lo: f.rho_lo,
@@ -105,11 +112,33 @@ fn culprits(v: &Verdict) -> Vec<Culprit> {
                 .breach
                 .violations
                 .iter()
-                .filter(|x| x.standards.contains(&Standard::ReasonableAgent))
+                .filter(|x| x.standards.contains(&standard))
                 .map(|x| (x.duty.clone(), x.evidence.clone()))
                 .collect(),
         })
         .collect()
+}
+
+fn culprits(v: &Verdict) -> Vec<Culprit> {
+    findings(v, true)
+}
+
+#[test]
+fn overdetermined_culprits_need_two_edits_and_the_grades_say_so() {
+    // Redundancy: each planner is culpable at ρ = 1/2, so fixing one leaves its twin's
+    // demand on the trunk; reading the grades sends the one edit to a but-for link.
+    for seed in 0..6 {
+        let sc = generate(Family::Redundancy, seed);
+        let sr = sign_record(&sc).unwrap();
+        let v = verdict_on(&sc, &sr).unwrap();
+        let plain = guided(&sc.spec, &sr, &culprits(&v));
+        assert!(harm_after(&sc.spec, plain).adverse, "seed {seed}");
+        let graded = guided_by_grade(&sc.spec, &sr, &culprits(&v), &findings(&v, false));
+        assert!(
+            !harm_after(&sc.spec, graded).adverse,
+            "seed {seed}: {graded:?}"
+        );
+    }
 }
 
 #[test]
