@@ -283,20 +283,21 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
             eprintln!("fleet done at {:.1} s", started.elapsed().as_secs_f64());
             // Every message the witness saw is taken by the sidecars, and everything
             // they signed or quarantined is delivered to Kafka (stable for 1.5 s).
-            std::thread::sleep(Duration::from_millis(300));
-            witnessed = rt.block_on(async { recorder.received() });
-            let on = |serial: &str| {
-                witnessed
-                    .iter()
-                    .filter(|m| m.topic.starts_with(&format!("uagv/v2/acme/{serial}/")))
-                    .count() as u64
+            // What each sidecar must have taken: every message the witness saw for
+            // master control, its own vehicle's topics for a vehicle's.
+            let want = |seen: &[audita_bridge::testing::Received]| -> BTreeMap<&str, u64> {
+                let on = |serial: &str| {
+                    seen.iter()
+                        .filter(|m| m.topic.starts_with(&format!("uagv/v2/acme/{serial}/")))
+                        .count() as u64
+                };
+                [
+                    ("master-control", seen.len() as u64),
+                    ("acme.agv1", on("agv1")),
+                    ("acme.agv2", on("agv2")),
+                ]
+                .into()
             };
-            let want: BTreeMap<&str, u64> = [
-                ("master-control", witnessed.len() as u64),
-                ("acme.agv1", on("agv1")),
-                ("acme.agv2", on("agv2")),
-            ]
-            .into();
             let taken = |m: &BTreeMap<String, u64>| -> u64 {
                 ["recorded", "quarantined", "peer"]
                     .iter()
@@ -324,9 +325,11 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
                     .iter()
                     .map(|(p, _)| (*p, metrics(dir, p)))
                     .collect();
+                witnessed = recorder.received();
+                let wanted = want(&witnessed);
                 let done = principals
                     .iter()
-                    .all(|(p, _)| taken(&now[p]) == want[p] && settled(&now[p]));
+                    .all(|(p, _)| taken(&now[p]) == wanted[p] && settled(&now[p]));
                 if now != last {
                     last = now;
                     stable_since = Instant::now();
@@ -335,7 +338,8 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
                 }
                 assert!(
                     Instant::now() < deadline,
-                    "the sidecars did not settle: {last:?}, want {want:?}"
+                    "the sidecars did not settle: {last:?}, want {:?}",
+                    want(&witnessed)
                 );
                 std::thread::sleep(Duration::from_millis(100));
             }
