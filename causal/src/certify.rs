@@ -15,6 +15,13 @@
 //!   action-match score (mean fraction of index-aligned actuation events of the
 //!   factual runs agreeing with the recorded trace in kind, target and parameters
 //!   within tolerance) is reported with every receipt.
+//! - **Minimality under replay**: a confirmed cause with more than one member is
+//!   re-run once per member with that member left at its actual value (same `W`); if
+//!   any such strict subset already passes the same test, `X` is not minimal in the
+//!   world and is withheld. On a model that describes the world this never fires (the
+//!   engine's causes are minimal); it fires when the record misses coordination
+//!   (off-bus links, issue 19), where crediting the extra member would blame a
+//!   principal the world does not depend on.
 //! - A cause that fails is withheld with a note (abstention); ρ is recomputed over the
 //!   certified causes only. Certification never adds a cause.
 
@@ -273,14 +280,40 @@ pub fn certify(
         }
         let q1 = f64::from(adverse1) / f64::from(runs);
         let needed = cfg.delta + 2.0 * epsilon;
-        let certified = q0 - q1 >= needed;
-        let note = if certified {
+        let mut certified = q0 - q1 >= needed;
+        let mut note = if certified {
             format!(
                 "risk dropped {q0:.4} -> {q1:.4} (needed {needed:.4}) over {runs} run(s) per arm"
             )
         } else {
             format!("abstained: risk dropped {q0:.4} -> {q1:.4}, short of {needed:.4} over {runs} run(s) per arm")
         };
+        // Minimality under replay (AC3 on the world, with the same witness frozen): the
+        // model derives X from the record, and when the record does not describe the
+        // world (coordination off the bus) a strict subset may already falsify Y; then
+        // X is no cause of the world and its extra members must not be credited.
+        if certified && cause.vars.len() > 1 {
+            for v in &cause.vars {
+                let sub = Cause {
+                    vars: cause.vars.iter().filter(|x| *x != v).cloned().collect(),
+                    witness: cause.witness.clone(),
+                    grade: cause.grade,
+                };
+                let iv = intervention_for(model, overrides, &sub);
+                let mut adverse_sub = 0u32;
+                for r in 0..runs {
+                    adverse_sub += u32::from(replayer.replay(&iv, r)?.adverse);
+                }
+                let q_sub = f64::from(adverse_sub) / f64::from(runs);
+                if q0 - q_sub >= needed {
+                    certified = false;
+                    note = format!(
+                        "abstained: not minimal under replay: without {v} the risk still drops {q0:.4} -> {q_sub:.4} (needed {needed:.4}) over {runs} run(s) per arm"
+                    );
+                    break;
+                }
+            }
+        }
         receipts.push(Receipt {
             cause: cause.clone(),
             q0,

@@ -145,6 +145,18 @@ pub fn sign_record_off_bus(
     sc: &Scenario,
     off_bus: &std::collections::BTreeSet<CommandId>,
 ) -> Result<SignedRecord, RecordError> {
+    sign_record_hiding(sc, off_bus, &std::collections::BTreeSet::new())
+}
+
+/// [`sign_record_off_bus`], and also the citations `(consumer, input)` in
+/// `hidden_citations` dropped from the record while the input itself stays on the
+/// bus: the consumer learned of it out of band (a forwarded copy, a shared screen) and
+/// does not cite it, though the world still runs on it.
+pub fn sign_record_hiding(
+    sc: &Scenario,
+    off_bus: &std::collections::BTreeSet<CommandId>,
+    hidden_citations: &std::collections::BTreeSet<(CommandId, CommandId)>,
+) -> Result<SignedRecord, RecordError> {
     let spec = &sc.spec;
     let seed = sc.seed;
     let key = |n: &str| derive_signing_key(seed, n);
@@ -353,6 +365,7 @@ pub fn sign_record_off_bus(
                 let mut cites: Vec<MessageId> = c
                     .cites
                     .iter()
+                    .filter(|x| !hidden_citations.contains(&(CommandId(i as u32), **x)))
                     .filter_map(|x| command_ids.get(x.0 as usize).cloned().flatten())
                     .collect();
                 cites.extend(

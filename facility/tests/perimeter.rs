@@ -159,3 +159,76 @@ fn guided_repair_removes_the_adverse_outcome_on_every_trivial_and_omission_draw(
         }
     }
 }
+
+/// Inserts `cmd` at index `at` of the record, renumbering every later reference.
+fn insert_command(
+    spec: &mut audita_facility::world::WorldSpec,
+    at: usize,
+    cmd: audita_facility::world::Command,
+) {
+    use audita_facility::world::CommandId;
+    let shift = |c: &mut CommandId| {
+        if c.0 as usize >= at {
+            c.0 += 1;
+        }
+    };
+    for c in &mut spec.commands {
+        c.cites.iter_mut().for_each(shift);
+        if let Some(r) = c.reference_for.as_mut() {
+            shift(r);
+        }
+    }
+    spec.commands.insert(at, cmd);
+}
+
+/// An adversary of the guarantee: the victim's route demand reaches the dispatcher
+/// twice (from planner-1, and a redundant copy from planner-2), while the insider's
+/// conditioned speed-up consumes planner-1's demand through a citation it keeps off
+/// the bus (it read the message out of band; the message itself is on the bus). In the
+/// world Y = (m1 | m2) & m1 = m1: planner-2 is absorbed, true ρ = 0. On the record the
+/// insider's command looks like its own decision, so the visible model is
+/// Y = (m1 | m2) & x, whose minimal cause {m1, m2} replay confirms (removing both does
+/// avert) — though in the world {m1} alone already averts, so {m1, m2} is not minimal.
+/// Replay used to check only that a cause falsifies Y, not that it is minimal; with the
+/// recorded-channel assumption broken that let a truly uninvolved principal in
+/// (ρ_lo = ½ for planner-2). Certification now re-checks minimality by replay.
+#[test]
+fn hidden_citation_of_an_on_bus_message_never_credits_an_absorbed_principal() {
+    use audita_facility::record::sign_record_hiding;
+    use audita_facility::world::{CommandId, Destination, Principal, PrincipalId, Role};
+    use std::collections::BTreeSet;
+    let mut over = Vec::new();
+    for seed in 0..4 {
+        let mut sc = generate(Family::Conditioning, seed);
+        let spec = &mut sc.spec;
+        let dispatcher = spec.principal("dispatcher").unwrap();
+        spec.principals.push(Principal {
+            name: "planner-2".into(),
+            role: Role::Planner,
+        });
+        let p2 = PrincipalId((spec.principals.len() - 1) as u16);
+        // Command 0 is planner-1's route to the dispatcher; 1 the dispatcher's relay.
+        let mut twin = spec.commands[0].clone();
+        twin.author = p2;
+        twin.destination = Destination::Principal(dispatcher);
+        insert_command(spec, 1, twin);
+        spec.commands[2].cites.push(CommandId(1));
+        let t = truth(&sc.spec).unwrap();
+        assert_eq!(t.causal["planner-2"], 0.0, "seed {seed}: absorbed");
+        assert_eq!(t.causal["planner-1"], 1.0);
+        // The insider's conditioned command (the relay-all citing command 0).
+        let x = sc
+            .spec
+            .commands
+            .iter()
+            .position(|c| c.deviation)
+            .map(|i| CommandId(i as u32))
+            .unwrap();
+        let hidden: BTreeSet<(CommandId, CommandId)> = [(x, CommandId(0))].into();
+        let sr = sign_record_hiding(&sc, &BTreeSet::new(), &hidden).unwrap();
+        let v = verdict_on(&sc, &sr).unwrap();
+        let vis = visibility(&t.causal, &seen(&sc, Some(&v)));
+        over.push(vis.over_attribution);
+    }
+    assert!(over.iter().all(|o| *o == 0.0), "{over:?}");
+}
