@@ -145,7 +145,8 @@ fn ingest_over_kafka_quarantines_an_oversized_envelope_and_keeps_its_neighbours(
         p.send(&names.name(topics::ENVELOPES), b"k", e.as_bytes())
             .unwrap();
     }
-    p.send(&names.name(topics::ENVELOPES), b"k", &bulky).unwrap();
+    p.send(&names.name(topics::ENVELOPES), b"k", &bulky)
+        .unwrap();
     for e in tail {
         p.send(&names.name(topics::ENVELOPES), b"k", e.as_bytes())
             .unwrap();
@@ -186,13 +187,20 @@ fn ingest_over_kafka_quarantines_an_oversized_envelope_and_keeps_its_neighbours(
         .unwrap();
     let suspect = drain(sus.as_mut(), 1, Duration::from_secs(60)).unwrap();
     assert_eq!(suspect.len(), 1);
-    assert!(suspect[0].payload.len() < 200 << 10, "quarantine record stays small");
+    assert!(
+        suspect[0].payload.len() < 200 << 10,
+        "quarantine record stays small"
+    );
     let q: Quarantined = serde_json::from_slice(&suspect[0].payload).unwrap();
     assert_eq!(q.reason, "too_large");
     let kept = audita_topics::MAX_QUARANTINED_BYTES;
     assert_eq!(q.bytes_hex, hex::encode(&bulky[..kept]));
     assert!(q.detail.contains(&bulky.len().to_string()), "{}", q.detail);
     let sha = hex::encode(audita_evidence::sha256(&bulky));
-    assert!(q.detail.contains(&sha), "detail names the SHA-256: {}", q.detail);
+    assert!(
+        q.detail.contains(&sha),
+        "detail names the SHA-256: {}",
+        q.detail
+    );
     assert!(!q.detail.contains('\n'));
 }
