@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use audita_bridge::testing::{Mosquitto, MqttRecorder};
 use audita_bus::kafka::KafkaBus;
 use audita_bus::testing::{unique_name, KafkaBroker};
-use audita_bus::{Bus, Consumer as _};
+use audita_bus::Bus;
 use audita_evidence::{verify_record, Payload, PrincipalRegistry};
 use audita_topics::names as topics;
 use serde_json::Value;
