@@ -275,6 +275,10 @@ fn demo_record_tiles_and_proofs_verify_with_go_and_python_and_tampering_fails_th
         out.to_str().unwrap(),
         "--cells",
         "64",
+        // Small epochs: several checkpoints to prove consistency between on any
+        // machine (the default epochs can seal the whole demo in one).
+        "--epoch-messages",
+        "256",
         "--quiet",
     ]);
     assert!(o.status.success(), "demo: {}", text(&o.stderr));
