@@ -12,9 +12,9 @@
 //!    envelope; every message fsync'd into the spool before its MQTT ack.
 //!
 //! `cargo bench -p audita-bridge --bench state` (optional `-- VEHICLES ROUNDS`,
-//! default 1000 2: at 1000 5 the end-to-end row stalls after ~400 of the 5,000
-//! messages published in one burst — open, see BENCHMARKS.md). Uses the Kafka broker of `AUDITA_KAFKA_BOOTSTRAP` or starts one;
-//! needs mosquitto installed.
+//! default 1000 5: 5,000 messages published in one burst, which once stalled the
+//! bridge — issue 14, see BENCHMARKS.md). Uses the Kafka broker of
+//! `AUDITA_KAFKA_BOOTSTRAP` or starts one; needs mosquitto installed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -53,7 +53,7 @@ fn main() {
         .filter_map(|a| a.parse().ok())
         .collect();
     let vehicles = args.first().copied().unwrap_or(1000);
-    let rounds = args.get(1).copied().unwrap_or(2);
+    let rounds = args.get(1).copied().unwrap_or(5);
     let n = vehicles * rounds;
     let keys: Vec<SigningKey> = (0..vehicles)
         .map(|_| audita_deploy::keys::generate())
@@ -243,6 +243,10 @@ fn main() {
     });
     assert_eq!(summary.recorded, n as u64, "{summary:?}");
     assert_eq!(summary.quarantined, 0, "{summary:?}");
+    eprintln!(
+        "end to end: {} MQTT connection errors, {} subscription(s), backlog peak {} messages",
+        summary.mqtt_errors, summary.subscribed, summary.backlog_peak
+    );
 
     println!("| what | msg/s | vs raw Ed25519 signing |");
     println!("| --- | ---: | ---: |");

@@ -9,6 +9,26 @@
 //!   completion loop (awaits the broker's delivery reports in acceptance order and
 //!   empties the spool). The producer is handed items in acceptance order, so each
 //!   author's envelopes reach Kafka in time order.
+//! - **The MQTT event loop is always polled**: its task awaits nothing but
+//!   `EventLoop::poll` (and the back-off after a connection error). rumqttc sends
+//!   keep-alive pings, reads, and writes the processing loop's acknowledgements
+//!   (queued on its bounded request channel) only inside `poll`, so a task that
+//!   parks elsewhere silences the connection. It therefore hands publishes to the
+//!   processing loop on an unbounded queue (never awaiting space) and queues its
+//!   subscriptions directly on the event loop (never awaiting the request channel).
+//!   Regression (issue 14): with a bounded hand-off, a burst filled it, the event
+//!   loop task parked in `send`, the acknowledgements piled up in rumqttc's request
+//!   channel until the processing loop parked in `ack` — each waiting on the other,
+//!   the broker dropped the silent client on keep-alive and it never reconnected.
+//! - Back-pressure is the broker's: a message is acknowledged only once its
+//!   evidence is spooled, so the broker keeps everything not yet acknowledged. An
+//!   MQTT 3.1.1 client cannot slow the broker down short of not reading, which
+//!   would also stop its pings and acknowledgements; so the hand-off holds what the
+//!   broker sends ahead of the acknowledgements — its in-flight window for this
+//!   client where it enforces one, else its whole queue for it (the tests'
+//!   Mosquitto 2.0.11 sent 5,656 of a 6,000-message burst ahead despite
+//!   `max_inflight_messages 1000`). Its depth is the `backlog` gauge, with a
+//!   rate-limited warning past `BACKLOG_WARN` (10,000).
 //! - A message is acknowledged only after everything it produced (envelopes or the
 //!   quarantine record) is durable; if spooling fails (disk, spool full) it is
 //!   retried and the message stays unacknowledged, so the broker holds it.
@@ -29,7 +49,9 @@ use std::time::Duration;
 use audita_client::{ClientError, Principal, Publisher, PublisherConfig, Receipt, SignedEnvelope};
 use audita_evidence::{sha256, Envelope, Hash, KeyRegistry, PrincipalId};
 use audita_topics::names as topics;
-use rumqttc::{AsyncClient, Event, MqttOptions, Packet, Publish, QoS, SubscribeFilter};
+use rumqttc::{
+    AsyncClient, Event, MqttOptions, Packet, Publish, QoS, Request, Subscribe, SubscribeFilter,
+};
 
 use crate::bounded::Bounded;
 use crate::check::{Intake, Message, Rejection};
@@ -45,6 +67,9 @@ use crate::topic::{self, Interface, Kind, Side};
 pub fn now_ms() -> u64 {
     audita_client::unix_ms()
 }
+
+/// A backlog (messages taken from MQTT, not yet processed) worth a warning.
+const BACKLOG_WARN: u64 = 10_000;
 
 /// Which principal a sidecar is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +180,10 @@ pub struct Counters {
     pub cited_no_state: AtomicU64,
     /// Actuation reports without the requesting order's id.
     pub uncited_actions: AtomicU64,
+    /// Messages taken from MQTT and waiting for the processing loop (a gauge).
+    pub backlog: AtomicU64,
+    /// The largest `backlog` seen.
+    pub backlog_peak: AtomicU64,
     reasons: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -192,6 +221,7 @@ impl Counters {
             cited_older_state: g(&self.cited_older_state),
             cited_no_state: g(&self.cited_no_state),
             uncited_actions: g(&self.uncited_actions),
+            backlog_peak: g(&self.backlog_peak),
             quarantine_reasons: self
                 .reasons
                 .lock()
@@ -256,6 +286,10 @@ impl Counters {
                 "# HELP audita_bridge_{name}_total {help}\n# TYPE audita_bridge_{name}_total counter\naudita_bridge_{name}_total {v}\n"
             ));
         }
+        out.push_str(&format!(
+            "# HELP audita_bridge_mqtt_backlog_messages MQTT messages taken and waiting to be processed.\n# TYPE audita_bridge_mqtt_backlog_messages gauge\naudita_bridge_mqtt_backlog_messages {}\n",
+            self.backlog.load(Ordering::Relaxed)
+        ));
         out
     }
 }
@@ -279,6 +313,7 @@ pub struct Summary {
     pub cited_older_state: u64,
     pub cited_no_state: u64,
     pub uncited_actions: u64,
+    pub backlog_peak: u64,
     pub quarantine_reasons: BTreeMap<String, u64>,
 }
 
@@ -728,32 +763,49 @@ pub async fn run_many(
         // quarantined rather than breaking the connection.
         .set_max_packet_size(16 << 20, 1 << 20);
     let (client, mut eventloop) = AsyncClient::new(opts, 256);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Publish>(4096);
+    // Unbounded: the event-loop task must never wait for the processing loop (see
+    // the module's design constraints); it holds what the broker sends ahead of
+    // the acknowledgements.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Publish>();
     let mqtt_stop = stop.clone();
-    let sub_client = client.clone();
     let c2 = counters.clone();
     let mqtt = tokio::spawn(async move {
         let mut backoff = Duration::from_millis(100);
+        let mut warned = Duration::ZERO;
+        let started = std::time::Instant::now();
         while !mqtt_stop.load(Ordering::Relaxed) {
             // `poll` is not interrupted (it holds partial reads); the task is
-            // aborted at stop instead.
+            // aborted at stop instead. Nothing else in this loop may await.
             match eventloop.poll().await {
                 Ok(Event::Incoming(Packet::Publish(p))) => {
                     backoff = Duration::from_millis(100);
-                    if tx.send(p).await.is_err() {
+                    // Counted before it is sent, so the gauge never goes below 0.
+                    let depth = c2.backlog.fetch_add(1, Ordering::Relaxed) + 1;
+                    if tx.send(p).is_err() {
                         break;
+                    }
+                    c2.backlog_peak.fetch_max(depth, Ordering::Relaxed);
+                    if depth >= BACKLOG_WARN && started.elapsed() >= warned {
+                        warned = started.elapsed() + Duration::from_secs(10);
+                        tracing::warn!(
+                            backlog = depth,
+                            "MQTT messages taken and waiting to be processed (the broker sends ahead of the acknowledgements)"
+                        );
                     }
                 }
                 Ok(Event::Incoming(Packet::SubAck(_))) => Counters::add(&c2.subscribed),
                 Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                     tracing::info!(session_present = ack.session_present, "MQTT connected");
-                    if !ack.session_present {
+                    if !ack.session_present && !filters.is_empty() {
+                        // Queued on the event loop itself, sent on its next `poll`:
+                        // the request channel may be full of acknowledgements, and
+                        // this task must not wait for it to drain (only it drains it).
                         let subs = filters
                             .iter()
                             .map(|f| SubscribeFilter::new(f.clone(), QoS::AtLeastOnce));
-                        if let Err(e) = sub_client.subscribe_many(subs).await {
-                            tracing::error!(error = %e, "MQTT subscribe");
-                        }
+                        eventloop
+                            .pending
+                            .push_back(Request::Subscribe(Subscribe::new_many(subs)));
                     }
                 }
                 Ok(_) => {}
@@ -829,6 +881,7 @@ pub async fn run_many(
             }
         };
         let Some(p) = p else { break };
+        counters.backlog.fetch_sub(1, Ordering::Relaxed);
         if stop.load(Ordering::Relaxed) {
             // Not acknowledged: the broker delivers it again to the next run.
             break;
