@@ -196,9 +196,34 @@ fn audita_causal(sc: &Scenario) -> anyhow::Result<Profile> {
         .collect())
 }
 
-/// Audita's verdict on the signed record of a scenario: sign, verify, and run
-/// `audita-verdict` under `standard` with replay certification on the pinned world.
-/// Returns (culpable profile = ρ_lo where culpable, involvement profile = ρ_lo, verdict
+/// Audita's verdict on `record` (the signed record of a scenario, or an altered copy
+/// of it): verify, and run `audita-verdict` under `standard` with replay
+/// certification on the pinned world. `None` when the run is not adverse.
+pub(crate) fn hosted_verdict(
+    sc: &Scenario,
+    record: &audita_evidence::Record,
+    sr: &audita_facility::record::SignedRecord,
+    standard: &str,
+) -> anyhow::Result<Option<audita_verdict::Verdict>> {
+    let part = verify_record(record, &sr.keys);
+    let Some(adv) = adverse_json(sc, sr)? else {
+        return Ok(None);
+    };
+    let reg = DutyRegistry::from_json(&registry_json(sc, standard))?;
+    let adv = Adverse::from_json(&adv)?;
+    let mut rep = WorldReplayer::named(&sc.spec, None, verdict_variables(sc, sr));
+    Ok(Some(verdict_with(
+        record,
+        &part,
+        &reg,
+        &adv,
+        &VerdictOptions::default(),
+        Some(&mut rep),
+    )?))
+}
+
+/// Audita's verdict on the signed record of a scenario ([`hosted_verdict`]) as
+/// (culpable profile = ρ_lo where culpable, involvement profile = ρ_lo, verdict
 /// JSON); all-zero profiles and no JSON when the run is not adverse.
 fn audita_verdict_on(
     sc: &Scenario,
@@ -206,21 +231,9 @@ fn audita_verdict_on(
     sr: &audita_facility::record::SignedRecord,
     standard: &str,
 ) -> anyhow::Result<(Profile, Profile, Option<String>)> {
-    let part = verify_record(record, &sr.keys);
-    let Some(adv) = adverse_json(sc, sr)? else {
+    let Some(v) = hosted_verdict(sc, record, sr, standard)? else {
         return Ok((zero(sc), zero(sc), None));
     };
-    let reg = DutyRegistry::from_json(&registry_json(sc, standard))?;
-    let adv = Adverse::from_json(&adv)?;
-    let mut rep = WorldReplayer::named(&sc.spec, None, verdict_variables(sc, sr));
-    let v = verdict_with(
-        record,
-        &part,
-        &reg,
-        &adv,
-        &VerdictOptions::default(),
-        Some(&mut rep),
-    )?;
     let rows = v.rows();
     let mut culp = zero(sc);
     let mut inv = zero(sc);

@@ -34,17 +34,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use audita_evidence::verify_record;
 use audita_facility::generator::{self, Params};
 use audita_facility::oracle::truth;
 use audita_facility::perimeter::{links, off_bus, unexplained_relays, visibility};
-use audita_facility::record::{
-    adverse_json, registry_json, sign_record, sign_record_off_bus, verdict_variables, SignedRecord,
-};
+use audita_facility::record::{sign_record, sign_record_off_bus, SignedRecord};
 use audita_facility::repair::{edits, guided, guided_by_grade, harm_after, Culprit, Space};
-use audita_facility::replay::WorldReplayer;
 use audita_facility::scenario::{generate, Family, Scenario};
-use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options, Standard, Verdict};
+use audita_verdict::{Standard, Verdict};
 use serde_json::{json, Value};
 
 /// The paper's perimeter point: off-bus share and invisible responsibility.
@@ -67,21 +63,7 @@ fn draw(pop: &str, seed: u64) -> Scenario {
 }
 
 fn verdict_on(sc: &Scenario, sr: &SignedRecord) -> anyhow::Result<Option<Verdict>> {
-    let part = verify_record(&sr.record, &sr.keys);
-    let Some(adv) = adverse_json(sc, sr)? else {
-        return Ok(None);
-    };
-    let reg = DutyRegistry::from_json(&registry_json(sc, "reasonable_agent"))?;
-    let adv = Adverse::from_json(&adv)?;
-    let mut rep = WorldReplayer::named(&sc.spec, None, verdict_variables(sc, sr));
-    Ok(Some(verdict_with(
-        &sr.record,
-        &part,
-        &reg,
-        &adv,
-        &Options::default(),
-        Some(&mut rep),
-    )?))
+    crate::bench::hosted_verdict(sc, &sr.record, sr, "reasonable_agent")
 }
 
 /// (ρ_lo profile, culpable profile) over the scenario's principals.
