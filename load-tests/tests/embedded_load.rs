@@ -11,7 +11,7 @@ use audita_evidence::SignedEnvelope;
 use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_pipeline::metrics::Metrics;
 use audita_pipeline::Deployment;
-use audita_slicer::stage::SlicerStage;
+use audita_slicer::stage::{Scoping, SlicerStage};
 use audita_topics::names as topics;
 use audita_topics::EpochMessage;
 use audita_topics::SliceBundle;
@@ -225,8 +225,38 @@ fn check(placement: Placement, keeper: Keeper) {
     // Scoping changes no verdict: the same epochs and declarations through a slicer
     // that ships whole windows, and through a scoping one, judge identically; the
     // scoped bundles are what the pipeline judged, and smaller.
-    let whole = replay(&epochs, &declarations, None);
-    let scoped = replay(&epochs, &declarations, Some(&duties));
+    let (whole, _) = replay(&epochs, &declarations, None, Scoping::Narrowed);
+    let (scoped, (narrowed, _)) = replay(&epochs, &declarations, Some(&duties), Scoping::Narrowed);
+    assert_eq!(
+        narrowed as usize,
+        scoped.len(),
+        "a complete record scopes every incident over its narrowed window"
+    );
+    // The narrowed window is an optimisation only: the bundles equal, byte for byte,
+    // those computed over the whole window ...
+    let (exhaustive, _) = replay(&epochs, &declarations, Some(&duties), Scoping::Exhaustive);
+    assert_same_bundles(&scoped, &exhaustive, "complete record");
+    // ... and so they do when an envelope is missing from the epochs (deleted after
+    // sealing: its citers' citations dangle, completion items appear, and the
+    // narrowed path must give way to the whole window wherever that matters).
+    let cuts = if (placement, keeper) == (Placement::Live, Keeper::Up) { 0..6u64 } else { 0..0 };
+    let (mut narrowed_cut, mut whole_window_cut) = (0, 0);
+    for seed in cuts.clone() {
+        let cut = cut_envelopes(&epochs, seed);
+        let (narrow, (n, x)) = replay(&cut, &declarations, Some(&duties), Scoping::Narrowed);
+        let (whole_cut, _) = replay(&cut, &declarations, Some(&duties), Scoping::Exhaustive);
+        assert_same_bundles(&narrow, &whole_cut, &format!("cut {seed}"));
+        assert_eq!((n + x) as usize, narrow.len());
+        narrowed_cut += n;
+        whole_window_cut += x;
+    }
+    if !cuts.is_empty() {
+        // Both paths were taken: windows the cuts missed, and windows they reached.
+        assert!(
+            narrowed_cut > 0 && whole_window_cut > 0,
+            "narrowed {narrowed_cut}, whole window {whole_window_cut}"
+        );
+    }
     assert_eq!(
         whole.keys().collect::<Vec<_>>(),
         scoped.keys().collect::<Vec<_>>()
@@ -278,13 +308,55 @@ fn check(placement: Placement, keeper: Keeper) {
     }
 }
 
+fn assert_same_bundles(
+    a: &BTreeMap<String, SliceBundle>,
+    b: &BTreeMap<String, SliceBundle>,
+    case: &str,
+) {
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "{case}");
+    for (incident, x) in a {
+        assert!(
+            x.encode() == b[incident].encode(),
+            "{case}: {incident}: the narrowed window shipped {} messages, the whole window {}",
+            x.evidence.envelopes.len(),
+            b[incident].evidence.envelopes.len()
+        );
+    }
+}
+
+/// `epochs` with one envelope left out (chosen by `seed` among all, in id order, so
+/// the choice does not depend on how the run cut its epochs), as if deleted between
+/// sealing and the slicer: its leaf stays, so the log and its proofs are unchanged.
+fn cut_envelopes(epochs: &[Vec<u8>], seed: u64) -> Vec<Vec<u8>> {
+    use rand::{Rng, SeedableRng};
+    let id = |b: &Vec<u8>| SignedEnvelope::decode(b.clone()).unwrap().id().digest;
+    let mut all: Vec<[u8; 32]> = epochs
+        .iter()
+        .flat_map(|e| EpochMessage::decode(e).unwrap().envelopes)
+        .map(|b| id(&b))
+        .collect();
+    all.sort_unstable();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let gone = all[rng.gen_range(0..all.len())];
+    epochs
+        .iter()
+        .map(|e| {
+            let mut m = EpochMessage::decode(e).unwrap();
+            m.envelopes.retain(|b| id(b) != gone);
+            m.encode()
+        })
+        .collect()
+}
+
 /// The slice bundles a fresh slicer emits for `epochs` and `declarations`, scoped
-/// with `duties` when given, by incident.
+/// with `duties` when given, by incident; and how many were scoped over a narrowed
+/// window and over the whole window.
 fn replay(
     epochs: &[Vec<u8>],
     declarations: &[Vec<u8>],
     duties: Option<&DutyRegistry>,
-) -> BTreeMap<String, SliceBundle> {
+    scoping: Scoping,
+) -> (BTreeMap<String, SliceBundle>, (u64, u64)) {
     let bus = Bus::Embedded(EmbeddedBus::new(1));
     let slices = format!("r.{}", topics::SLICES);
     bus.ensure_topics(&[TopicSpec {
@@ -292,7 +364,7 @@ fn replay(
         partitions: 1,
     }])
     .unwrap();
-    let mut stage = SlicerStage::new(1, "r.", Duration::ZERO);
+    let mut stage = SlicerStage::new(1, "r.", Duration::ZERO).with_scoping(scoping);
     if let Some(d) = duties {
         stage = stage.with_registry(d.clone());
     }
@@ -310,5 +382,5 @@ fn replay(
         let name = String::from_utf8(d.key.clone()).unwrap();
         bundles.insert(name, SliceBundle::decode(&d.payload).unwrap());
     }
-    bundles
+    (bundles, stage.scopes())
 }

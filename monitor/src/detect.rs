@@ -742,6 +742,32 @@ pub fn derive(partition: &Partition, file: &Predicates) -> Derivation {
     }
 }
 
+/// What makes one message part of what a declaration's derivation reads
+/// ([`reads`]), whatever the declaration: the part of the test that does not depend
+/// on the declaration's targets, so a slicer can classify a message once, when it
+/// arrives, and narrow a window without decoding it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKey<'a> {
+    /// Read by every declaration whose window holds it (telemetry).
+    Always,
+    /// Read by a declaration naming this principal among its targets (an actuation
+    /// report of the target, an actuating command on it).
+    IfTarget(&'a str),
+}
+
+/// The [`ReadKey`] of a message, `None` when no derivation reads it.
+pub fn read_key(env: &audita_evidence::Envelope) -> Option<ReadKey<'_>> {
+    match &env.payload {
+        Payload::SensorReport { sensor, reading } => (sensor == vda5050::STATE_SENSOR
+            || telemetry::parse(reading).is_some())
+        .then_some(ReadKey::Always),
+        Payload::ToolOutput { tool, output } => {
+            realisation(tool, output).then_some(ReadKey::IfTarget(env.author.as_str()))
+        }
+        _ => vda5050::actuating(env).map(|(t, _)| ReadKey::IfTarget(t)),
+    }
+}
+
 /// The messages a declaration's derivation reads, for a self-contained slice: every
 /// telemetry report and every actuation report of a target timestamped in the
 /// declaration's window, and every actuating command there on one of its targets —
@@ -757,14 +783,10 @@ pub fn reads<'a>(
         if env.timestamp < start || env.timestamp > end {
             continue;
         }
-        let keep = match &env.payload {
-            Payload::SensorReport { sensor, reading } => {
-                sensor == vda5050::STATE_SENSOR || telemetry::parse(reading).is_some()
-            }
-            Payload::ToolOutput { tool, output } => {
-                realisation(tool, output) && targets.contains(env.author.as_str())
-            }
-            _ => vda5050::actuating(env).is_some_and(|(t, _)| targets.contains(t)),
+        let keep = match read_key(env) {
+            Some(ReadKey::Always) => true,
+            Some(ReadKey::IfTarget(t)) => targets.contains(t),
+            None => false,
         };
         if keep {
             out.insert(id.clone());

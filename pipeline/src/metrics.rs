@@ -75,6 +75,10 @@ pub struct Metrics {
     /// `audita_slicer_spill_bytes`: bytes of held messages and receipts in the
     /// slicer's spill files (`audita_slicer::spill`).
     pub slicer_spill_bytes: IntGauge,
+    /// `audita_slicer_whole_window_scopes_total`: incidents whose scope was computed
+    /// over the whole window, because a missing citation or anchor made the verdict
+    /// read beyond its scope (each costs a decode of the window).
+    pub slicer_whole_window_scopes: IntCounter,
     /// Time from a declaration's arrival to its slice's emission.
     pub slicer_slice_wait: Histogram,
     /// Verdicts produced.
@@ -195,6 +199,11 @@ impl Metrics {
                 "Bytes of held messages and receipts the slicer keeps on disk",
             )
             .expect("static metric name"),
+            slicer_whole_window_scopes: IntCounter::new(
+                "audita_slicer_whole_window_scopes_total",
+                "Incidents scoped over their whole window (a missing citation or anchor)",
+            )
+            .expect("static metric name"),
             slicer_unresolved: counter(
                 "audita_slicer_unresolved_citations_total",
                 "Citations emitted slices could not resolve",
@@ -287,6 +296,7 @@ impl Metrics {
             Box::new(m.slicer_evicted.clone()),
             Box::new(m.slicer_waiting.clone()),
             Box::new(m.slicer_spill_bytes.clone()),
+            Box::new(m.slicer_whole_window_scopes.clone()),
             Box::new(m.slicer_unresolved.clone()),
             Box::new(m.slicer_grace.clone()),
             Box::new(m.slicer_slice_wait.clone()),

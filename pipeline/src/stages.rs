@@ -109,6 +109,8 @@ pub fn run_slicer(
             live.slicer_spill_bytes.set(s.spill_bytes as i64);
             live.slicer_unresolved
                 .inc_by(s.unresolved - seen.unresolved);
+            live.slicer_whole_window_scopes
+                .inc_by(s.whole_window_scopes - seen.whole_window_scopes);
             for w in waits {
                 live.slicer_slice_wait.observe(w.as_secs_f64());
             }

@@ -27,6 +27,13 @@
 //!   carries what the monitor reads to re-derive the declaration
 //!   ([`audita_monitor::reads`]: the window's telemetry, actuating commands and
 //!   actuation reports of its targets), so an engine worker can check it.
+//! - Computing that scope reads a narrowed window, not the warehouse's: each held
+//!   message keeps, from its one decoding on arrival, hashes of its author and
+//!   targets and whether every scope keeps it ([`Scoping::Narrowed`]); an incident
+//!   decodes its closure, computes the scope from it, picks the window messages the
+//!   scope could keep and their window parents, and reads the slice over those —
+//!   provably the same reads as over the whole window while no citation or anchor
+//!   is missing (otherwise the whole window is read, and counted).
 //! - Epochs carry the log's compact range before them, so the stage can start at
 //!   any epoch: with `audita.epochs` retention set to a little over the horizon plus
 //!   the hold, a restart replays a bounded stretch, not the whole history.
@@ -57,7 +64,7 @@ use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelo
 use audita_topics::names as topics;
 use audita_topics::{EpochMessage, Grace, SliceBundle, VerdictRecord};
 use audita_verdict::slice::{Evidence, MissingEvidence, Node, Outside};
-use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Slice};
+use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, KeptInEveryScope, Slice};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -105,7 +112,36 @@ struct Sealed {
     /// An actuation report (`tool_output` of tool `actuator`): its citations are
     /// realised effects (retracted with it at eviction, without decoding it again).
     actuation: bool,
+    /// What scoping reads of it, kept so a window is narrowed without decoding it.
+    facets: Facets,
     bytes: Held,
+}
+
+/// What [`SlicerStage::scoped`] reads of a held message without decoding it: keyed
+/// 32-bit hashes of its author, of the target its payload names and of the target
+/// the monitor's derivation reads it for ([`audita_monitor::read_key`]; 0 for none),
+/// and whether every scope keeps it ([`KeptInEveryScope`], or
+/// telemetry the monitor always reads). A hash collision only adds a message to a
+/// narrowed window, which changes nothing it reads (see [`SlicerStage::narrowed`]).
+#[derive(Clone, Copy, Default)]
+struct Facets {
+    author: u32,
+    target: u32,
+    monitor: u32,
+    always: bool,
+}
+
+/// How [`SlicerStage::scoped`] finds what a verdict reads of a window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scoping {
+    /// Narrow the window by the messages' facets first, then compute the reads
+    /// over what is left; fall back to the whole window when a completion item
+    /// (a missing citation or anchor) makes the verdict read beyond its scope.
+    #[default]
+    Narrowed,
+    /// Decode the whole window every time (the reference the narrowed path is
+    /// tested against).
+    Exhaustive,
 }
 
 /// Where the stage keeps the bytes of a held message or receipt: in the spill
@@ -184,6 +220,14 @@ pub struct SlicerStage {
     /// The duty registry: with it, a bundle carries the incident's scope, not the
     /// whole time window.
     registry: Option<DutyRegistry>,
+    /// The registry's scope-independent keeping rule, for [`Facets`].
+    kept_always: Option<KeptInEveryScope>,
+    scoping: Scoping,
+    /// Keys [`Facets`]' hashes (per stage: an author cannot aim names at a collision).
+    facet_hasher: std::hash::RandomState,
+    /// Incidents scoped over a narrowed window, and over the whole window.
+    narrowed_scopes: std::cell::Cell<u64>,
+    exhaustive_scopes: std::cell::Cell<u64>,
 }
 
 /// A snapshot of the slicer stage for live metrics.
@@ -209,6 +253,10 @@ pub struct SlicerStats {
     pub spill_bytes: u64,
     /// Messages and receipts kept in memory because the spill failed, so far.
     pub spill_fallbacks: u64,
+    /// Incidents scoped over their whole window (a completion item, i.e. a missing
+    /// citation or anchor, made the narrowed window unusable; see
+    /// [`Scoping::Narrowed`]), so far.
+    pub whole_window_scopes: u64,
 }
 
 /// A callback seeing [`SlicerStats`] after every emission check.
@@ -271,6 +319,11 @@ impl SlicerStage {
             observer: None,
             max_record: audita_bus::MAX_RECORD_BYTES,
             registry: None,
+            kept_always: None,
+            scoping: Scoping::default(),
+            facet_hasher: std::hash::RandomState::new(),
+            narrowed_scopes: Default::default(),
+            exhaustive_scopes: Default::default(),
         }
     }
 
@@ -324,8 +377,22 @@ impl SlicerStage {
     /// ([`Slice::reads`]) instead of every message of it. Without a registry the
     /// whole time window is shipped.
     pub fn with_registry(mut self, duties: DutyRegistry) -> SlicerStage {
+        self.kept_always = Some(KeptInEveryScope::new(&duties));
         self.registry = Some(duties);
         self
+    }
+
+    /// Chooses how a bundle's scope is computed (default [`Scoping::Narrowed`]; both
+    /// ship the same messages).
+    pub fn with_scoping(mut self, scoping: Scoping) -> SlicerStage {
+        self.scoping = scoping;
+        self
+    }
+
+    /// Incidents whose scope was computed over a narrowed window, and over the whole
+    /// window, so far.
+    pub fn scopes(&self) -> (u64, u64) {
+        (self.narrowed_scopes.get(), self.exhaustive_scopes.get())
     }
 
     /// The stage's counters now.
@@ -341,6 +408,7 @@ impl SlicerStage {
             grace_ms: self.grace.ms(),
             spill_bytes: self.spill.disk_bytes(),
             spill_fallbacks: self.spill_fallbacks,
+            whole_window_scopes: self.exhaustive_scopes.get(),
         }
     }
 
@@ -441,6 +509,7 @@ impl SlicerStage {
                 continue;
             };
             let actuation = is_actuation(env.envelope());
+            let facets = self.facets(env.envelope());
             let cited: Vec<NodeId> = env.envelope().citations.iter().map(|c| c.digest).collect();
             for (edge, d) in edges(child, &cited, actuation, 1) {
                 batch_push(&mut batch, edge, d);
@@ -458,6 +527,7 @@ impl SlicerStage {
                     leaf,
                     timestamp,
                     actuation,
+                    facets,
                     bytes,
                 },
             );
@@ -731,27 +801,70 @@ impl SlicerStage {
 
     /// What the verdict of `w` reads of its time window ([`Slice::reads`]), computed
     /// from the sealed messages the stage holds exactly as an engine worker will
-    /// build the slice from the bundle: every held message of the window (and the
-    /// anchors) is certified evidence, a citation of an id not held is missing (with
-    /// its citers among the window and `closure`), and held messages outside the
-    /// window are looked up. `None` without a registry or with an unreadable
-    /// declaration (the whole window is shipped; the engine reports the latter).
+    /// build the slice from the bundle (see [`Self::reads_among`]), over the window
+    /// narrowed by the messages' facets ([`Self::narrowed`]) when that provably reads
+    /// the same, else over the whole window. `None` without a registry or with an
+    /// unreadable declaration (the whole window is shipped; the engine reports the
+    /// latter).
     fn scoped(&self, w: &Waiting, closure: &BTreeSet<NodeId>) -> Option<BTreeSet<NodeId>> {
         let duties = self.registry.as_ref()?;
         let started = Instant::now();
         let decl: AdverseDecl = serde_json::from_slice(&w.declaration).ok()?;
         let adverse = Adverse::new(decl).ok()?;
+        let narrowed = match self.scoping {
+            Scoping::Narrowed => self.narrowed(&adverse, duties, closure),
+            Scoping::Exhaustive => None,
+        };
+        let counter = match narrowed {
+            Some(_) => &self.narrowed_scopes,
+            None => &self.exhaustive_scopes,
+        };
+        counter.set(counter.get() + 1);
         let (lo, hi) = (adverse.decl.window_start_ms, adverse.decl.window_end());
-        let in_window = self
-            .by_time
-            .range((lo, [0u8; 32])..=(hi, [0xffu8; 32]))
-            .map(|(_, n)| n);
+        let (decoded, reads) = match &narrowed {
+            Some(ids) => self.reads_among(&adverse, duties, closure, ids.iter()),
+            None => self.reads_among(
+                &adverse,
+                duties,
+                closure,
+                self.by_time
+                    .range((lo, [0u8; 32])..=(hi, [0xffu8; 32]))
+                    .map(|(_, n)| n),
+            ),
+        };
+        tracing::debug!(
+            incident = %w.name,
+            narrowed = narrowed.is_some(),
+            decoded,
+            shipped = reads.len(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "slice scoped"
+        );
+        Some(reads)
+    }
+
+    /// What the verdict of `adverse` reads, computed over the window messages
+    /// `among` (with the anchors and the citation `closure`): every one of them in
+    /// the time window (and the anchors) is certified evidence, a citation of an id
+    /// not held is missing (with its citers among them), and held messages outside
+    /// the window are looked up — exactly as an engine worker builds the slice from
+    /// the bundle. Also what the monitor reads to re-derive the declaration. Returns
+    /// the number of window messages decoded, and the reads.
+    fn reads_among<'n>(
+        &self,
+        adverse: &Adverse,
+        duties: &DutyRegistry,
+        closure: &'n BTreeSet<NodeId>,
+        among: impl Iterator<Item = &'n NodeId>,
+    ) -> (usize, BTreeSet<NodeId>) {
+        let (lo, hi) = (adverse.decl.window_start_ms, adverse.decl.window_end());
         let anchors: BTreeSet<NodeId> = adverse.anchors.iter().map(|a| a.digest).collect();
-        let around: BTreeSet<&NodeId> = in_window.chain(&anchors).chain(closure).collect();
+        let mut around: BTreeSet<&NodeId> = among.chain(closure).collect();
+        around.extend(&anchors);
         let mut window = BTreeMap::new();
         let mut missing: BTreeMap<MessageId, BTreeSet<MessageId>> = BTreeMap::new();
         // The window's messages, decoded once here: the monitor's reads below need
-        // them again (at a site's rate a window holds hundreds of thousands).
+        // them again.
         let mut decoded: Vec<(MessageId, audita_evidence::Envelope)> = Vec::new();
         for n in around {
             let Some((id, env, leaf)) = self.decoded(n) else {
@@ -770,7 +883,32 @@ impl SlicerStage {
                 decoded.push((id, env));
             }
         }
-        let evidence = Evidence {
+        let evidence = self.evidence(window, missing);
+        let slice = Slice::from_evidence(&evidence, duties, adverse);
+        let mut reads: BTreeSet<NodeId> = slice
+            .reads(&evidence)
+            .into_iter()
+            .map(|id| id.digest)
+            .collect();
+        // And what the monitor reads to re-derive the declaration (telemetry,
+        // actuating commands and actuation reports of the window), so an engine
+        // worker can check it against the bundle.
+        reads.extend(
+            audita_monitor::reads(decoded.iter().map(|(id, env)| (id, env)), &adverse.decl)
+                .into_iter()
+                .map(|id| id.digest),
+        );
+        (decoded.len(), reads)
+    }
+
+    /// The slice's evidence from certified window messages and missing ids (with
+    /// their citers); held messages outside the window are looked up.
+    fn evidence(
+        &self,
+        window: BTreeMap<MessageId, Node>,
+        missing: BTreeMap<MessageId, BTreeSet<MessageId>>,
+    ) -> Evidence<'_> {
+        Evidence {
             window,
             outside: Box::new(|id: &MessageId| {
                 self.decoded(&id.digest).map(|(_, env, leaf)| Outside {
@@ -790,29 +928,135 @@ impl SlicerStage {
                 })
                 .collect(),
             suspect_nodes: BTreeMap::new(),
+        }
+    }
+
+    /// The window of `adverse` narrowed, from the facets of its messages and without
+    /// decoding them, to a set over which [`Self::reads_among`] reads exactly what it
+    /// reads over the whole window; `None` when that cannot be shown (the caller
+    /// then reads the whole window).
+    ///
+    /// Why it is exact. When every anchor is held and no message of the window or
+    /// the closure cites an id the stage does not hold, the slice has no completion
+    /// items, and then [`Slice::from_evidence`] reads the window only through its
+    /// scope: the messages [`audita_verdict::slice::Scope`] keeps (the closure; those
+    /// naming a target in scope or authored by a principal in scope; halt triggers;
+    /// deviations realising the outcome) and their window parents, while the region
+    /// of possible inputs and the item rules, which read every window message, are
+    /// empty. The scope itself depends only on the closure (its members and their
+    /// parents' targets, looked up alike in or out of the window), so it is computed
+    /// first from the closure alone. A window message is then picked when its facets
+    /// say scope could keep it (its target or author hashes to one in scope, or
+    /// [`KeptInEveryScope`]) or the monitor's derivation could
+    /// read it; the window parents of every picked message are added. Every message
+    /// kept over the whole window is picked, and a picked message that is not kept
+    /// (a hash collision, a halt duty out of scope) is read by nothing.
+    fn narrowed(
+        &self,
+        adverse: &Adverse,
+        duties: &DutyRegistry,
+        closure: &BTreeSet<NodeId>,
+    ) -> Option<BTreeSet<NodeId>> {
+        let (lo, hi) = (adverse.decl.window_start_ms, adverse.decl.window_end());
+        let in_time = |t: u64| t >= lo && t <= hi;
+        let anchors: Vec<NodeId> = adverse.anchors.iter().map(|a| a.digest).collect();
+        let complete = |n: &NodeId| {
+            self.envelopes.contains_key(n)
+                && self
+                    .parents
+                    .get(n)
+                    .is_none_or(|ps| ps.iter().all(|p| self.envelopes.contains_key(p)))
         };
-        let slice = Slice::from_evidence(&evidence, duties, &adverse);
-        let mut reads: BTreeSet<NodeId> = slice
-            .reads(&evidence)
-            .into_iter()
-            .map(|id| id.digest)
+        // The anchors' held ancestors, walked here rather than taken from the
+        // dataflow, so the argument above does not rest on its progress.
+        let mut ancestry: BTreeSet<NodeId> = BTreeSet::new();
+        let mut stack: Vec<NodeId> = anchors.iter().chain(closure).copied().collect();
+        while let Some(n) = stack.pop() {
+            if !ancestry.insert(n) {
+                continue;
+            }
+            if !complete(&n) {
+                return None;
+            }
+            for p in self.parents.get(&n).into_iter().flatten() {
+                if !ancestry.contains(p) {
+                    stack.push(*p);
+                }
+            }
+        }
+        // The scope, from the closure alone: its members in the window (and the
+        // anchors) are what the slice's own closure walk can enter.
+        let mut core = BTreeMap::new();
+        for n in &ancestry {
+            let entered = anchors.contains(n)
+                || self
+                    .envelopes
+                    .get(n)
+                    .is_some_and(|m| in_time(m.timestamp));
+            if entered {
+                let (id, env, leaf) = self.decoded(n)?;
+                core.insert(id.clone(), Node::of(id, &env, leaf));
+            }
+        }
+        let scope =
+            Slice::from_evidence(&self.evidence(core, BTreeMap::new()), duties, adverse).scope;
+        if scope.unknown_anchor {
+            return None;
+        }
+        let hashed = |names: &BTreeSet<String>| -> std::collections::HashSet<u32> {
+            names.iter().map(|t| self.facet(t)).collect()
+        };
+        let targets = hashed(&scope.targets);
+        let principals = hashed(&scope.principals);
+        let declared: std::collections::HashSet<u32> =
+            adverse.decl.targets.iter().map(|t| self.facet(t)).collect();
+        let mut picked: BTreeSet<NodeId> = BTreeSet::new();
+        for (_, n) in self.by_time.range((lo, [0u8; 32])..=(hi, [0xffu8; 32])) {
+            if !complete(n) {
+                return None;
+            }
+            let f = self.envelopes.get(n).map(|m| m.facets).unwrap_or_default();
+            if f.always
+                || targets.contains(&f.target)
+                || principals.contains(&f.author)
+                || declared.contains(&f.monitor)
+                || ancestry.contains(n)
+            {
+                picked.insert(*n);
+            }
+        }
+        let parents: Vec<NodeId> = picked
+            .iter()
+            .filter_map(|n| self.parents.get(n))
+            .flatten()
+            .filter(|p| self.envelopes.get(*p).is_some_and(|m| in_time(m.timestamp)))
+            .copied()
             .collect();
-        // And what the monitor reads to re-derive the declaration (telemetry,
-        // actuating commands and actuation reports of the window), so an engine
-        // worker can check it against the bundle.
-        reads.extend(
-            audita_monitor::reads(decoded.iter().map(|(id, env)| (id, env)), &adverse.decl)
-                .into_iter()
-                .map(|id| id.digest),
-        );
-        tracing::debug!(
-            incident = %w.name,
-            window = evidence.window.len(),
-            shipped = reads.len(),
-            took_ms = started.elapsed().as_millis() as u64,
-            "slice scoped"
-        );
-        Some(reads)
+        picked.extend(parents);
+        Some(picked)
+    }
+
+    /// The [`Facets`] of a message as it arrives.
+    fn facets(&self, env: &audita_evidence::Envelope) -> Facets {
+        use audita_monitor::ReadKey;
+        let read = audita_monitor::read_key(env);
+        let monitor = match read {
+            Some(ReadKey::IfTarget(t)) => self.facet(t),
+            _ => 0,
+        };
+        Facets {
+            author: self.facet(env.author.as_str()),
+            target: env.payload.target().map_or(0, |t| self.facet(t)),
+            monitor,
+            always: read == Some(ReadKey::Always)
+                || self.kept_always.as_ref().is_some_and(|k| k.keeps(env)),
+        }
+    }
+
+    /// The facet hash of a name (never 0, which stands for none).
+    fn facet(&self, name: &str) -> u32 {
+        use std::hash::BuildHasher;
+        (self.facet_hasher.hash_one(name) as u32).max(1)
     }
 
     /// Emits the slice of every declaration that is complete: its anchors and every

@@ -44,7 +44,7 @@ pub use adverse::{
 pub use blame::{certificate, BlameCertificate, Framer};
 pub use breach::{Breach, Violation};
 pub use duty::{AggregationRule, Counterpart, Duty, DutyRegistry, PrincipalDuties, Rule, Standard};
-pub use slice::{Edge, EdgeKind, Evidence, Node, Outside, Slice};
+pub use slice::{Edge, EdgeKind, Evidence, KeptInEveryScope, Node, Outside, Slice};
 pub use verdict::{
     verdict, verdict_with, Claim, ClaimLevel, DeclarationView, Finding, FindingStatus, Flag,
     Options, Status, Verdict, VerdictRow, SCHEMA,

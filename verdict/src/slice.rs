@@ -1076,22 +1076,33 @@ fn ancestors(
 /// counterpart realises the outcome: the registry ties such a counterpart to `Y`
 /// itself (not to a target), so the deviation is in every incident's scope.
 fn realises_outcome_when_reverted(n: &Node, duties: &DutyRegistry) -> bool {
-    n.policy != Policy::Root
-        && duties
-            .principals
-            .get(n.id.author.as_str())
-            .is_some_and(|d| {
-                d.reference.iter().any(|r| {
-                    r.counterpart.as_ref().is_some_and(|c| c.realises_outcome)
-                        && crate::blame::matches(r, &n.payload, &n.cites)
-                })
+    deviation_realising_outcome(n.id.author.as_str(), n.policy, &n.payload, &n.cites, duties)
+}
+
+fn deviation_realising_outcome(
+    author: &str,
+    policy: Policy,
+    payload: &Payload,
+    cites: &[MessageId],
+    duties: &DutyRegistry,
+) -> bool {
+    policy != Policy::Root
+        && duties.principals.get(author).is_some_and(|d| {
+            d.reference.iter().any(|r| {
+                r.counterpart.as_ref().is_some_and(|c| c.realises_outcome)
+                    && crate::blame::matches(r, payload, cites)
             })
+        })
 }
 
 /// Whether `n` is a triggering sensor report of a halt duty. `trigger_sensor` names
 /// the principal that signs the report (the payload's `sensor` field is the signer's
 /// own label: it cannot make another principal's report a trigger).
 fn triggers(duty: &Duty, n: &Node) -> bool {
+    triggers_by(duty, n.id.author.as_str(), &n.payload)
+}
+
+fn triggers_by(duty: &Duty, author: &str, payload: &Payload) -> bool {
     let Duty::HaltAuthority {
         trigger_contains,
         trigger_sensor,
@@ -1100,14 +1111,84 @@ fn triggers(duty: &Duty, n: &Node) -> bool {
     else {
         return false;
     };
-    match &n.payload {
+    match payload {
         Payload::SensorReport { reading, .. } => {
             reading.contains(trigger_contains.as_str())
-                && trigger_sensor
-                    .as_ref()
-                    .is_none_or(|s| s == n.id.author.as_str())
+                && trigger_sensor.as_ref().is_none_or(|s| s == author)
         }
         _ => false,
+    }
+}
+
+/// The part of [`Scope`]'s rule for keeping a window message that does not depend
+/// on the incident: the message triggers one of the registry's halt duties, or it
+/// is a deviation whose declared counterpart realises the outcome. With its author,
+/// its target and membership of the citation closure, this is every reason a scope
+/// keeps a message, so a slicer can classify each message once, on arrival, and
+/// narrow a window to a superset of what a slice keeps without decoding the window
+/// again (a superset: it does not ask whether the halt duty is in the incident's
+/// scope). Prepared once per registry: a message costs a lookup by its author.
+#[derive(Debug, Clone, Default)]
+pub struct KeptInEveryScope {
+    /// Trigger substrings of halt duties naming their trigger sensor, by sensor.
+    by_sensor: BTreeMap<String, Vec<String>>,
+    /// Trigger substrings of halt duties naming none (any author's report).
+    any_sensor: Vec<String>,
+    /// Reference rules whose counterpart realises the outcome, by principal.
+    deviations: BTreeMap<String, Vec<crate::Rule>>,
+}
+
+impl KeptInEveryScope {
+    /// Prepares the test for `duties`.
+    pub fn new(duties: &DutyRegistry) -> KeptInEveryScope {
+        let mut out = KeptInEveryScope::default();
+        for (_, d) in duties.all() {
+            if let Duty::HaltAuthority {
+                trigger_contains,
+                trigger_sensor,
+                ..
+            } = d
+            {
+                match trigger_sensor {
+                    Some(s) => out
+                        .by_sensor
+                        .entry(s.clone())
+                        .or_default()
+                        .push(trigger_contains.clone()),
+                    None => out.any_sensor.push(trigger_contains.clone()),
+                }
+            }
+        }
+        for (p, d) in &duties.principals {
+            let rules: Vec<crate::Rule> = d
+                .reference
+                .iter()
+                .filter(|r| r.counterpart.as_ref().is_some_and(|c| c.realises_outcome))
+                .cloned()
+                .collect();
+            if !rules.is_empty() {
+                out.deviations.insert(p.clone(), rules);
+            }
+        }
+        out
+    }
+
+    /// Whether every incident's scope whose window holds `env` keeps it (the same
+    /// test as `triggers` over every halt duty and `realises_outcome_when_reverted`).
+    pub fn keeps(&self, env: &audita_evidence::Envelope) -> bool {
+        let author = env.author.as_str();
+        if let Payload::SensorReport { reading, .. } = &env.payload {
+            let hit = |cs: &Vec<String>| cs.iter().any(|c| reading.contains(c.as_str()));
+            if hit(&self.any_sensor) || self.by_sensor.get(author).is_some_and(hit) {
+                return true;
+            }
+        }
+        self.deviations.get(author).is_some_and(|rules| {
+            policy_of(env) != Policy::Root
+                && rules
+                    .iter()
+                    .any(|r| crate::blame::matches(r, &env.payload, &env.citations))
+        })
     }
 }
 
