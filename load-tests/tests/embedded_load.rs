@@ -256,6 +256,13 @@ fn check(placement: Placement, keeper: Keeper) {
             narrowed_cut > 0 && whole_window_cut > 0,
             "narrowed {narrowed_cut}, whole window {whole_window_cut}"
         );
+        // ... and when a short horizon evicted the oldest parents of a window before
+        // its declaration came (they are then judged missing).
+        let short = Some((4_000, Duration::ZERO));
+        let (narrow, (_, x)) = replay_with(&epochs, &declarations, Some(&duties), Scoping::Narrowed, short);
+        let (whole_short, _) = replay_with(&epochs, &declarations, Some(&duties), Scoping::Exhaustive, short);
+        assert_same_bundles(&narrow, &whole_short, "short horizon");
+        assert!(x > 0, "an evicted parent sends its window to the whole-window path");
     }
     assert_eq!(
         whole.keys().collect::<Vec<_>>(),
@@ -357,6 +364,17 @@ fn replay(
     duties: Option<&DutyRegistry>,
     scoping: Scoping,
 ) -> (BTreeMap<String, SliceBundle>, (u64, u64)) {
+    replay_with(epochs, declarations, duties, scoping, None)
+}
+
+/// [`replay`] with a retention horizon (record-time ms, hold) instead of the default.
+fn replay_with(
+    epochs: &[Vec<u8>],
+    declarations: &[Vec<u8>],
+    duties: Option<&DutyRegistry>,
+    scoping: Scoping,
+    horizon: Option<(u64, Duration)>,
+) -> (BTreeMap<String, SliceBundle>, (u64, u64)) {
     let bus = Bus::Embedded(EmbeddedBus::new(1));
     let slices = format!("r.{}", topics::SLICES);
     bus.ensure_topics(&[TopicSpec {
@@ -365,6 +383,9 @@ fn replay(
     }])
     .unwrap();
     let mut stage = SlicerStage::new(1, "r.", Duration::ZERO).with_scoping(scoping);
+    if let Some((ms, hold)) = horizon {
+        stage = stage.with_horizon(ms, hold);
+    }
     if let Some(d) = duties {
         stage = stage.with_registry(d.clone());
     }

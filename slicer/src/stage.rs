@@ -112,9 +112,20 @@ struct Sealed {
     /// An actuation report (`tool_output` of tool `actuator`): its citations are
     /// realised effects (retracted with it at eviction, without decoding it again).
     actuation: bool,
-    /// What scoping reads of it, kept so a window is narrowed without decoding it.
-    facets: Facets,
     bytes: Held,
+}
+
+/// What [`SlicerStage::narrowed`] reads of a held message while it scans a window,
+/// kept beside its time-index key so the scan touches nothing else.
+#[derive(Clone, Copy, Default)]
+struct Brief {
+    facets: Facets,
+    /// Every parent it cites was held when it was last checked ([`SlicerStage::settle`]).
+    parents_held: bool,
+    /// The oldest timestamp among those parents (`u64::MAX` without citations):
+    /// a parent is evicted only below the eviction point, so a message whose
+    /// oldest parent is at or above it still has every parent held.
+    oldest_parent: u64,
 }
 
 /// What [`SlicerStage::scoped`] reads of a held message without decoding it: keyed
@@ -162,8 +173,8 @@ pub struct SlicerStage {
     slicer: Slicer,
     /// Sealed messages: (timestamp, epoch number, leaf index, signed bytes).
     envelopes: ById<Sealed>,
-    /// Sealed messages by (timestamp, id), for window queries.
-    by_time: BTreeSet<(u64, NodeId)>,
+    /// Sealed messages by (timestamp, id), for window queries, with their [`Brief`].
+    by_time: BTreeMap<(u64, NodeId), Brief>,
     /// Citations of each sealed message.
     parents: ById<Vec<NodeId>>,
     /// Held messages not yet complete (a cited parent or their receipt not yet
@@ -288,7 +299,7 @@ impl SlicerStage {
         SlicerStage {
             slicer: Slicer::new(workers),
             envelopes: ById::default(),
-            by_time: BTreeSet::new(),
+            by_time: BTreeMap::new(),
             parents: ById::default(),
             pending: BTreeSet::new(),
             awaited: ById::default(),
@@ -517,7 +528,14 @@ impl SlicerStage {
             let timestamp = env.envelope().timestamp;
             stamped.push(timestamp);
             earliest = earliest.min(timestamp);
-            self.by_time.insert((timestamp, child));
+            self.by_time.insert(
+                (timestamp, child),
+                Brief {
+                    facets,
+                    parents_held: false,
+                    oldest_parent: u64::MAX,
+                },
+            );
             self.parents.insert(child, cited);
             let bytes = self.keep(env.as_bytes());
             let replaced = self.envelopes.insert(
@@ -527,7 +545,6 @@ impl SlicerStage {
                     leaf,
                     timestamp,
                     actuation,
-                    facets,
                     bytes,
                 },
             );
@@ -594,6 +611,21 @@ impl SlicerStage {
             .get(&n)
             .and_then(|ps| ps.iter().find(|p| !self.envelopes.contains_key(*p)))
             .copied();
+        if missing_parent.is_none() {
+            let oldest = self
+                .parents
+                .get(&n)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| self.envelopes.get(p))
+                .map(|p| p.timestamp)
+                .min()
+                .unwrap_or(u64::MAX);
+            if let Some(b) = self.by_time.get_mut(&key) {
+                b.parents_held = true;
+                b.oldest_parent = oldest;
+            }
+        }
         match missing_parent {
             Some(p) => {
                 let list = self.awaited.entry(p).or_default();
@@ -653,7 +685,7 @@ impl SlicerStage {
         let old: Vec<(u64, NodeId)> = self
             .by_time
             .range(..(keep_from, [0u8; 32]))
-            .copied()
+            .map(|(k, _)| *k)
             .collect();
         if old.is_empty() {
             return;
@@ -789,7 +821,7 @@ impl SlicerStage {
     fn in_window<'s>(&'s self, w: &Waiting) -> impl Iterator<Item = NodeId> + 's {
         self.by_time
             .range((w.window.0, [0u8; 32])..=(w.window.1, [0xffu8; 32]))
-            .map(|(_, n)| *n)
+            .map(|((_, n), _)| *n)
     }
 
     /// A sealed message decoded: id, envelope, leaf index.
@@ -829,7 +861,7 @@ impl SlicerStage {
                 closure,
                 self.by_time
                     .range((lo, [0u8; 32])..=(hi, [0xffu8; 32]))
-                    .map(|(_, n)| n),
+                    .map(|((_, n), _)| n),
             ),
         };
         tracing::debug!(
@@ -1011,11 +1043,11 @@ impl SlicerStage {
         let declared: std::collections::HashSet<u32> =
             adverse.decl.targets.iter().map(|t| self.facet(t)).collect();
         let mut picked: BTreeSet<NodeId> = BTreeSet::new();
-        for (_, n) in self.by_time.range((lo, [0u8; 32])..=(hi, [0xffu8; 32])) {
-            if !complete(n) {
+        for ((_, n), b) in self.by_time.range((lo, [0u8; 32])..=(hi, [0xffu8; 32])) {
+            if !b.parents_held || b.oldest_parent < self.evicted_before {
                 return None;
             }
-            let f = self.envelopes.get(n).map(|m| m.facets).unwrap_or_default();
+            let f = b.facets;
             if f.always
                 || targets.contains(&f.target)
                 || principals.contains(&f.author)
