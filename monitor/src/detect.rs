@@ -40,6 +40,10 @@
 //! - Memory: the latest observation per entity, and per actuator the commands of
 //!   the last [`MAX_COMMANDS_PER_TARGET`] it was sent (older ones are forgotten;
 //!   their count is [`Monitor::forgotten`]), and the actuation reports of those.
+//!   When every predicate has a lookback, commands older than the watermark minus
+//!   the longest lookback and [`PRUNE_MARGIN_MS`] are dropped too: they are in no
+//!   window a declaration can have, so memory follows rate × lookback, not the
+//!   per-actuator bound (at 10 commands/s, 4,096 commands are seven minutes).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,6 +59,11 @@ use crate::vda5050;
 
 /// Commands remembered per actuator.
 pub const MAX_COMMANDS_PER_TARGET: usize = 4096;
+
+/// How far before the watermark a late report can still fire an incident, for
+/// [`Monitor::advance`]'s pruning (ms of record time): well past the slicer's
+/// largest grace.
+pub const PRUNE_MARGIN_MS: u64 = 60_000;
 
 /// Default declarer name of the monitor.
 pub const MONITOR_NAME: &str = "audita-monitor";
@@ -146,6 +155,8 @@ pub struct Monitor {
     seq: u64,
     malformed: u64,
     forgotten: u64,
+    /// The watermark at which commands older than every window were last dropped.
+    pruned_at: u64,
 }
 
 /// Everything the monitor derived from a whole record.
@@ -178,6 +189,7 @@ impl Monitor {
             seq: 0,
             malformed: 0,
             forgotten: 0,
+            pruned_at: 0,
         }
     }
 
@@ -189,6 +201,11 @@ impl Monitor {
     /// Telemetry reports that broke the format so far.
     pub fn malformed(&self) -> u64 {
         self.malformed
+    }
+
+    /// Commands held now (with their actuation reports), across actuators.
+    pub fn commands_held(&self) -> usize {
+        self.commands.values().map(Vec::len).sum()
     }
 
     /// Commands forgotten under the per-actuator bound so far.
@@ -297,7 +314,43 @@ impl Monitor {
         self.pending = keep;
         let mut out: Vec<AdverseDecl> = due.iter().map(|p| self.declare(p)).collect();
         out.sort_by(|a, b| (a.t_star_ms, &a.incident).cmp(&(b.t_star_ms, &b.incident)));
+        self.prune(watermark_ms);
         out
+    }
+
+    /// Drops commands (and their actuation reports) older than any window a future
+    /// declaration can have: every pending incident's `t*` is past the watermark, and
+    /// one fired later by a late report lies at most [`PRUNE_MARGIN_MS`] before it,
+    /// so a command older than the watermark minus the longest lookback and that
+    /// margin is in no window. Only when every predicate has a lookback (a window
+    /// from 0 keeps the per-actuator bound alone); at most once a second of record
+    /// time.
+    fn prune(&mut self, watermark_ms: u64) {
+        if watermark_ms < self.pruned_at.saturating_add(1_000) {
+            return;
+        }
+        self.pruned_at = watermark_ms;
+        let Some(longest) = self
+            .file
+            .predicates
+            .iter()
+            .map(|p| p.lookback_ms)
+            .try_fold(0u64, |m, l| l.map(|l| m.max(l)))
+        else {
+            return;
+        };
+        let before = watermark_ms.saturating_sub(longest.saturating_add(PRUNE_MARGIN_MS));
+        let reports = &mut self.reports;
+        for list in self.commands.values_mut() {
+            list.retain(|c| {
+                let keep = c.ts >= before;
+                if !keep {
+                    reports.remove(&c.id);
+                }
+                keep
+            });
+        }
+        self.commands.retain(|_, list| !list.is_empty());
     }
 
     fn number(&self, entity: &str, field: &str) -> Option<f64> {

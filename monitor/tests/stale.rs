@@ -89,3 +89,87 @@ fn entities_of_different_sites_never_pair() {
     assert_eq!(alerts.len(), 1, "{alerts:?}");
     assert_eq!(alerts[0].entities, vec!["c1.agv-1", "c1.worker-1"]);
 }
+
+/// A command older than every window a declaration can have is dropped once the
+/// watermark has left it behind (memory follows rate × lookback); one inside the
+/// window of the incident stays a fact of it. Without a lookback (windows from 0)
+/// nothing is dropped.
+#[test]
+fn commands_older_than_every_window_are_dropped() {
+    const LOOKBACK: &str = r#"{"version": 1, "stale_after_ms": 1000, "predicates": [
+      {"name": "sep", "kind": "separation", "a": {"class": "robot"}, "b": {"class": "human"},
+       "below_mm": 500, "lookback_ms": 5000}]}"#;
+    let realised = |file: &str| -> (bool, usize) {
+        let mut keys = KeyRegistry::new();
+        let mut m = Monitor::new(Predicates::from_json(file).unwrap());
+        let planner = derive_signing_key(1, "planner");
+        let robot = derive_signing_key(1, "agv-1");
+        let (pp, rp) = (
+            PrincipalId::new("planner").unwrap(),
+            PrincipalId::new("agv-1").unwrap(),
+        );
+        keys.add_principal(pp.clone(), planner.verifying_key());
+        keys.add_principal(rp.clone(), robot.verifying_key());
+        let command = |t: u64, keys: &mut KeyRegistry, m: &mut Monitor| {
+            let seen = report(keys, "rtls", t - 5, "agv-1", "robot", 5_000);
+            m.observe(&seen);
+            let cmd = Envelope::new(
+                pp.clone(),
+                rp.clone(),
+                t,
+                Payload::MoveTo {
+                    target: "agv-1".into(),
+                    x_mm: 300,
+                    y_mm: 0,
+                },
+            )
+            .cite([seen.id().clone()])
+            .with_effect(audita_evidence::Effect::AtPosition {
+                target: "agv-1".into(),
+                x_mm: 300,
+                y_mm: 0,
+                tolerance_mm: 50,
+            })
+            .sign(&planner)
+            .unwrap()
+            .verify(keys)
+            .unwrap();
+            let act = Envelope::new(
+                rp.clone(),
+                pp.clone(),
+                t + 10,
+                Payload::ToolOutput {
+                    tool: "actuator".into(),
+                    output: "move_to realised".into(),
+                },
+            )
+            .cite([cmd.id().clone()])
+            .sign(&robot)
+            .unwrap()
+            .verify(keys)
+            .unwrap();
+            m.observe(&cmd);
+            m.observe(&act);
+        };
+        command(1_000, &mut keys, &mut m);
+        assert_eq!(m.commands_held(), 1);
+        // The watermark moves far past it: nothing fired, nothing pending.
+        assert!(m.advance(200_000).is_empty());
+        let pruned = m.commands_held() == 0;
+        command(200_500, &mut keys, &mut m);
+        let worker = report(&mut keys, "tags", 200_900, "worker-1", "human", 100);
+        m.observe(&worker);
+        let agv = report(&mut keys, "rtls", 201_000, "agv-1", "robot", 300);
+        assert_eq!(m.observe(&agv).len(), 1);
+        let decls = m.advance(201_000);
+        assert_eq!(decls.len(), 1);
+        let facts = decls[0]
+            .facts
+            .iter()
+            .filter(|f| f.fact == audita_verdict::FactKind::Realised)
+            .count();
+        (pruned, facts)
+    };
+    assert_eq!(realised(LOOKBACK), (true, 1), "dropped; the command inside the window stays");
+    assert_eq!(realised(FILE), (false, 2), "a window from 0 reads both");
+}
