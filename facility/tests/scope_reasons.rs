@@ -13,7 +13,12 @@ use audita_facility::scenario::{generate, Family};
 use audita_verdict::{Adverse, DutyRegistry, KeptInEveryScope, Slice};
 use std::collections::BTreeSet;
 
-fn check(record: &Record, keys: &audita_evidence::KeyRegistry, reg: &DutyRegistry, adv: &Adverse) -> usize {
+fn check(
+    record: &Record,
+    keys: &audita_evidence::KeyRegistry,
+    reg: &DutyRegistry,
+    adv: &Adverse,
+) -> usize {
     let part = verify_record(record, keys);
     let slice = Slice::build(record, &part, reg, adv);
     if slice.scope.unknown_anchor {

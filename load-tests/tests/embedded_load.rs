@@ -239,7 +239,11 @@ fn check(placement: Placement, keeper: Keeper) {
     // ... and so they do when an envelope is missing from the epochs (deleted after
     // sealing: its citers' citations dangle, completion items appear, and the
     // narrowed path must give way to the whole window wherever that matters).
-    let cuts = if (placement, keeper) == (Placement::Live, Keeper::Up) { 0..6u64 } else { 0..0 };
+    let cuts = if (placement, keeper) == (Placement::Live, Keeper::Up) {
+        0..6u64
+    } else {
+        0..0
+    };
     let (mut narrowed_cut, mut whole_window_cut) = (0, 0);
     for seed in cuts.clone() {
         let cut = cut_envelopes(&epochs, seed);
@@ -259,10 +263,25 @@ fn check(placement: Placement, keeper: Keeper) {
         // ... and when a short horizon evicted the oldest parents of a window before
         // its declaration came (they are then judged missing).
         let short = Some((4_000, Duration::ZERO));
-        let (narrow, (_, x)) = replay_with(&epochs, &declarations, Some(&duties), Scoping::Narrowed, short);
-        let (whole_short, _) = replay_with(&epochs, &declarations, Some(&duties), Scoping::Exhaustive, short);
+        let (narrow, (_, x)) = replay_with(
+            &epochs,
+            &declarations,
+            Some(&duties),
+            Scoping::Narrowed,
+            short,
+        );
+        let (whole_short, _) = replay_with(
+            &epochs,
+            &declarations,
+            Some(&duties),
+            Scoping::Exhaustive,
+            short,
+        );
         assert_same_bundles(&narrow, &whole_short, "short horizon");
-        assert!(x > 0, "an evicted parent sends its window to the whole-window path");
+        assert!(
+            x > 0,
+            "an evicted parent sends its window to the whole-window path"
+        );
     }
     assert_eq!(
         whole.keys().collect::<Vec<_>>(),
@@ -320,7 +339,11 @@ fn assert_same_bundles(
     b: &BTreeMap<String, SliceBundle>,
     case: &str,
 ) {
-    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "{case}");
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{case}"
+    );
     for (incident, x) in a {
         assert!(
             x.encode() == b[incident].encode(),

@@ -31,7 +31,9 @@ pub mod telemetry;
 pub mod vda5050;
 
 pub use check::{check, Refusal};
-pub use detect::{derive, observes, read_key, reads, Alert, AlertKind, Derivation, Monitor, ReadKey, MONITOR_NAME};
+pub use detect::{
+    derive, observes, read_key, reads, Alert, AlertKind, Derivation, Monitor, ReadKey, MONITOR_NAME,
+};
 pub use predicate::{Predicate, Predicates};
 
 /// Why a predicate file could not be used. Permanent for its input.

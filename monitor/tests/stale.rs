@@ -170,6 +170,10 @@ fn commands_older_than_every_window_are_dropped() {
             .count();
         (pruned, facts)
     };
-    assert_eq!(realised(LOOKBACK), (true, 1), "dropped; the command inside the window stays");
+    assert_eq!(
+        realised(LOOKBACK),
+        (true, 1),
+        "dropped; the command inside the window stays"
+    );
     assert_eq!(realised(FILE), (false, 2), "a window from 0 reads both");
 }

@@ -1020,11 +1020,8 @@ impl SlicerStage {
         // anchors) are what the slice's own closure walk can enter.
         let mut core = BTreeMap::new();
         for n in &ancestry {
-            let entered = anchors.contains(n)
-                || self
-                    .envelopes
-                    .get(n)
-                    .is_some_and(|m| in_time(m.timestamp));
+            let entered =
+                anchors.contains(n) || self.envelopes.get(n).is_some_and(|m| in_time(m.timestamp));
             if entered {
                 let (id, env, leaf) = self.decoded(n)?;
                 core.insert(id.clone(), Node::of(id, &env, leaf));
