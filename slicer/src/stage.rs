@@ -390,6 +390,19 @@ impl SlicerStage {
     pub fn with_registry(mut self, duties: DutyRegistry) -> SlicerStage {
         self.kept_always = Some(KeptInEveryScope::new(&duties));
         self.registry = Some(duties);
+        // Messages already held were classified without the registry.
+        let held: Vec<(u64, NodeId)> = self.by_time.keys().copied().collect();
+        for key in held {
+            let facets = self
+                .envelopes
+                .get(&key.1)
+                .and_then(|m| self.read(&m.bytes))
+                .and_then(|b| SignedEnvelope::decode(b).ok())
+                .map(|env| self.facets(env.envelope()));
+            if let (Some(f), Some(b)) = (facets, self.by_time.get_mut(&key)) {
+                b.facets = f;
+            }
+        }
         self
     }
 
