@@ -1076,33 +1076,22 @@ fn ancestors(
 /// counterpart realises the outcome: the registry ties such a counterpart to `Y`
 /// itself (not to a target), so the deviation is in every incident's scope.
 fn realises_outcome_when_reverted(n: &Node, duties: &DutyRegistry) -> bool {
-    deviation_realising_outcome(n.id.author.as_str(), n.policy, &n.payload, &n.cites, duties)
-}
-
-fn deviation_realising_outcome(
-    author: &str,
-    policy: Policy,
-    payload: &Payload,
-    cites: &[MessageId],
-    duties: &DutyRegistry,
-) -> bool {
-    policy != Policy::Root
-        && duties.principals.get(author).is_some_and(|d| {
-            d.reference.iter().any(|r| {
-                r.counterpart.as_ref().is_some_and(|c| c.realises_outcome)
-                    && crate::blame::matches(r, payload, cites)
+    n.policy != Policy::Root
+        && duties
+            .principals
+            .get(n.id.author.as_str())
+            .is_some_and(|d| {
+                d.reference.iter().any(|r| {
+                    r.counterpart.as_ref().is_some_and(|c| c.realises_outcome)
+                        && crate::blame::matches(r, &n.payload, &n.cites)
+                })
             })
-        })
 }
 
 /// Whether `n` is a triggering sensor report of a halt duty. `trigger_sensor` names
 /// the principal that signs the report (the payload's `sensor` field is the signer's
 /// own label: it cannot make another principal's report a trigger).
 fn triggers(duty: &Duty, n: &Node) -> bool {
-    triggers_by(duty, n.id.author.as_str(), &n.payload)
-}
-
-fn triggers_by(duty: &Duty, author: &str, payload: &Payload) -> bool {
     let Duty::HaltAuthority {
         trigger_contains,
         trigger_sensor,
@@ -1111,10 +1100,12 @@ fn triggers_by(duty: &Duty, author: &str, payload: &Payload) -> bool {
     else {
         return false;
     };
-    match payload {
+    match &n.payload {
         Payload::SensorReport { reading, .. } => {
             reading.contains(trigger_contains.as_str())
-                && trigger_sensor.as_ref().is_none_or(|s| s == author)
+                && trigger_sensor
+                    .as_ref()
+                    .is_none_or(|s| s == n.id.author.as_str())
         }
         _ => false,
     }
