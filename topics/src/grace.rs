@@ -18,9 +18,16 @@
 //!   holding it is judged.
 //! - **Grace** = 5/4 × the largest lateness observed over the last
 //!   [`GRACE_WINDOW_MS`] of record time, plus [`GRACE_MARGIN_MS`], within
-//!   [`GRACE_MIN_MS`]..=[`GRACE_MAX_MS`]; [`GRACE_COLD_MS`] until a window's worth
-//!   of the stream has been observed. An in-order fleet thus waits ~0.1 s, a late
-//!   source raises the grace at once, and it decays once the source catches up.
+//!   [`GRACE_MIN_MS`]..=[`GRACE_MAX_MS`]; at least [`GRACE_COLD_MS`] until
+//!   [`GRACE_WARMUP_MS`] of the stream has been observed. An in-order fleet thus
+//!   waits ~0.1 s, a late source raises the grace at once, and it decays once the
+//!   source catches up.
+//! - The warm-up is short (5 s of record time, not the 30 s lateness is
+//!   remembered over): every sealed message is a sample of the lateness, so a few
+//!   seconds of a fleet's stream are tens of thousands of them, and a source that
+//!   turns late later raises the grace at once anyway. A longer warm-up only
+//!   delayed every verdict of a stage's first half minute by the cold grace (it
+//!   was most of the tail of the verdict latency at 200 robots, BENCHMARKS.md).
 //! - The trade-off: a message later than [`GRACE_MAX_MS`] can still miss its window
 //!   (a cited one is then judged missing and named; an uncited one is absent), and a
 //!   late source delays every verdict by up to that much while it lasts.
@@ -32,8 +39,11 @@ use std::collections::VecDeque;
 pub const GRACE_MIN_MS: u64 = 100;
 /// Most grace (ms of record time).
 pub const GRACE_MAX_MS: u64 = 5_000;
-/// Grace before a [`GRACE_WINDOW_MS`] of the stream was observed (ms).
+/// Least grace before [`GRACE_WARMUP_MS`] of the stream was observed (ms).
 pub const GRACE_COLD_MS: u64 = 1_000;
+/// Record time a stage observes the stream for before the adapted grace alone is
+/// in force (ms).
+pub const GRACE_WARMUP_MS: u64 = 5_000;
 /// Record time over which lateness is remembered (ms).
 pub const GRACE_WINDOW_MS: u64 = 30_000;
 /// Added to the scaled lateness (ms).
@@ -84,7 +94,7 @@ impl Grace {
     pub fn ms(&self) -> u64 {
         let warm = self
             .since
-            .is_some_and(|s| self.watermark >= s.saturating_add(GRACE_WINDOW_MS));
+            .is_some_and(|s| self.watermark >= s.saturating_add(GRACE_WARMUP_MS));
         let worst = self.late.iter().map(|(_, l)| *l).max().unwrap_or(0);
         let adapted = (worst.saturating_mul(5) / 4)
             .saturating_add(GRACE_MARGIN_MS)
@@ -115,6 +125,27 @@ mod tests {
             g.observe([t - 90, t - 10], t);
         }
         assert_eq!(g.ms(), GRACE_MIN_MS);
+    }
+
+    #[test]
+    fn the_cold_grace_holds_for_the_warm_up_only() {
+        let mut g = Grace::new();
+        let start = 1_000_000u64;
+        let mut t = start;
+        while t < start + GRACE_WARMUP_MS - 100 {
+            t += 100;
+            g.observe([t - 10], t);
+            assert_eq!(g.ms(), GRACE_COLD_MS, "at {} ms", t - start);
+        }
+        t += 100;
+        g.observe([t - 10], t);
+        assert_eq!(g.ms(), GRACE_MIN_MS);
+        // Lateness seen during the warm-up still counts once warm.
+        let mut h = Grace::new();
+        h.observe([start], start);
+        h.observe([start - 3_000], start + 100);
+        h.observe([start + GRACE_WARMUP_MS], start + GRACE_WARMUP_MS + 100);
+        assert_eq!(h.ms(), 3_000 * 5 / 4 + GRACE_MARGIN_MS);
     }
 
     #[test]
