@@ -129,6 +129,10 @@ pub struct LoadArgs {
     /// discarding it with the run's scratch directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Keep every stage process's log (`<stage>.log`, its `RUST_LOG` output) here
+    /// instead of discarding it with the run's scratch directory.
+    #[arg(long)]
+    pub logs: Option<PathBuf>,
     /// Render a measurement saved with `--json` again (table to stdout, `--svg`)
     /// instead of running one.
     #[arg(long)]
@@ -543,6 +547,15 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
         sink.replay()?;
         sink.finish()?;
     }
+    if let Some(logs) = &args.logs {
+        std::fs::create_dir_all(logs)?;
+        for entry in std::fs::read_dir(&work)?.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                std::fs::copy(&path, logs.join(entry.file_name()))?;
+            }
+        }
+    }
     let _ = std::fs::remove_dir_all(&work);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
@@ -704,6 +717,11 @@ fn measure(
                             s.alert_to_verdict
                                 .push(now.saturating_duration_since(alerted));
                         }
+                        tracing::debug!(
+                            incident = %incident,
+                            latency_ms = now.saturating_duration_since(at).as_millis() as u64,
+                            "verdict seen"
+                        );
                         s.latencies
                             .insert(incident, now.saturating_duration_since(at));
                     }

@@ -399,6 +399,7 @@ pub fn handle(
     out: &mut dyn Producer,
 ) -> Result<(), BusError> {
     let topic = format!("{topic_prefix}{}", topics::VERDICTS);
+    let started = std::time::Instant::now();
     let bundle = SliceBundle::decode(&d.payload);
     let result = bundle
         .as_ref()
@@ -420,6 +421,12 @@ pub fn handle(
         }
     }
     .map_err(|e| BusError::Permanent(e.to_string()))?;
+    tracing::debug!(
+        incident = %String::from_utf8_lossy(&d.key),
+        bytes = d.payload.len(),
+        took_us = started.elapsed().as_micros() as u64,
+        "judged"
+    );
     out.send(&topic, &d.key, &payload)
 }
 

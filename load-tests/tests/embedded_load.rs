@@ -15,6 +15,7 @@ use audita_slicer::stage::{Scoping, SlicerStage};
 use audita_topics::names as topics;
 use audita_topics::EpochMessage;
 use audita_topics::SliceBundle;
+use audita_monitor::Predicates;
 use audita_verdict::DutyRegistry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -223,10 +224,18 @@ fn check(placement: Placement, keeper: Keeper) {
     }
 
     // Scoping changes no verdict: the same epochs and declarations through a slicer
-    // that ships whole windows, and through a scoping one, judge identically; the
+    // that ships whole windows, and through a scoping one (with the duty registry
+    // and the predicate file, as the pipeline runs it), judge identically; the
     // scoped bundles are what the pipeline judged, and smaller.
-    let (whole, _) = replay(&epochs, &declarations, None, Scoping::Narrowed);
-    let (scoped, (narrowed, _)) = replay(&epochs, &declarations, Some(&duties), Scoping::Narrowed);
+    let predicates = d.predicates.as_ref();
+    let (whole, _) = replay(&epochs, &declarations, None, None, Scoping::Narrowed);
+    let (scoped, (narrowed, _)) = replay(
+        &epochs,
+        &declarations,
+        Some(&duties),
+        predicates,
+        Scoping::Narrowed,
+    );
     assert_eq!(
         narrowed as usize,
         scoped.len(),
@@ -234,7 +243,13 @@ fn check(placement: Placement, keeper: Keeper) {
     );
     // The narrowed window is an optimisation only: the bundles equal, byte for byte,
     // those computed over the whole window ...
-    let (exhaustive, _) = replay(&epochs, &declarations, Some(&duties), Scoping::Exhaustive);
+    let (exhaustive, _) = replay(
+        &epochs,
+        &declarations,
+        Some(&duties),
+        predicates,
+        Scoping::Exhaustive,
+    );
     assert_same_bundles(&scoped, &exhaustive, "complete record");
     // ... and so they do when an envelope is missing from the epochs (deleted after
     // sealing: its citers' citations dangle, completion items appear, and the
@@ -247,8 +262,20 @@ fn check(placement: Placement, keeper: Keeper) {
     let (mut narrowed_cut, mut whole_window_cut) = (0, 0);
     for seed in cuts.clone() {
         let cut = cut_envelopes(&epochs, seed);
-        let (narrow, (n, x)) = replay(&cut, &declarations, Some(&duties), Scoping::Narrowed);
-        let (whole_cut, _) = replay(&cut, &declarations, Some(&duties), Scoping::Exhaustive);
+        let (narrow, (n, x)) = replay(
+            &cut,
+            &declarations,
+            Some(&duties),
+            predicates,
+            Scoping::Narrowed,
+        );
+        let (whole_cut, _) = replay(
+            &cut,
+            &declarations,
+            Some(&duties),
+            predicates,
+            Scoping::Exhaustive,
+        );
         assert_same_bundles(&narrow, &whole_cut, &format!("cut {seed}"));
         assert_eq!((n + x) as usize, narrow.len());
         narrowed_cut += n;
@@ -267,6 +294,7 @@ fn check(placement: Placement, keeper: Keeper) {
             &epochs,
             &declarations,
             Some(&duties),
+            predicates,
             Scoping::Narrowed,
             short,
         );
@@ -274,6 +302,7 @@ fn check(placement: Placement, keeper: Keeper) {
             &epochs,
             &declarations,
             Some(&duties),
+            predicates,
             Scoping::Exhaustive,
             short,
         );
@@ -290,9 +319,33 @@ fn check(placement: Placement, keeper: Keeper) {
     let size = |b: &BTreeMap<String, SliceBundle>| -> usize {
         b.values().map(|x| x.evidence.envelopes.len()).sum()
     };
+    // Without the predicate file the bundles carry every site's telemetry: the
+    // engine's check of each declaration against the record, run as the pipeline
+    // runs it, derives the same declaration from only its targets' site.
+    let (every_site, _) = replay(
+        &epochs,
+        &declarations,
+        Some(&duties),
+        None,
+        Scoping::Narrowed,
+    );
+    let telemetry = |b: &SliceBundle| {
+        b.evidence
+            .envelopes
+            .iter()
+            .filter(|e| {
+                let env = SignedEnvelope::decode(e.clone()).unwrap();
+                matches!(
+                    audita_monitor::read_key(env.envelope(), None),
+                    Some(audita_monitor::ReadKey::Site(_) | audita_monitor::ReadKey::Always)
+                )
+            })
+            .count()
+    };
+    let (mut site_telemetry, mut all_telemetry) = (0, 0);
     for (incident, w) in &whole {
         let judged = |b: &SliceBundle| {
-            audita_engine_workers::judge(b, &keys, &duties)
+            audita_engine_workers::judge_checked(b, &keys, &duties, predicates)
                 .unwrap_or_else(|e| panic!("{incident}: {e}"))
         };
         let (vw, vs) = (judged(w), judged(&scoped[incident]));
@@ -301,6 +354,13 @@ fn check(placement: Placement, keeper: Keeper) {
             vs.to_json(),
             "{incident}: scoping changed the verdict"
         );
+        assert_eq!(
+            judged(&every_site[incident]).to_json(),
+            vs.to_json(),
+            "{incident}: leaving other sites' telemetry out changed the verdict"
+        );
+        site_telemetry += telemetry(&scoped[incident]);
+        all_telemetry += telemetry(&every_site[incident]);
         // The record root names the latest epoch when the slice was cut: the replay
         // cut it after the last.
         let rootless = |mut r: serde_json::Value| {
@@ -330,6 +390,12 @@ fn check(placement: Placement, keeper: Keeper) {
             "scoped bundles carry {} messages, whole windows {}",
             size(&scoped),
             size(&whole)
+        );
+        // ... and with its other cells' telemetry.
+        assert!(
+            site_telemetry * 2 < all_telemetry,
+            "bundles carry {site_telemetry} telemetry reports of their sites, \
+             {all_telemetry} of every site"
         );
     }
 }
@@ -379,15 +445,16 @@ fn cut_envelopes(epochs: &[Vec<u8>], seed: u64) -> Vec<Vec<u8>> {
 }
 
 /// The slice bundles a fresh slicer emits for `epochs` and `declarations`, scoped
-/// with `duties` when given, by incident; and how many were scoped over a narrowed
+/// with `duties` and the telemetry of `predicates`' sites when given, by incident; and how many were scoped over a narrowed
 /// window and over the whole window.
 fn replay(
     epochs: &[Vec<u8>],
     declarations: &[Vec<u8>],
     duties: Option<&DutyRegistry>,
+    predicates: Option<&Predicates>,
     scoping: Scoping,
 ) -> (BTreeMap<String, SliceBundle>, (u64, u64)) {
-    replay_with(epochs, declarations, duties, scoping, None)
+    replay_with(epochs, declarations, duties, predicates, scoping, None)
 }
 
 /// [`replay`] with a retention horizon (record-time ms, hold) instead of the default.
@@ -395,6 +462,7 @@ fn replay_with(
     epochs: &[Vec<u8>],
     declarations: &[Vec<u8>],
     duties: Option<&DutyRegistry>,
+    predicates: Option<&Predicates>,
     scoping: Scoping,
     horizon: Option<(u64, Duration)>,
 ) -> (BTreeMap<String, SliceBundle>, (u64, u64)) {
@@ -412,6 +480,7 @@ fn replay_with(
     if let Some(d) = duties {
         stage = stage.with_registry(d.clone());
     }
+    stage = stage.with_predicates(predicates.cloned());
     for e in epochs {
         stage.add_epoch(EpochMessage::decode(e).unwrap());
     }

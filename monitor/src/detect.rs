@@ -568,8 +568,7 @@ impl Monitor {
     /// Whether two entities' positions are in one coordinate frame (the registry's
     /// `site`; unregistered entities are in the default one).
     fn same_site(&self, a: &str, b: &str) -> bool {
-        let site = |e: &str| self.file.entities.get(e).and_then(|d| d.site.as_deref());
-        site(a) == site(b)
+        self.file.site_of(a) == self.file.site_of(b)
     }
 
     fn distance(&self, a: &str, b: &str) -> Option<f64> {
@@ -801,19 +800,49 @@ pub fn derive(partition: &Partition, file: &Predicates) -> Derivation {
 /// arrives, and narrow a window without decoding it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadKey<'a> {
-    /// Read by every declaration whose window holds it (telemetry).
+    /// Read by every declaration whose window holds it: telemetry observing
+    /// entities of several sites, or telemetry that breaks the format.
     Always,
+    /// Telemetry whose every observed entity is registered in this site (`None`:
+    /// the default site): read by a declaration with a target there, or with none.
+    Site(Option<&'a str>),
     /// Read by a declaration naming this principal among its targets (an actuation
     /// report of the target, an actuating command on it).
     IfTarget(&'a str),
 }
 
-/// The [`ReadKey`] of a message, `None` when no derivation reads it.
-pub fn read_key(env: &audita_evidence::Envelope) -> Option<ReadKey<'_>> {
+/// The [`ReadKey`] of a message under the predicate file `file` (its entity
+/// registry places entities in sites; without one every entity is in the default
+/// site), `None` when no derivation reads it.
+///
+/// Why a declaration reads only its targets' sites. A declaration's subject is
+/// one target; the predicates judge a subject by its own observations, and a
+/// separation pairs it only with entities of its own site, whose reports a
+/// report of another site cannot update. So a report observing no entity of a
+/// target's site changes nothing the monitor derives for that target: no arm,
+/// no `t*`, no severity, no evidence (the entities' order is the registry's, a
+/// sorted map, which leaving entities out does not reorder).
+pub fn read_key<'a>(
+    env: &'a audita_evidence::Envelope,
+    file: Option<&'a Predicates>,
+) -> Option<ReadKey<'a>> {
+    let site_of = |e: &str| file.and_then(|f| f.site_of(e));
     match &env.payload {
-        Payload::SensorReport { sensor, reading } => (sensor == vda5050::STATE_SENSOR
-            || telemetry::parse(reading).is_some())
-        .then_some(ReadKey::Always),
+        Payload::SensorReport { sensor, .. } if sensor == vda5050::STATE_SENSOR => {
+            Some(ReadKey::Site(site_of(env.author.as_str())))
+        }
+        Payload::SensorReport { reading, .. } => match telemetry::parse(reading)? {
+            Err(_) => Some(ReadKey::Always),
+            Ok(obs) => {
+                let mut sites = obs.iter().map(|o| site_of(&o.entity));
+                let first = sites.next().flatten();
+                if sites.all(|s| s == first) {
+                    Some(ReadKey::Site(first))
+                } else {
+                    Some(ReadKey::Always)
+                }
+            }
+        },
         Payload::ToolOutput { tool, output } => {
             realisation(tool, output).then_some(ReadKey::IfTarget(env.author.as_str()))
         }
@@ -822,22 +851,30 @@ pub fn read_key(env: &audita_evidence::Envelope) -> Option<ReadKey<'_>> {
 }
 
 /// The messages a declaration's derivation reads, for a self-contained slice: every
-/// telemetry report and every actuation report of a target timestamped in the
-/// declaration's window, and every actuating command there on one of its targets —
-/// what [`check()`](crate::check()) needs to re-derive the declaration from the slice.
+/// telemetry report timestamped in the declaration's window that observes an entity
+/// of a target's site ([`read_key`]; all of them for a declaration without
+/// targets), every actuation report of a target there, and every actuating command
+/// there on one of its targets — what [`check()`](crate::check()) needs, with the
+/// same predicate file, to re-derive the declaration from the slice.
 pub fn reads<'a>(
     messages: impl IntoIterator<Item = (&'a MessageId, &'a audita_evidence::Envelope)>,
     decl: &AdverseDecl,
+    file: Option<&Predicates>,
 ) -> BTreeSet<MessageId> {
     let (start, end) = (decl.window_start_ms, decl.window_end());
     let targets: BTreeSet<&str> = decl.targets.iter().map(String::as_str).collect();
+    let sites: BTreeSet<Option<&str>> = targets
+        .iter()
+        .map(|t| file.and_then(|f| f.site_of(t)))
+        .collect();
     let mut out = BTreeSet::new();
     for (id, env) in messages {
         if env.timestamp < start || env.timestamp > end {
             continue;
         }
-        let keep = match read_key(env) {
+        let keep = match read_key(env, file) {
             Some(ReadKey::Always) => true,
+            Some(ReadKey::Site(s)) => targets.is_empty() || sites.contains(&s),
             Some(ReadKey::IfTarget(t)) => targets.contains(t),
             None => false,
         };

@@ -295,6 +295,12 @@ pub struct Predicates {
 }
 
 impl Predicates {
+    /// The site `entity` is registered in (`None`: the default site, also that of
+    /// an unregistered entity).
+    pub fn site_of(&self, entity: &str) -> Option<&str> {
+        self.entities.get(entity).and_then(|d| d.site.as_deref())
+    }
+
     /// Parses and validates a predicate file.
     pub fn from_json(text: &str) -> Result<Predicates, MonitorError> {
         let bad = |s: String| MonitorError::Predicates(s);

@@ -97,6 +97,7 @@ pub fn run_slicer(
     let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
         .with_horizon(d.horizon_ms, d.hold)
         .with_registry(d.duties.clone())
+        .with_predicates(d.predicates.clone())
         .with_max_record(d.max_slice_bytes)
         .with_observer(Box::new(move |s, waits| {
             live.slicer_incidents

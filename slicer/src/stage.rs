@@ -25,8 +25,10 @@
 //!   as proofs of sealing only (`ProvenSlice::elsewhere`), so the engine reads them
 //!   as outside the slice, not missing; scoping changes no verdict. The bundle also
 //!   carries what the monitor reads to re-derive the declaration
-//!   ([`audita_monitor::reads`]: the window's telemetry, actuating commands and
-//!   actuation reports of its targets), so an engine worker can check it.
+//!   ([`audita_monitor::reads`]: the window's telemetry of its targets' sites,
+//!   with the predicate file ([`SlicerStage::with_predicates`]; every site's
+//!   without), actuating commands and actuation reports of its targets), so an
+//!   engine worker can check it.
 //! - Computing that scope reads a narrowed window, not the warehouse's: each held
 //!   message keeps, from its one decoding on arrival, hashes of its author and
 //!   targets and whether every scope keeps it ([`Scoping::Narrowed`]); an incident
@@ -115,32 +117,57 @@ struct Sealed {
     bytes: Held,
 }
 
-/// What [`SlicerStage::narrowed`] reads of a held message while it scans a window,
-/// kept beside its time-index key so the scan touches nothing else.
-#[derive(Clone, Copy, Default)]
-struct Brief {
-    facets: Facets,
-    /// Every parent it cites was held when it was last checked ([`SlicerStage::settle`]).
-    parents_held: bool,
-    /// The oldest timestamp among those parents (`u64::MAX` without citations):
-    /// a parent is evicted only below the eviction point, so a message whose
-    /// oldest parent is at or above it still has every parent held.
-    oldest_parent: u64,
-}
-
 /// What [`SlicerStage::scoped`] reads of a held message without decoding it: keyed
 /// 32-bit hashes of its author, of the target its payload names and of the target
-/// the monitor's derivation reads it for ([`audita_monitor::read_key`]; 0 for none),
-/// and whether every scope keeps it ([`KeptInEveryScope`], or
-/// telemetry the monitor always reads). A hash collision only adds a message to a
-/// narrowed window, which changes nothing it reads (see [`SlicerStage::narrowed`]).
+/// the monitor's derivation reads it for and of the site whose declarations read
+/// it as telemetry ([`audita_monitor::read_key`]; 0 for none), and whether every
+/// scope keeps it ([`KeptInEveryScope`], or telemetry the monitor always reads).
+/// A hash collision only adds a message to a narrowed window, which changes
+/// nothing it reads (see [`SlicerStage::narrowed`]).
 #[derive(Clone, Copy, Default)]
 struct Facets {
     author: u32,
     target: u32,
     monitor: u32,
+    site: u32,
     always: bool,
 }
+
+/// Which facet of a message a [`SlicerStage`] facet index entry is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Role {
+    Author,
+    Target,
+    /// The monitor-read target, indexed only where it is neither the author nor
+    /// the target (a query for it asks all three).
+    Monitor,
+    Site,
+}
+
+impl Facets {
+    /// The facet index entries of a message with these facets.
+    fn entries(&self) -> impl Iterator<Item = (Role, u32)> {
+        let monitor = if self.monitor == self.author || self.monitor == self.target {
+            0
+        } else {
+            self.monitor
+        };
+        [
+            (Role::Author, self.author),
+            (Role::Target, self.target),
+            (Role::Monitor, monitor),
+            (Role::Site, self.site),
+        ]
+        .into_iter()
+        .filter(|(_, f)| *f != 0)
+    }
+}
+
+/// Held messages by time (a window is a range of it).
+type TimeSet = BTreeSet<(u64, NodeId)>;
+
+/// Record time per bucket of [`SlicerStage::cite_age`] (ms).
+const AGE_BUCKET_MS: u64 = 1_000;
 
 /// How [`SlicerStage::scoped`] finds what a verdict reads of a window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -173,8 +200,21 @@ pub struct SlicerStage {
     slicer: Slicer,
     /// Sealed messages: (timestamp, epoch number, leaf index, signed bytes).
     envelopes: ById<Sealed>,
-    /// Sealed messages by (timestamp, id), for window queries, with their [`Brief`].
-    by_time: BTreeMap<(u64, NodeId), Brief>,
+    /// Sealed messages by (timestamp, id), for window queries, with their [`Facets`].
+    by_time: BTreeMap<(u64, NodeId), Facets>,
+    /// Held messages by facet and time: a narrowed window is the union of the
+    /// ranges of the facets its scope asks for ([`SlicerStage::narrowed`]).
+    by_facet: HashMap<(Role, u32), TimeSet>,
+    /// Held messages every scope keeps ([`Facets::always`]), by time.
+    always: TimeSet,
+    /// Held messages not every parent of which is held yet, by time.
+    unsettled: TimeSet,
+    /// Per [`AGE_BUCKET_MS`] of record time, the largest citation age (its
+    /// timestamp less its oldest parent's) of a held message once all its parents
+    /// were held: no parent of a message of a bucket is older than the bucket's
+    /// start less that age, so a window whose buckets all stay clear of the
+    /// eviction point has every parent held.
+    cite_age: BTreeMap<u64, u64>,
     /// Citations of each sealed message.
     parents: ById<Vec<NodeId>>,
     /// Held messages not yet complete (a cited parent or their receipt not yet
@@ -233,6 +273,10 @@ pub struct SlicerStage {
     registry: Option<DutyRegistry>,
     /// The registry's scope-independent keeping rule, for [`Facets`].
     kept_always: Option<KeptInEveryScope>,
+    /// The deployment's predicate file, whose entity registry places telemetry in
+    /// sites ([`audita_monitor::reads`]): a bundle then carries its targets' sites'
+    /// telemetry only.
+    predicates: Option<audita_monitor::Predicates>,
     scoping: Scoping,
     /// Keys [`Facets`]' hashes (per stage: an author cannot aim names at a collision).
     facet_hasher: std::hash::RandomState,
@@ -300,6 +344,10 @@ impl SlicerStage {
             slicer: Slicer::new(workers),
             envelopes: ById::default(),
             by_time: BTreeMap::new(),
+            by_facet: HashMap::new(),
+            always: TimeSet::new(),
+            unsettled: TimeSet::new(),
+            cite_age: BTreeMap::new(),
             parents: ById::default(),
             pending: BTreeSet::new(),
             awaited: ById::default(),
@@ -331,6 +379,7 @@ impl SlicerStage {
             max_record: audita_bus::MAX_RECORD_BYTES,
             registry: None,
             kept_always: None,
+            predicates: None,
             scoping: Scoping::default(),
             facet_hasher: std::hash::RandomState::new(),
             narrowed_scopes: Default::default(),
@@ -390,7 +439,29 @@ impl SlicerStage {
     pub fn with_registry(mut self, duties: DutyRegistry) -> SlicerStage {
         self.kept_always = Some(KeptInEveryScope::new(&duties));
         self.registry = Some(duties);
-        // Messages already held were classified without the registry.
+        self.reclassify();
+        self
+    }
+
+    /// Scopes what a bundle carries for the monitor with the deployment's predicate
+    /// file (the one the engine workers check declarations with): of the window's
+    /// telemetry, the reports observing an entity of a target's site
+    /// ([`audita_monitor::reads`]). Without it, every telemetry report of the window
+    /// is shipped (a superset: the check derives the same declaration). With another
+    /// file than the engine's, a bundle may lack telemetry its check needs (the
+    /// declaration is then refused, never judged on a partial view).
+    pub fn with_predicates(mut self, predicates: Option<audita_monitor::Predicates>) -> SlicerStage {
+        self.predicates = predicates;
+        self.reclassify();
+        self
+    }
+
+    /// Recomputes the [`Facets`] of every held message (they were computed with
+    /// another registry or predicate file).
+    fn reclassify(&mut self) {
+        if self.by_time.is_empty() {
+            return;
+        }
         let held: Vec<(u64, NodeId)> = self.by_time.keys().copied().collect();
         for key in held {
             let facets = self
@@ -399,11 +470,37 @@ impl SlicerStage {
                 .and_then(|m| self.read(&m.bytes))
                 .and_then(|b| SignedEnvelope::decode(b).ok())
                 .map(|env| self.facets(env.envelope()));
-            if let (Some(f), Some(b)) = (facets, self.by_time.get_mut(&key)) {
-                b.facets = f;
+            if let Some(f) = facets {
+                if let Some(old) = self.by_time.insert(key, f) {
+                    self.index(key, old, false);
+                }
+                self.index(key, f, true);
             }
         }
-        self
+    }
+
+    /// Adds a held message to (or removes it from) the facet indexes.
+    fn index(&mut self, key: (u64, NodeId), f: Facets, add: bool) {
+        let apply = |set: &mut TimeSet| {
+            if add {
+                set.insert(key);
+            } else {
+                set.remove(&key);
+            }
+        };
+        if f.always {
+            apply(&mut self.always);
+        }
+        for entry in f.entries() {
+            if add {
+                apply(self.by_facet.entry(entry).or_default());
+            } else if let Some(set) = self.by_facet.get_mut(&entry) {
+                apply(set);
+                if set.is_empty() {
+                    self.by_facet.remove(&entry);
+                }
+            }
+        }
     }
 
     /// Chooses how a bundle's scope is computed (default [`Scoping::Narrowed`]; both
@@ -541,14 +638,11 @@ impl SlicerStage {
             let timestamp = env.envelope().timestamp;
             stamped.push(timestamp);
             earliest = earliest.min(timestamp);
-            self.by_time.insert(
-                (timestamp, child),
-                Brief {
-                    facets,
-                    parents_held: false,
-                    oldest_parent: u64::MAX,
-                },
-            );
+            if let Some(old) = self.by_time.insert((timestamp, child), facets) {
+                self.index((timestamp, child), old, false);
+            }
+            self.index((timestamp, child), facets, true);
+            self.unsettled.insert((timestamp, child));
             self.parents.insert(child, cited);
             let bytes = self.keep(env.as_bytes());
             let replaced = self.envelopes.insert(
@@ -634,9 +728,12 @@ impl SlicerStage {
                 .map(|p| p.timestamp)
                 .min()
                 .unwrap_or(u64::MAX);
-            if let Some(b) = self.by_time.get_mut(&key) {
-                b.parents_held = true;
-                b.oldest_parent = oldest;
+            if self.unsettled.remove(&key) && oldest != u64::MAX {
+                let age = self
+                    .cite_age
+                    .entry(key.0 / AGE_BUCKET_MS)
+                    .or_default();
+                *age = (*age).max(key.0.saturating_sub(oldest));
             }
         }
         match missing_parent {
@@ -704,8 +801,13 @@ impl SlicerStage {
             return;
         }
         let mut batch = EpochBatch::default();
+        // Buckets wholly before the eviction point.
+        self.cite_age = self.cite_age.split_off(&(keep_from / AGE_BUCKET_MS));
         for key in old {
-            self.by_time.remove(&key);
+            if let Some(f) = self.by_time.remove(&key) {
+                self.index(key, f, false);
+            }
+            self.unsettled.remove(&key);
             self.pending.remove(&key);
             let parents = self.parents.remove(&key.1).unwrap_or_default();
             for p in &parents {
@@ -939,7 +1041,11 @@ impl SlicerStage {
         // actuating commands and actuation reports of the window), so an engine
         // worker can check it against the bundle.
         reads.extend(
-            audita_monitor::reads(decoded.iter().map(|(id, env)| (id, env)), &adverse.decl)
+            audita_monitor::reads(
+                decoded.iter().map(|(id, env)| (id, env)),
+                &adverse.decl,
+                self.predicates.as_ref(),
+            )
                 .into_iter()
                 .map(|id| id.digest),
         );
@@ -996,6 +1102,15 @@ impl SlicerStage {
     /// read it; the window parents of every picked message are added. Every message
     /// kept over the whole window is picked, and a picked message that is not kept
     /// (a hash collision, a halt duty out of scope) is read by nothing.
+    ///
+    /// The picks are not found by scanning the window: every held message is in
+    /// the time-ordered index of each of its facets (`by_facet`, `always`), and the
+    /// window's picks are the union of the ranges of the facets the scope asks for
+    /// — work in proportion to the scope's traffic, not the warehouse's. Whether
+    /// every window message has its parents held is read off two indexes kept as
+    /// messages arrive and settle (`unsettled`, `cite_age`), conservatively: a
+    /// window near the eviction point may be sent to the whole window although no
+    /// parent of it was evicted, never the reverse.
     fn narrowed(
         &self,
         adverse: &Adverse,
@@ -1052,18 +1167,58 @@ impl SlicerStage {
         let principals = hashed(&scope.principals);
         let declared: std::collections::HashSet<u32> =
             adverse.decl.targets.iter().map(|t| self.facet(t)).collect();
-        let mut picked: BTreeSet<NodeId> = BTreeSet::new();
-        for ((_, n), b) in self.by_time.range((lo, [0u8; 32])..=(hi, [0xffu8; 32])) {
-            if !b.parents_held || b.oldest_parent < self.evicted_before {
-                return None;
-            }
-            let f = b.facets;
-            if f.always
-                || targets.contains(&f.target)
-                || principals.contains(&f.author)
-                || declared.contains(&f.monitor)
-                || ancestry.contains(n)
-            {
+        // The sites whose telemetry the monitor reads (every site's, without targets).
+        let every_site = adverse.decl.targets.is_empty();
+        let sites: std::collections::HashSet<u32> = adverse
+            .decl
+            .targets
+            .iter()
+            .map(|t| self.site_facet(self.predicates.as_ref().and_then(|p| p.site_of(t))))
+            .collect();
+        // Every parent of every window message held: none unsettled, and none
+        // whose citations may reach past the eviction point.
+        let window = (lo, [0u8; 32])..=(hi, [0xffu8; 32]);
+        if self.unsettled.range(window.clone()).next().is_some() {
+            return None;
+        }
+        let reach = self
+            .cite_age
+            .range(lo / AGE_BUCKET_MS..=hi / AGE_BUCKET_MS)
+            .map(|(b, age)| (b * AGE_BUCKET_MS).saturating_sub(*age))
+            .min();
+        if reach.is_some_and(|t| t < self.evicted_before) {
+            return None;
+        }
+        let scan = Instant::now();
+        let mut picked: BTreeSet<NodeId> = ancestry
+            .iter()
+            .filter(|n| self.envelopes.get(*n).is_some_and(|m| in_time(m.timestamp)))
+            .copied()
+            .collect();
+        // The facets the scope asks for: targets and principals in scope, the
+        // declared targets (as the monitor reads them), their sites' telemetry.
+        let mut asked: Vec<(Role, u32)> = Vec::new();
+        asked.extend(targets.iter().map(|h| (Role::Target, *h)));
+        asked.extend(principals.iter().map(|h| (Role::Author, *h)));
+        for role in [Role::Monitor, Role::Author, Role::Target] {
+            asked.extend(declared.iter().map(|h| (role, *h)));
+        }
+        let mut ranges: Vec<&TimeSet> = vec![&self.always];
+        ranges.extend(asked.iter().filter_map(|k| self.by_facet.get(k)));
+        if every_site {
+            ranges.extend(
+                self.by_facet
+                    .iter()
+                    .filter(|((role, _), _)| *role == Role::Site)
+                    .map(|(_, set)| set),
+            );
+        } else {
+            ranges.extend(sites.iter().filter_map(|h| self.by_facet.get(&(Role::Site, *h))));
+        }
+        let mut scanned = 0usize;
+        for set in ranges {
+            for (_, n) in set.range(window.clone()) {
+                scanned += 1;
                 picked.insert(*n);
             }
         }
@@ -1075,21 +1230,29 @@ impl SlicerStage {
             .copied()
             .collect();
         picked.extend(parents);
+        tracing::debug!(
+            scanned,
+            picked = picked.len(),
+            scan_us = scan.elapsed().as_micros() as u64,
+            "window narrowed"
+        );
         Some(picked)
     }
 
     /// The [`Facets`] of a message as it arrives.
     fn facets(&self, env: &audita_evidence::Envelope) -> Facets {
         use audita_monitor::ReadKey;
-        let read = audita_monitor::read_key(env);
-        let monitor = match read {
-            Some(ReadKey::IfTarget(t)) => self.facet(t),
-            _ => 0,
+        let read = audita_monitor::read_key(env, self.predicates.as_ref());
+        let (monitor, site) = match read {
+            Some(ReadKey::IfTarget(t)) => (self.facet(t), 0),
+            Some(ReadKey::Site(s)) => (0, self.site_facet(s)),
+            _ => (0, 0),
         };
         Facets {
             author: self.facet(env.author.as_str()),
             target: env.payload.target().map_or(0, |t| self.facet(t)),
             monitor,
+            site,
             always: read == Some(ReadKey::Always)
                 || self.kept_always.as_ref().is_some_and(|k| k.keeps(env)),
         }
@@ -1099,6 +1262,12 @@ impl SlicerStage {
     fn facet(&self, name: &str) -> u32 {
         use std::hash::BuildHasher;
         (self.facet_hasher.hash_one(name) as u32).max(1)
+    }
+
+    /// The facet hash of a site (`None`: the default site; never 0).
+    fn site_facet(&self, site: Option<&str>) -> u32 {
+        use std::hash::BuildHasher;
+        (self.facet_hasher.hash_one(("site", site)) as u32).max(1)
     }
 
     /// Emits the slice of every declaration that is complete: its anchors and every
@@ -1203,6 +1372,15 @@ impl SlicerStage {
             } else {
                 out.send(&topic, w.name.as_bytes(), &bytes)?;
             }
+            tracing::debug!(
+                incident = %w.name,
+                waited_ms = w.arrived.elapsed().as_millis() as u64,
+                grace_ms = self.grace.ms(),
+                watermark_past_end_ms = self.watermark.saturating_sub(w.window.1),
+                settled,
+                closed,
+                "slice emitted"
+            );
             self.emitted_latencies.push(w.arrived.elapsed());
             self.emitted.insert(w.name);
             self.to_retract.push((w.incident, w.anchors));
