@@ -94,11 +94,12 @@ fn stream(seed: u64, steps: u64) -> Vec<Verified<SignedEnvelope>> {
     for step in 0..steps {
         let t = 1_000 + step * 100;
         for (i, (site, entities)) in SITES.iter().enumerate() {
-            let obs: Vec<String> = entities
-                .iter()
-                .filter(|_| rng.next(3) > 0)
-                .map(|(e, c)| observation(e, c, &mut rng))
-                .collect();
+            let mut obs: Vec<String> = Vec::new();
+            for (e, c) in entities.iter() {
+                if rng.next(3) > 0 {
+                    obs.push(observation(e, c, &mut rng));
+                }
+            }
             if obs.is_empty() {
                 continue;
             }

@@ -166,8 +166,8 @@ impl Facets {
 /// Held messages by time (a window is a range of it).
 type TimeSet = BTreeSet<(u64, NodeId)>;
 
-/// Record time per bucket of [`SlicerStage::cite_age`] (ms).
-const AGE_BUCKET_MS: u64 = 1_000;
+/// Record time per bucket of [`SlicerStage::oldest_cited`] (ms).
+const CITED_BUCKET_MS: u64 = 1_000;
 
 /// How [`SlicerStage::scoped`] finds what a verdict reads of a window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -209,12 +209,11 @@ pub struct SlicerStage {
     always: TimeSet,
     /// Held messages not every parent of which is held yet, by time.
     unsettled: TimeSet,
-    /// Per [`AGE_BUCKET_MS`] of record time, the largest citation age (its
-    /// timestamp less its oldest parent's) of a held message once all its parents
-    /// were held: no parent of a message of a bucket is older than the bucket's
-    /// start less that age, so a window whose buckets all stay clear of the
-    /// eviction point has every parent held.
-    cite_age: BTreeMap<u64, u64>,
+    /// Per [`CITED_BUCKET_MS`] of record time, the oldest parent timestamp of a
+    /// held message of the bucket once all its parents were held: a window whose
+    /// buckets all stay at or above the eviction point has every parent held (a
+    /// bucket below it is checked message by message).
+    oldest_cited: BTreeMap<u64, u64>,
     /// Citations of each sealed message.
     parents: ById<Vec<NodeId>>,
     /// Held messages not yet complete (a cited parent or their receipt not yet
@@ -347,7 +346,7 @@ impl SlicerStage {
             by_facet: HashMap::new(),
             always: TimeSet::new(),
             unsettled: TimeSet::new(),
-            cite_age: BTreeMap::new(),
+            oldest_cited: BTreeMap::new(),
             parents: ById::default(),
             pending: BTreeSet::new(),
             awaited: ById::default(),
@@ -729,11 +728,11 @@ impl SlicerStage {
                 .min()
                 .unwrap_or(u64::MAX);
             if self.unsettled.remove(&key) && oldest != u64::MAX {
-                let age = self
-                    .cite_age
-                    .entry(key.0 / AGE_BUCKET_MS)
-                    .or_default();
-                *age = (*age).max(key.0.saturating_sub(oldest));
+                let cited = self
+                    .oldest_cited
+                    .entry(key.0 / CITED_BUCKET_MS)
+                    .or_insert(u64::MAX);
+                *cited = (*cited).min(oldest);
             }
         }
         match missing_parent {
@@ -802,7 +801,7 @@ impl SlicerStage {
         }
         let mut batch = EpochBatch::default();
         // Buckets wholly before the eviction point.
-        self.cite_age = self.cite_age.split_off(&(keep_from / AGE_BUCKET_MS));
+        self.oldest_cited = self.oldest_cited.split_off(&(keep_from / CITED_BUCKET_MS));
         for key in old {
             if let Some(f) = self.by_time.remove(&key) {
                 self.index(key, f, false);
@@ -1108,9 +1107,9 @@ impl SlicerStage {
     /// window's picks are the union of the ranges of the facets the scope asks for
     /// — work in proportion to the scope's traffic, not the warehouse's. Whether
     /// every window message has its parents held is read off two indexes kept as
-    /// messages arrive and settle (`unsettled`, `cite_age`), conservatively: a
-    /// window near the eviction point may be sent to the whole window although no
-    /// parent of it was evicted, never the reverse.
+    /// messages arrive and settle (`unsettled`, `oldest_cited`), and a window
+    /// second whose messages cite below the eviction point is checked message by
+    /// message.
     fn narrowed(
         &self,
         adverse: &Adverse,
@@ -1181,13 +1180,25 @@ impl SlicerStage {
         if self.unsettled.range(window.clone()).next().is_some() {
             return None;
         }
-        let reach = self
-            .cite_age
-            .range(lo / AGE_BUCKET_MS..=hi / AGE_BUCKET_MS)
-            .map(|(b, age)| (b * AGE_BUCKET_MS).saturating_sub(*age))
-            .min();
-        if reach.is_some_and(|t| t < self.evicted_before) {
-            return None;
+        let suspect: Vec<u64> = self
+            .oldest_cited
+            .range(lo / CITED_BUCKET_MS..=hi / CITED_BUCKET_MS)
+            .filter(|(_, oldest)| **oldest < self.evicted_before)
+            .map(|(b, _)| *b)
+            .collect();
+        for b in suspect {
+            // A message of this bucket cited one now evicted: is it in the window?
+            let from = (b * CITED_BUCKET_MS).max(lo);
+            let to = (b * CITED_BUCKET_MS + CITED_BUCKET_MS - 1).min(hi);
+            let dangling = self
+                .by_time
+                .range((from, [0u8; 32])..=(to, [0xffu8; 32]))
+                .filter_map(|((_, n), _)| self.parents.get(n))
+                .flatten()
+                .any(|p| !self.envelopes.contains_key(p));
+            if dangling {
+                return None;
+            }
         }
         let scan = Instant::now();
         let mut picked: BTreeSet<NodeId> = ancestry

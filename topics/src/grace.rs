@@ -132,6 +132,9 @@ mod tests {
         let mut g = Grace::new();
         let start = 1_000_000u64;
         let mut t = start;
+        // The first watermark starts the warm-up.
+        g.observe([t - 10], t);
+        assert_eq!(g.ms(), GRACE_COLD_MS);
         while t < start + GRACE_WARMUP_MS - 100 {
             t += 100;
             g.observe([t - 10], t);
