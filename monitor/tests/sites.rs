@@ -41,7 +41,10 @@ const SITES: [(&str, &[(&str, &str)]); 4] = [
     ),
     ("c2", &[("c2.agv-1", "robot"), ("c2.worker-1", "human")]),
     ("c3", &[("c3.agv-1", "robot"), ("c3.worker-1", "human")]),
-    ("loose", &[("loose.agv-1", "robot"), ("loose.worker-1", "human")]),
+    (
+        "loose",
+        &[("loose.agv-1", "robot"), ("loose.worker-1", "human")],
+    ),
 ];
 
 /// A small deterministic generator (the stream, not the property, is random).
@@ -65,7 +68,12 @@ fn observation(entity: &str, class: &str, rng: &mut Lcg) -> String {
     )
 }
 
-fn signed(keys: &mut KeyRegistry, author: &str, t: u64, reading: String) -> Verified<SignedEnvelope> {
+fn signed(
+    keys: &mut KeyRegistry,
+    author: &str,
+    t: u64,
+    reading: String,
+) -> Verified<SignedEnvelope> {
     let key = derive_signing_key(3, author);
     let pid = PrincipalId::new(author).unwrap();
     keys.add_principal(pid.clone(), key.verifying_key());
@@ -103,8 +111,16 @@ fn stream(seed: u64, steps: u64) -> Vec<Verified<SignedEnvelope>> {
             if obs.is_empty() {
                 continue;
             }
-            let reading = format!(r#"{{"telemetry": 1, "observations": [{}]}}"#, obs.join(", "));
-            out.push(signed(&mut keys, &format!("{site}.rtls"), t + i as u64, reading));
+            let reading = format!(
+                r#"{{"telemetry": 1, "observations": [{}]}}"#,
+                obs.join(", ")
+            );
+            out.push(signed(
+                &mut keys,
+                &format!("{site}.rtls"),
+                t + i as u64,
+                reading,
+            ));
         }
         match rng.next(10) {
             0 => {
@@ -157,17 +173,16 @@ fn every_declaration_is_derived_again_from_its_targets_sites_alone() {
             );
             let every = reads(msgs.iter().map(|m| (m.id(), m.envelope())), decl, None);
             assert!(read.is_subset(&every), "{}", decl.incident);
-            let subset: Vec<&Verified<SignedEnvelope>> = msgs
-                .iter()
-                .filter(|m| read.contains(m.id()))
-                .collect();
+            let subset: Vec<&Verified<SignedEnvelope>> =
+                msgs.iter().filter(|m| read.contains(m.id())).collect();
             assert_eq!(subset.len(), read.len());
             assert!(read.iter().all(|id| by_id.contains_key(id)));
             let again = derive(&subset, &file);
-            let same = again
-                .declarations
-                .iter()
-                .find(|d| d.targets == decl.targets && d.t_star_ms == decl.t_star_ms && d.outcome == decl.outcome);
+            let same = again.declarations.iter().find(|d| {
+                d.targets == decl.targets
+                    && d.t_star_ms == decl.t_star_ms
+                    && d.outcome == decl.outcome
+            });
             assert_eq!(
                 same,
                 Some(decl),

@@ -449,7 +449,10 @@ impl SlicerStage {
     /// is shipped (a superset: the check derives the same declaration). With another
     /// file than the engine's, a bundle may lack telemetry its check needs (the
     /// declaration is then refused, never judged on a partial view).
-    pub fn with_predicates(mut self, predicates: Option<audita_monitor::Predicates>) -> SlicerStage {
+    pub fn with_predicates(
+        mut self,
+        predicates: Option<audita_monitor::Predicates>,
+    ) -> SlicerStage {
         self.predicates = predicates;
         self.reclassify();
         self
@@ -1045,8 +1048,8 @@ impl SlicerStage {
                 &adverse.decl,
                 self.predicates.as_ref(),
             )
-                .into_iter()
-                .map(|id| id.digest),
+            .into_iter()
+            .map(|id| id.digest),
         );
         (decoded.len(), reads)
     }
@@ -1224,7 +1227,11 @@ impl SlicerStage {
                     .map(|(_, set)| set),
             );
         } else {
-            ranges.extend(sites.iter().filter_map(|h| self.by_facet.get(&(Role::Site, *h))));
+            ranges.extend(
+                sites
+                    .iter()
+                    .filter_map(|h| self.by_facet.get(&(Role::Site, *h))),
+            );
         }
         let mut scanned = 0usize;
         for set in ranges {
