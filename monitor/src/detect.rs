@@ -826,7 +826,7 @@ pub fn read_key<'a>(
     env: &'a audita_evidence::Envelope,
     file: Option<&'a Predicates>,
 ) -> Option<ReadKey<'a>> {
-    let site_of = |e: &str| file.and_then(|f| f.site_of(e));
+    let site_of = |e: &str| crate::predicate::site_of(file, e);
     match &env.payload {
         Payload::SensorReport { sensor, .. } if sensor == vda5050::STATE_SENSOR => {
             Some(ReadKey::Site(site_of(env.author.as_str())))
@@ -865,7 +865,7 @@ pub fn reads<'a>(
     let targets: BTreeSet<&str> = decl.targets.iter().map(String::as_str).collect();
     let sites: BTreeSet<Option<&str>> = targets
         .iter()
-        .map(|t| file.and_then(|f| f.site_of(t)))
+        .map(|t| crate::predicate::site_of(file, t))
         .collect();
     let mut out = BTreeSet::new();
     for (id, env) in messages {

@@ -294,6 +294,12 @@ pub struct Predicates {
     pub predicates: Vec<Predicate>,
 }
 
+/// The site `entity` is in under an optional predicate file: its registered site,
+/// `None` (the default site) without a file or for an unregistered entity.
+pub fn site_of<'a>(file: Option<&'a Predicates>, entity: &str) -> Option<&'a str> {
+    file.and_then(|f| f.site_of(entity))
+}
+
 impl Predicates {
     /// The site `entity` is registered in (`None`: the default site, also that of
     /// an unregistered entity).

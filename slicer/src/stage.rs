@@ -63,6 +63,7 @@ use crate::{EpochBatch, IncidentId, NodeId, Slicer};
 use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
+use audita_monitor::predicate::site_of;
 use audita_topics::names as topics;
 use audita_topics::{EpochMessage, Grace, SliceBundle, VerdictRecord};
 use audita_verdict::slice::{Evidence, MissingEvidence, Node, Outside};
@@ -1175,7 +1176,7 @@ impl SlicerStage {
             .decl
             .targets
             .iter()
-            .map(|t| self.site_facet(self.predicates.as_ref().and_then(|p| p.site_of(t))))
+            .map(|t| self.site_facet(site_of(self.predicates.as_ref(), t)))
             .collect();
         // Every parent of every window message held: none unsettled, and none
         // whose citations may reach past the eviction point.
