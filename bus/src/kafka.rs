@@ -29,9 +29,27 @@ pub struct KafkaBus {
     replication: i32,
     flush_timeout: Duration,
     /// librdkafka settings of the deployment (`security.protocol`, `sasl.*`,
-    /// `ssl.*`, …), applied to every client after the defaults.
+    /// `ssl.*`, tuning such as `compression.type` or `linger.ms`), applied to every
+    /// client after its defaults; never one of [`FIXED_SETTINGS`].
     settings: Vec<(String, String)>,
 }
+
+/// librdkafka settings Audita sets itself and a deployment may not change, because
+/// a guarantee rests on them: the producers' idempotence and `acks=all` (an
+/// accepted envelope is on every in-sync replica before its offset is committed,
+/// none is written twice by a retry), the consumers' manual commits after the
+/// stage's output is durable (nothing accepted is lost, nothing skipped on a
+/// restart), the consumer groups (one per stage) and where a new group starts.
+pub const FIXED_SETTINGS: &[&str] = &[
+    "enable.idempotence",
+    "acks",
+    "request.required.acks",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "auto.offset.reset",
+    "group.id",
+    "isolation.level",
+];
 
 impl KafkaBus {
     /// A bus on the cluster reachable at `bootstrap` (`host:port[,host:port...]`).
@@ -68,13 +86,32 @@ impl KafkaBus {
             .ok_or_else(|| {
                 BusError::Permanent("kafka: bootstrap.servers is not configured".into())
             })?;
-        let mut bus = KafkaBus::new(&servers)?;
-        bus.settings = settings
-            .iter()
-            .filter(|(k, _)| k.as_str() != "bootstrap.servers")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        Ok(bus)
+        KafkaBus::new(&servers)?.with_settings(
+            settings
+                .iter()
+                .filter(|(k, _)| k.as_str() != "bootstrap.servers")
+                .map(|(k, v)| (k.clone(), v.clone())),
+        )
+    }
+
+    /// Adds librdkafka settings applied to every client after its defaults (so a
+    /// tuning setting such as `compression.type` replaces Audita's). A key of
+    /// [`FIXED_SETTINGS`] is refused: a guarantee rests on its value.
+    pub fn with_settings(
+        mut self,
+        settings: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, BusError> {
+        for (k, v) in settings {
+            if FIXED_SETTINGS.contains(&k.as_str()) {
+                return Err(BusError::Permanent(format!(
+                    "kafka setting '{k}' is fixed by Audita (its durability and \
+                     exactly-once guarantees rest on it) and cannot be configured"
+                )));
+            }
+            self.settings.retain(|(old, _)| *old != k);
+            self.settings.push((k, v));
+        }
+        Ok(self)
     }
 
     /// Sets the replication factor used when this bus creates topics.
@@ -88,11 +125,16 @@ impl KafkaBus {
         &self.bootstrap
     }
 
-    fn base_config(&self) -> ClientConfig {
+    /// A client configuration: the connection, the client's `defaults`, then the
+    /// deployment's settings (which never name a [`FIXED_SETTINGS`] key).
+    fn config(&self, defaults: &[(&str, &str)]) -> ClientConfig {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.bootstrap)
             .set("socket.timeout.ms", "10000")
             .set("log_level", "3");
+        for (k, v) in defaults {
+            c.set(*k, *v);
+        }
         for (k, v) in &self.settings {
             c.set(k, v);
         }
@@ -103,16 +145,20 @@ impl KafkaBus {
     pub fn producer(&self) -> Result<KafkaProducer, BusError> {
         let context = CountingContext::default();
         let producer: BaseProducer<CountingContext> = self
-            .base_config()
-            .set("enable.idempotence", "true")
-            .set("acks", "all")
-            // Stages produce a batch in a burst and then flush (wait for every
-            // acknowledgement, `KafkaProducer::flush`): the burst is one request
-            // whatever the linger, so only its delay matters.
-            .set("linger.ms", "1")
-            .set("message.timeout.ms", "30000")
-            .set("compression.type", "lz4")
-            .set("message.max.bytes", MAX_MESSAGE_BYTES_STR)
+            .config(&[
+                ("enable.idempotence", "true"),
+                ("acks", "all"),
+                // Stages produce a batch in a burst and then flush (wait for every
+                // acknowledgement, `KafkaProducer::flush`): the burst is one
+                // request whatever the linger, so only its delay matters. 5 ms
+                // saves the broker CPU (200 robots: 0.57 → 0.42 cores) but every
+                // flush waits it out, once per hop: verdict latency p99 rose
+                // ≈ 150 ms (BENCHMARKS.md); a deployment may set it in `[kafka]`.
+                ("linger.ms", "1"),
+                ("message.timeout.ms", "30000"),
+                ("compression.type", "lz4"),
+                ("message.max.bytes", MAX_MESSAGE_BYTES_STR),
+            ])
             .create_with_context(context)
             .map_err(|e| classify(&e))?;
         Ok(KafkaProducer {
@@ -125,13 +171,24 @@ impl KafkaBus {
     /// group's committed offsets (or the earliest offset for a new group).
     pub fn consumer(&self, group: &str, topics: &[&str]) -> Result<KafkaConsumer, BusError> {
         let consumer: BaseConsumer = self
-            .base_config()
-            .set("group.id", group)
-            .set("enable.auto.commit", "false")
-            .set("auto.offset.reset", "earliest")
-            .set("session.timeout.ms", "6000")
-            .set("heartbeat.interval.ms", "1000")
-            .set("partition.assignment.strategy", "roundrobin")
+            .config(&[
+                ("group.id", group),
+                ("enable.auto.commit", "false"),
+                ("auto.offset.reset", "earliest"),
+                ("session.timeout.ms", "6000"),
+                ("heartbeat.interval.ms", "1000"),
+                ("partition.assignment.strategy", "roundrobin"),
+                // A fetch returns once 64 KiB are there or after 10 ms, not at the
+                // first record (librdkafka's defaults: 1 byte, 500 ms): at a steady
+                // few thousand records per second the defaults make one fetch
+                // round trip per handful of records, which the broker and every
+                // consumer's threads pay. Measured with `audita load` at 200
+                // robots: the machine's busy cores 1.58 → 1.28 (ingest 0.36 →
+                // 0.26), verdict latency within the runs' spread. A hop on a quiet
+                // topic waits at most 10 ms more.
+                ("fetch.min.bytes", "65536"),
+                ("fetch.wait.max.ms", "10"),
+            ])
             .create()
             .map_err(|e| classify(&e))?;
         consumer.subscribe(topics).map_err(|e| classify(&e))?;
@@ -141,7 +198,7 @@ impl KafkaBus {
     /// Creates the topics that do not exist yet.
     pub fn ensure_topics(&self, specs: &[TopicSpec]) -> Result<(), BusError> {
         let admin: AdminClient<DefaultClientContext> =
-            self.base_config().create().map_err(|e| classify(&e))?;
+            self.config(&[]).create().map_err(|e| classify(&e))?;
         let topics: Vec<NewTopic<'_>> = specs
             .iter()
             .map(|s| {
@@ -224,6 +281,12 @@ impl ProducerContext for CountingContext {
     }
 }
 
+/// The first and the longest nap of [`KafkaProducer::flush`] between polls that
+/// found no delivery report: a flush returns at most this long after its last
+/// acknowledgement arrived.
+const FLUSH_NAP_MIN: Duration = Duration::from_micros(50);
+const FLUSH_NAP_MAX: Duration = Duration::from_millis(1);
+
 /// Producer on Kafka.
 pub struct KafkaProducer {
     producer: BaseProducer<CountingContext>,
@@ -249,27 +312,49 @@ impl Producer for KafkaProducer {
                     return Ok(());
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    // Local queue full: serve delivery reports, which frees room, then retry.
-                    self.producer.poll(Duration::from_millis(50));
+                    // Local queue full: serve a delivery report, which frees room, or
+                    // nap while none is ready (not a blocking `poll`, which would
+                    // wait out its whole timeout: see `flush`); then retry.
+                    let before = self.producer.in_flight_count();
+                    self.producer.poll(Duration::ZERO);
+                    if self.producer.in_flight_count() >= before {
+                        std::thread::sleep(FLUSH_NAP_MAX);
+                    }
                 }
                 Err((e, _)) => return Err(classify(&e)),
             }
         }
     }
     fn flush(&mut self) -> Result<(), BusError> {
-        // Serve delivery reports in short polls until nothing is in flight: the
-        // client library's own flush waits in 100 ms steps, which capped a stage at
-        // one batch per 100 ms whatever the broker's latency.
+        // Serve delivery reports until nothing is in flight. Not the client
+        // library's own flush: it waits in 100 ms steps, which capped a stage at one
+        // batch per 100 ms whatever the broker's latency. Not `poll(1 ms)` in a loop
+        // either: rdkafka's `poll(t)` runs until `t` has passed and hands librdkafka
+        // the time left rounded down to whole milliseconds, so its last millisecond
+        // (all of a 1 ms poll) is a busy loop of non-blocking polls; a stage spun a
+        // core for as long as each flush waited for the broker (the sealer's profile
+        // at 1,000 robots: a tenth of its CPU). Instead: non-blocking polls while
+        // they make progress, naps of 50 µs doubling up to 1 ms while they do not.
         let deadline = std::time::Instant::now() + self.flush_timeout;
-        while self.producer.in_flight_count() > 0 {
+        let mut nap = FLUSH_NAP_MIN;
+        let mut in_flight = self.producer.in_flight_count();
+        while in_flight > 0 {
+            self.producer.poll(Duration::ZERO);
+            let now = self.producer.in_flight_count();
+            if now < in_flight {
+                in_flight = now;
+                nap = FLUSH_NAP_MIN;
+                continue;
+            }
             if std::time::Instant::now() >= deadline {
                 return Err(BusError::Transient(format!(
-                    "{} record(s) still unacknowledged after {:?}",
-                    self.producer.in_flight_count(),
+                    "{now} record(s) still unacknowledged after {:?}",
                     self.flush_timeout
                 )));
             }
-            self.producer.poll(Duration::from_millis(1));
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(FLUSH_NAP_MAX);
+            in_flight = self.producer.in_flight_count();
         }
         let failed = self.producer.context().failed.swap(0, Ordering::SeqCst);
         if failed > 0 {
@@ -352,4 +437,42 @@ fn assert_send() {
     is_send::<KafkaProducer>();
     is_send::<KafkaConsumer>();
     is_send::<Arc<KafkaBus>>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deployment_cannot_weaken_a_fixed_setting() {
+        for key in FIXED_SETTINGS {
+            let settings = [
+                (
+                    "bootstrap.servers".to_string(),
+                    "127.0.0.1:9092".to_string(),
+                ),
+                (key.to_string(), "x".to_string()),
+            ];
+            let err = KafkaBus::from_settings(&settings.into_iter().collect(), None)
+                .expect_err(key)
+                .to_string();
+            assert!(err.contains(key) && err.contains("fixed"), "{err}");
+        }
+    }
+
+    #[test]
+    fn tuning_settings_come_after_the_defaults() {
+        let bus = KafkaBus::new("127.0.0.1:9092")
+            .unwrap()
+            .with_settings([
+                ("compression.type".to_string(), "zstd".to_string()),
+                ("linger.ms".to_string(), "3".to_string()),
+                ("compression.type".to_string(), "none".to_string()),
+            ])
+            .unwrap();
+        let c = bus.config(&[("compression.type", "lz4"), ("linger.ms", "1")]);
+        assert_eq!(c.get("compression.type"), Some("none"));
+        assert_eq!(c.get("linger.ms"), Some("3"));
+        assert_eq!(bus.settings.len(), 2);
+    }
 }

@@ -36,7 +36,8 @@
 //! url = "https://keeper.insurer.example/"      # its tlog-witness endpoint
 //! # key = "keys/keepers/insurer.key"    # only for a keeper run in this process (demo)
 //!
-//! [kafka]                               # passed to librdkafka as is
+//! [kafka]                               # passed to librdkafka after Audita's defaults;
+//!                                       # audita_bus::kafka::FIXED_SETTINGS are refused
 //! "bootstrap.servers" = "kafka-0.kafka:9092"
 //! "security.protocol" = "SASL_SSL"
 //!

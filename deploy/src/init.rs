@@ -135,7 +135,8 @@ slicer_hold_ms = 60000           # slicer: least wall time a message is held
 prefix = ""                      # prepended to every topic name
 
 {witness}
-[kafka]                          # passed to librdkafka as is
+[kafka]                          # passed to librdkafka after Audita's defaults (not: acks,
+                                 # enable.idempotence, enable.auto.commit, group.id, ...)
 "bootstrap.servers" = "127.0.0.1:9092"
 # "security.protocol" = "SASL_SSL"
 # "sasl.mechanisms" = "SCRAM-SHA-512"

@@ -653,6 +653,10 @@ fn values_that_would_leak_a_secret_are_refused() {
             "kafka.settings.ssl.key.password: a secret",
         ),
         ("kafka.settings.bootstrap\\.servers=x:1", "set by the chart"),
+        (
+            "kafka.settings.acks=1",
+            "kafka.settings.acks: fixed by Audita",
+        ),
         ("log.key.insecureValue=KEY", "not both"),
         (
             "kafka.securityProtocol=SASL_SSL",

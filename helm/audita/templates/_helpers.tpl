@@ -117,10 +117,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail "kafka.tls.certKey needs kafka.tls.existingSecret" -}}
 {{- end -}}
 {{- $managed := list "bootstrap.servers" "security.protocol" "sasl.mechanisms" "sasl.mechanism" "sasl.username" "ssl.ca.location" "ssl.certificate.location" "ssl.key.location" -}}
+{{- $fixed := list "enable.idempotence" "acks" "request.required.acks" "enable.auto.commit" "enable.auto.offset.store" "auto.offset.reset" "group.id" "isolation.level" -}}
 {{- $secret := list "sasl.password" "ssl.key.password" "ssl.keystore.password" "sasl.oauthbearer.client.secret" "ssl.key.pem" "ssl_key" -}}
 {{- range $k, $v := .Values.kafka.settings -}}
 {{- if has $k $secret -}}
 {{- fail (printf "kafka.settings.%s: a secret does not belong in values (the ConfigMap is readable): use kafka.sasl.existingSecret / kafka.tls.existingSecret" $k) -}}
+{{- end -}}
+{{- if has $k $fixed -}}
+{{- fail (printf "kafka.settings.%s: fixed by Audita (its durability and exactly-once guarantees rest on it)" $k) -}}
 {{- end -}}
 {{- if has $k $managed -}}
 {{- fail (printf "kafka.settings.%s: set by the chart from kafka.* values; set those instead" $k) -}}
