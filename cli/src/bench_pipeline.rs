@@ -28,6 +28,22 @@ pub enum Transport {
     Kafka,
 }
 
+/// A Kafka bus on `bootstrap` with the librdkafka settings of `--kafka KEY=VALUE`
+/// flags (applied after Audita's defaults; a setting a guarantee rests on is refused,
+/// [`audita_bus::kafka::FIXED_SETTINGS`]).
+pub fn kafka_bus(bootstrap: &str, settings: &[String]) -> anyhow::Result<KafkaBus> {
+    let pairs = settings
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .filter(|(k, _)| !k.trim().is_empty())
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| anyhow::anyhow!("--kafka '{s}': want KEY=VALUE"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(KafkaBus::new(bootstrap)?.with_settings(pairs)?)
+}
+
 /// Arguments of `audita bench-pipeline`.
 #[derive(Args)]
 pub struct BenchPipelineArgs {

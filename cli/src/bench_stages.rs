@@ -28,7 +28,6 @@
 
 use crate::bench_pipeline::Transport;
 use audita_bus::embedded::EmbeddedBus;
-use audita_bus::kafka::KafkaBus;
 use audita_bus::Bus;
 use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_pipeline::metrics::Metrics;
@@ -66,6 +65,10 @@ pub struct StagesArgs {
     /// Kafka bootstrap (with `--transport kafka`).
     #[arg(long)]
     pub bootstrap: Option<String>,
+    /// A librdkafka setting for every Kafka client of the run, `KEY=VALUE`
+    /// (repeatable; e.g. `compression.type=none`), applied after Audita's defaults.
+    #[arg(long = "kafka", value_name = "KEY=VALUE")]
+    pub kafka: Vec<String>,
     /// The broker's process id, to report its CPU per phase (default: the local
     /// `kafka.Kafka` java process, if exactly one runs).
     #[arg(long)]
@@ -145,7 +148,7 @@ fn self_cpu() -> Duration {
 }
 
 /// The local Kafka broker's pid, if exactly one `kafka.Kafka` java process runs.
-fn find_broker() -> Option<u32> {
+pub(crate) fn find_broker() -> Option<u32> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
@@ -309,7 +312,7 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
                 .as_deref()
                 .ok_or_else(|| anyhow::anyhow!("--transport kafka needs --bootstrap HOST:PORT"))?;
             (
-                Bus::Kafka(KafkaBus::new(b)?),
+                Bus::Kafka(crate::bench_pipeline::kafka_bus(b, &args.kafka)?),
                 Duration::from_secs(8),
                 args.broker_pid.or_else(find_broker),
             )
@@ -384,6 +387,7 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
     };
     let report = json!({
         "transport": bus.transport(),
+        "kafka_settings": args.kafka,
         "robots": config.robots,
         "ingest_instances": instances,
         "commands_per_s": config.commands_per_s,
@@ -427,6 +431,16 @@ pub fn markdown(r: &Value) -> String {
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
     let strict = f(r, "verify_strict_us");
     let batch = f(r, "batch_verify_us");
+    let mut transport = r["transport"].as_str().unwrap_or("").to_string();
+    let settings: Vec<&str> = r["kafka_settings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if !settings.is_empty() {
+        transport = format!("{transport} (librdkafka {})", settings.join(", "));
+    }
     let mut s = format!(
         "{} bus, {} robots × {} commands/s, {} s of traffic: {} envelopes + {} receipts; \
          sealed {}, incidents declared by the monitor {}, verdicts {}.\n\
@@ -434,7 +448,7 @@ pub fn markdown(r: &Value) -> String {
          (ingest's floor, two batch verifications per envelope: {:.1} µs).\n\n\
          | stage | CPU µs / envelope | × verify_strict | × batch verify | alone, envelopes/s | broker CPU µs / envelope |\n\
          |---|---|---|---|---|---|\n",
-        r["transport"].as_str().unwrap_or(""),
+        transport,
         r["robots"],
         r["commands_per_s"],
         r["duration_s"],

@@ -28,7 +28,6 @@
 //! - Topics get a fresh prefix per run, so runs never see each other's records.
 
 use crate::bench_pipeline::{ed25519_single_core_per_s, percentile};
-use audita_bus::kafka::KafkaBus;
 use audita_bus::Bus;
 use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_pipeline::metrics::Metrics;
@@ -110,6 +109,14 @@ pub struct LoadArgs {
     /// Kafka bootstrap on this machine (host:port; loopback only).
     #[arg(long)]
     pub bootstrap: Option<String>,
+    /// The broker's process id, to account its CPU beside the stages' (default: the
+    /// local `kafka.Kafka` java process, if exactly one runs).
+    #[arg(long)]
+    pub broker_pid: Option<u32>,
+    /// A librdkafka setting for every Kafka client of the run, `KEY=VALUE`
+    /// (repeatable; e.g. `compression.type=none`), applied after Audita's defaults.
+    #[arg(long = "kafka", value_name = "KEY=VALUE")]
+    pub kafka: Vec<String>,
     /// Engine worker processes.
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
@@ -280,7 +287,10 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
         .as_deref()
         .ok_or_else(|| anyhow::anyhow!("--deployment is required for a stage process"))?;
     let d = open_deployment(args, deployment, stage == LoadStage::Sealer)?;
-    let bus = Bus::Kafka(KafkaBus::new(&args.bootstrap()?)?);
+    let bus = Bus::Kafka(crate::bench_pipeline::kafka_bus(
+        &args.bootstrap()?,
+        &args.kafka,
+    )?);
     let m = Metrics::new();
     let stop = AtomicBool::new(false);
     let dir = || {
@@ -368,6 +378,21 @@ fn proc_rss_mib(pid: u32) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// CPU seconds the whole machine has spent busy (every core; user, nice, system,
+/// irq, softirq and steal time: everything but idle and I/O wait), from `/proc/stat`.
+fn machine_busy_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|v| v.parse::<f64>().ok())
+        .collect::<Option<_>>()?;
+    let busy = f.iter().sum::<f64>() - f.get(3)? - f.get(4)?;
+    Some(busy / clock_ticks_per_s())
+}
+
 /// CPU seconds of a process (utime + stime), from `/proc/PID/stat`.
 pub(crate) fn proc_cpu_s(pid: u32) -> Option<f64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -375,10 +400,19 @@ pub(crate) fn proc_cpu_s(pid: u32) -> Option<f64> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     // Fields 14 and 15 of stat (utime, stime), counted after the command name.
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / clock_ticks_per_s())
+}
+
+/// The kernel's clock ticks per second (the unit of `/proc`'s CPU times).
+fn clock_ticks_per_s() -> f64 {
     // SAFETY: sysconf has no preconditions.
     #[allow(unsafe_code)]
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    Some(ticks / if hz > 0 { hz as f64 } else { 100.0 })
+    if hz > 0 {
+        hz as f64
+    } else {
+        100.0
+    }
 }
 
 fn spawn_stage(
@@ -421,6 +455,7 @@ fn spawn_stage(
         .args(["--slicer-wait-ms", &args.slicer_wait_ms.to_string()])
         .args(["--epoch-messages", &args.epoch_messages.to_string()])
         .args(args.retention.flags())
+        .args(args.kafka.iter().flat_map(|k| ["--kafka", k.as_str()]))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log)?)
@@ -487,7 +522,7 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     let deployment = create_deployment(&load, &work.join("deployment"))?;
     let mut d = open_deployment(args, &deployment, false)?;
     d.prefix = prefix.clone();
-    let bus = Bus::Kafka(KafkaBus::new(&bootstrap)?);
+    let bus = Bus::Kafka(crate::bench_pipeline::kafka_bus(&bootstrap, &args.kafka)?);
     d.ensure_topics(&bus)?;
 
     let mut procs = Vec::new();
@@ -736,6 +771,16 @@ fn measure(
         .iter()
         .map(|p| (p.name.clone(), p.child.id()))
         .collect();
+    // Beside the stages, the CPU of the broker and of this process (the generator
+    // offering the load, and the monitor measuring it), and of the whole machine:
+    // what shows which resource a run exhausts.
+    let others: Vec<(String, u32)> = args
+        .broker_pid
+        .or_else(crate::bench_stages::find_broker)
+        .map(|b| ("broker".to_string(), b))
+        .into_iter()
+        .chain([("load".to_string(), std::process::id())])
+        .collect();
     let offered = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let first_send_unix_ms = audita_sinks::tables::now_ms();
@@ -776,6 +821,11 @@ fn measure(
                         cpu.insert(name.clone(), c);
                     }
                 }
+                for (name, pid) in &others {
+                    if let Some(c) = proc_cpu_s(*pid) {
+                        cpu.insert(name.clone(), c);
+                    }
+                }
                 samples
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -787,6 +837,7 @@ fn measure(
                         "watermark_ms": watermark,
                         "rss_mib": rss,
                         "cpu_s": cpu,
+                        "machine_busy_s": machine_busy_s(),
                     }));
                 tick += 1;
                 if status_lines && tick >= next_line {
@@ -923,6 +974,7 @@ fn measure(
         .collect();
     Ok(json!({
         "first_send_unix_ms": first_send_unix_ms,
+        "machine_cores": std::thread::available_parallelism().map_or(0, |n| n.get()),
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "config": {
             "robots": config.robots, "commands_per_s": config.commands_per_s,
@@ -932,6 +984,7 @@ fn measure(
             "slicer_wait_ms": args.slicer_wait_ms, "epoch_messages": args.epoch_messages,
             "horizon_ms": args.retention.horizon_ms, "hold_ms": args.retention.hold_ms,
             "dedupe_horizon_ms": args.retention.dedupe_horizon_ms,
+            "kafka_settings": args.kafka,
         },
         "presign_s": presign_s,
         "envelopes": envelopes,
@@ -1129,7 +1182,51 @@ fn markdown(r: &Value) -> String {
         }
         s.push('\n');
     }
+    if let Some(line) = cpu_while_offered(&samples, r["machine_cores"].as_u64()) {
+        s.push_str(&line);
+    }
     s
+}
+
+/// Cores each process kept busy while the load was offered (from the first sample
+/// to the last at which the offered count grew), and the whole machine's busy cores
+/// beside the cores it has: the line that shows whether CPU is what a run exhausts.
+fn cpu_while_offered(samples: &[Value], cores: Option<u64>) -> Option<String> {
+    let f = |v: &Value, k: &str| v[k].as_f64();
+    let first = samples.first()?;
+    let last = samples
+        .windows(2)
+        .filter(|w| f(&w[1], "offered") > f(&w[0], "offered"))
+        .map(|w| &w[1])
+        .last()?;
+    let dt = f(last, "t")? - f(first, "t")?;
+    if dt < 1.0 {
+        return None;
+    }
+    let mut s = format!("\nCores busy while the load was offered ({dt:.0} s):");
+    let mut names: Vec<&String> = last["cpu_s"].as_object()?.keys().collect();
+    // The stages first, then the broker and this process.
+    names.sort_by_key(|n| (matches!(n.as_str(), "broker" | "load"), n.as_str()));
+    for name in names {
+        let (Some(a), Some(b)) = (first["cpu_s"][name].as_f64(), last["cpu_s"][name].as_f64())
+        else {
+            continue;
+        };
+        let label = match name.as_str() {
+            "load" => "generator and monitor",
+            n => n,
+        };
+        s.push_str(&format!(" {label} {:.2};", (b - a) / dt));
+    }
+    if let (Some(a), Some(b)) = (f(first, "machine_busy_s"), f(last, "machine_busy_s")) {
+        s.push_str(&format!(" **machine {:.2}", (b - a) / dt));
+        if let Some(c) = cores {
+            s.push_str(&format!(" of {c} cores"));
+        }
+        s.push_str("**.");
+    }
+    s.push('\n');
+    Some(s)
 }
 
 /// RSS per stage (top) and offered vs sealed rate (bottom) over time.

@@ -447,6 +447,16 @@ fn the_readme_examples_answer_on_an_audita_load_run() {
         String::from_utf8_lossy(&run.stderr)
     );
     assert!(!records(&out).is_empty(), "the load run produced verdicts");
+    // The report accounts the CPU of every stage, the broker, the generator and the
+    // whole machine while the load was offered.
+    let table = String::from_utf8_lossy(&run.stdout);
+    let cpu = table
+        .lines()
+        .find(|l| l.starts_with("Cores busy while the load was offered"))
+        .unwrap_or_else(|| panic!("no CPU line in the report:\n{table}"));
+    for part in [" ingest ", " sealer ", " slicer ", " generator and monitor ", " cores**."] {
+        assert!(cpu.contains(part), "{part} missing: {cpu}");
+    }
     check_readme_examples(&out);
     // The load's record time is LIVE_ORIGIN_MS at its first send: t* is today's.
     let origin = origin_ms(&out);
