@@ -454,7 +454,13 @@ fn the_readme_examples_answer_on_an_audita_load_run() {
         .lines()
         .find(|l| l.starts_with("Cores busy while the load was offered"))
         .unwrap_or_else(|| panic!("no CPU line in the report:\n{table}"));
-    for part in [" ingest ", " sealer ", " slicer ", " generator and monitor ", " cores**."] {
+    for part in [
+        " ingest ",
+        " sealer ",
+        " slicer ",
+        " generator and monitor ",
+        " cores**.",
+    ] {
         assert!(cpu.contains(part), "{part} missing: {cpu}");
     }
     check_readme_examples(&out);
