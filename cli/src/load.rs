@@ -1196,9 +1196,9 @@ fn cpu_while_offered(samples: &[Value], cores: Option<u64>) -> Option<String> {
     let first = samples.first()?;
     let last = samples
         .windows(2)
-        .filter(|w| f(&w[1], "offered") > f(&w[0], "offered"))
-        .map(|w| &w[1])
-        .last()?;
+        .rev()
+        .find(|w| f(&w[1], "offered") > f(&w[0], "offered"))
+        .map(|w| &w[1])?;
     let dt = f(last, "t")? - f(first, "t")?;
     if dt < 1.0 {
         return None;
