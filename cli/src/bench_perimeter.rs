@@ -520,7 +520,7 @@ pub(crate) fn markdown_perimeter(r: &Value) -> String {
          the signed envelopes alone) and replay refutations. An adversary of the guarantee \
          goes further than this sweep: a consumer that reads an *on-bus* message out of band \
          and does not cite it can make a non-minimal cause look minimal to the record's model \
-         (`facility/tests/perimeter.rs`, \
+         (`facility/tests/it/perimeter.rs`, \
          `hidden_citation_of_an_on_bus_message_never_credits_an_absorbed_principal`: an \
          absorbed principal, true ρ = 0, was credited ρ_lo = ½). Certification now re-checks \
          minimality by replay (`audita_causal::certify`), and that construction abstains.\n",

@@ -6,7 +6,7 @@ It records memo case 1 twice over: a tool result carrying an injection, a compac
 folded into the tool span as an event, and a harmful tool call whose model input is
 the summary. Prints one JSON line: {"action": SPAN_ID, "injection": SPAN_ID,
 "compaction_node_action": SPAN_ID} (the last from a second run where the compaction
-is its own span). Used by cli/tests/trace_cli.rs.
+is its own span). Used by cli/tests/it/trace_cli.rs.
 """
 import hashlib
 import json

@@ -1,5 +1,5 @@
 // Shared by `examples/gen_vectors.rs` (writes testdata/vectors.json) and
-// `tests/vectors.rs` (checks the committed file against the code).
+// `tests/it/vectors.rs` (checks the committed file against the code).
 //
 // Everything here is deterministic: keys come from `derive_signing_key`.
 

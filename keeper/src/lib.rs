@@ -22,7 +22,7 @@
 //!   never co-signs two inconsistent checkpoints of one log, nor a smaller tree
 //!   after a larger one. Checkpoint notes, cosignatures, consistency proofs and
 //!   equivocations are `audita_evidence` types; nothing here re-implements them.
-//! - Interoperable: the interop tests (`tests/interop.rs`, Go programs under
+//! - Interoperable: the interop tests (`tests/it/interop.rs`, Go programs under
 //!   `interop/`) drive this keeper with Tessera's witness client, verify its
 //!   cosignatures with `golang.org/x/mod/sumdb/note` and
 //!   `github.com/transparency-dev/formats/note`, and have [`client`] obtain

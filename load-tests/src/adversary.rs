@@ -1,6 +1,6 @@
 //! The invariants an edit of the record must keep (issue 10, SPEC §2–4), shared by
 //! the adversarial suites: `load-tests/tests/adversarial.rs` (a fleet sealed in
-//! streaming order, every facility family) and `cli/tests/adversarial_demo.rs` (the
+//! streaming order, every facility family) and `cli/tests/it/adversarial_demo.rs` (the
 //! record `audita demo` writes).
 //!
 //! Design constraints:

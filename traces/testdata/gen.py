@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the golden OTLP/JSON traces of traces/tests/golden.rs.
+"""Regenerates the golden OTLP/JSON traces of traces/tests/it/golden.rs.
 
 Each file is one agent run exported as OTLP/JSON with the OpenTelemetry GenAI
 attributes and the audita.* attributes of shared/agent-traces/CONVENTIONS.md. Every

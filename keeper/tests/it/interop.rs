@@ -15,7 +15,7 @@
 //! Nothing is skipped: a Go tool that is missing is installed with `go install`
 //! (as `.ci/run` does), and a tool that cannot be built fails the test, naming it.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};

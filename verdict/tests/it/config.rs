@@ -1,6 +1,6 @@
 //! Configuration formats, error paths, the completion cap and the replay hook.
 
-mod common;
+use crate::common;
 
 use audita_causal::certify::{ActuationEvent, Intervention, ReplayError, ReplayRun};
 use audita_causal::Replayer;

@@ -2,7 +2,7 @@
 //! co-signed; the other is refused and kept as evidence that checks offline
 //! against the log's key. State survives restarts.
 
-mod common;
+use crate::common;
 
 use audita_keeper::evidence::{ConflictKind, EvidenceError, Finding};
 use audita_keeper::protocol::format_request;

@@ -1,7 +1,7 @@
 //! The engine against the independent oracle on random models: the brute force of the
 //! modified HP definition (all models) and the analytic oracle (monotone models).
 
-mod common;
+use crate::common;
 
 use audita_causal::{attribute_with, AttributeOptions, Attribution, Model, Path};
 use audita_oracle::{analytic, brute, OracleModel, OracleReport};

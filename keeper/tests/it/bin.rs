@@ -1,6 +1,6 @@
 //! The `audita-keeper` binary's key and evidence commands.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

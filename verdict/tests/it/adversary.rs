@@ -2,7 +2,7 @@
 //! smallest record that shows it; `load-tests/tests/adversarial.rs` runs the same
 //! attacks over the demo fleet and every scenario family.
 
-mod common;
+use crate::common;
 
 use audita_evidence::{derive_signing_key, MessageId, PrincipalId, Receipt, Record};
 use audita_verdict::{

@@ -4,7 +4,7 @@
 //! keeper keys from outside the record, a lost payload key is not "shredded", and
 //! the demo's verdicts are reproduced bitwise by `audita verdict`.
 
-#[path = "../../verdict/tests/common/mod.rs"]
+#[path = "../../../verdict/tests/it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! there; every other test of the crate runs under both.
 #![cfg(not(fuzzing))]
 
-#[path = "../testdata/gen.rs"]
+#[path = "../../testdata/gen.rs"]
 mod gen;
 
 use audita_evidence::merkle::{leaf_hash, root_from_leaf_hashes};
@@ -19,7 +19,7 @@ fn unhex(s: &serde_json::Value) -> Vec<u8> {
 }
 
 fn committed() -> serde_json::Value {
-    let text = include_str!("../testdata/vectors.json");
+    let text = include_str!("../../testdata/vectors.json");
     serde_json::from_str(text).unwrap()
 }
 

@@ -12,7 +12,7 @@
 //! Seed: `AUDITA_KEEPER_CRASH_SEED` (default fixed), rounds:
 //! `AUDITA_KEEPER_CRASH_ROUNDS` (default 200).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};

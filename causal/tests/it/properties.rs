@@ -1,7 +1,7 @@
 //! Property tests of the engine's guarantees: granularity (dilution) invariance,
 //! determinism, overrides, and totality on malformed input.
 
-mod common;
+use crate::common;
 
 use audita_causal::{
     attribute, attribute_with, AttributeOptions, Expr, Mechanism, Model, ModelBuilder,

@@ -1,7 +1,7 @@
 //! Record-level golden scenarios built message by message: each SPEC §5 structure,
 //! witness grades, window exits, deletions and forgeries.
 
-mod common;
+use crate::common;
 
 use audita_evidence::{derive_signing_key, Envelope, Payload, PrincipalId};
 use audita_verdict::{ClaimLevel, EdgeKind, FindingStatus, Flag, Verdict};

@@ -1,7 +1,7 @@
 //! Blame-shift certificates on hand-built records: conditioning, inert decoys, the
 //! higher-order lifting, and compliant deviators never culpable at any order.
 
-mod common;
+use crate::common;
 
 use audita_evidence::MessageId;
 use audita_verdict::{certificate, id_string, verdict, DutyRegistry};

@@ -2,7 +2,7 @@
 //! non-monotone models, causes on demand (a shortened list with exact ρ), and the
 //! bounds every query has (deadline, solver steps, memory), each a named error.
 
-mod common;
+use crate::common;
 
 use audita_causal::{
     attribute_until, attribute_with, check_cause, AttributeError, AttributeOptions, Attribution,

@@ -2,7 +2,7 @@
 //! invariance (bitwise), deletion widens and names, compliant principals never culpable
 //! under any edit, no silent exoneration, dilution invariance, determinism.
 
-mod common;
+use crate::common;
 
 use audita_evidence::{derive_signing_key, Envelope, MessageId, Payload, PrincipalId, Record};
 use audita_verdict::{FindingStatus, Flag, Standard, Verdict};

@@ -2,7 +2,7 @@
 //! wire and through the blocking client; adversarial bodies get 4xx, never a
 //! panic (the keeper keeps answering afterwards).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
