@@ -37,6 +37,9 @@
 //!   of the report being evaluated, earlier or later); subjects are tried in the report's order, then by name, and
 //!   the first other party below the threshold is the one named.
 //! - Deterministic: maps are `BTreeMap`s, ties are broken by arrival order.
+//! - Idempotent: a message read again (an epoch republished by a restarted sealer,
+//!   a re-delivery) adds no command and no actuation report a second time, so it
+//!   never becomes a second fact of a declaration.
 //! - Memory: the latest observation per entity, and per actuator the commands of
 //!   the last [`MAX_COMMANDS_PER_TARGET`] it was sent (older ones are forgotten;
 //!   their count is [`Monitor::forgotten`]), and the actuation reports of those.
@@ -252,7 +255,7 @@ impl Monitor {
             Payload::ToolOutput { tool, output } if realisation(tool, output) => {
                 for c in &env.citations {
                     let list = self.reports.entry(c.clone()).or_default();
-                    if list.len() < 16 {
+                    if list.len() < 16 && !list.iter().any(|r| r.report == *msg.id()) {
                         list.push(Realisation {
                             report: msg.id().clone(),
                             author: env.author.as_str().to_string(),
@@ -267,6 +270,9 @@ impl Monitor {
                 if let Some((target, kind)) = vda5050::actuating(env) {
                     if env.destination.as_str() == target && env.effect != Effect::None {
                         let list = self.commands.entry(target.to_string()).or_default();
+                        if list.iter().any(|c| c.id == *msg.id()) {
+                            return Vec::new();
+                        }
                         list.push(Actuating {
                             id: msg.id().clone(),
                             ts: env.timestamp,

@@ -23,6 +23,8 @@
 //! - State is in memory and rebuilt from the beginning of `audita.epochs` on start
 //!   (its own consumer group per process, like the slicer): a restart re-sends alerts
 //!   (at least once) and re-declares incidents, which the slicer recognises by name.
+//! - Each epoch number is taken once: the epoch a restarted sealer republishes is
+//!   skipped (a message read twice must not become two facts of a declaration).
 
 use crate::metrics::Metrics;
 use crate::{Deployment, Result};
@@ -55,6 +57,8 @@ pub fn alert_record(a: &Alert) -> AlertRecord {
 
 struct State {
     monitor: Monitor,
+    /// The number of the last epoch taken.
+    last_number: Option<u64>,
     last_epoch: Instant,
     /// The grace past `t*` before declaring, adapted to the lateness of sealed
     /// messages (as the slicer's).
@@ -80,6 +84,7 @@ pub fn run_monitor(
     let (alerts, adverse) = (d.topic(topics::ALERTS), d.topic(topics::ADVERSE));
     let state = RefCell::new(State {
         monitor: Monitor::new(file),
+        last_number: None,
         last_epoch: Instant::now(),
         grace: audita_topics::Grace::new(),
     });
@@ -109,6 +114,22 @@ pub fn run_monitor(
                 tracing::warn!("monitor: undecodable epoch skipped");
                 return Ok(());
             };
+            // A restarted sealer republishes its last epoch (topics::epoch): an
+            // epoch number already taken is skipped, as the slicer skips it. Read
+            // twice, its actuation reports would be declared realised twice, and the
+            // engine's re-derivation from the slice (once) would refuse the
+            // declaration: a verdict turned into an abstention by a restart.
+            let number = match audita_evidence::EpochHeader::decode(epoch.header.clone()) {
+                Ok(h) => h.number,
+                Err(e) => {
+                    tracing::error!(error = %e, "monitor: epoch with an undecodable header refused");
+                    return Ok(());
+                }
+            };
+            if st.last_number.is_some_and(|last| number <= last) {
+                tracing::debug!(epoch = number, "monitor: republished epoch skipped");
+                return Ok(());
+            }
             // One signature for the whole epoch: the log's over its header, whose
             // window root the leaves reproduce, each envelope the message its leaf
             // names. The log seals only what ingest verified, so the authors'
@@ -125,6 +146,7 @@ pub fn run_monitor(
                     return Ok(());
                 }
             };
+            st.last_number = Some(number);
             for verified in &sealed {
                 if !audita_monitor::observes(verified.envelope()) {
                     continue;

@@ -14,6 +14,7 @@ mod limits;
 mod monitor_pipeline;
 mod pipeline;
 mod report_screens;
+mod republished_epoch;
 mod tlog_interop;
 mod trace_cli;
 mod trace_seal;

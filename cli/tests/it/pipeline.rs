@@ -92,6 +92,19 @@ fn incidents(embedded: &Path) -> String {
         .to_string()
 }
 
+/// The abstentions in a sink's journal: (incident, reason).
+fn abstentions(journal: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(journal).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            let r = v.get("record").cloned().unwrap_or(v);
+            let reason = r["abstained"].as_str()?.to_string();
+            Some((r["incident"].as_str()?.to_string(), reason))
+        })
+        .collect()
+}
+
 struct Stages(Vec<(String, Child)>);
 
 impl Drop for Stages {
@@ -324,14 +337,23 @@ fn interrupted_run(signal: Signal) {
     let expect = incidents(embedded.path());
     let record = work.join("record");
     let sink_dir = work.join("sink");
+    // Every stage process logs (debug) into work/logs/<stage>-<n>.log, kept with the
+    // work directory under AUDITA_KEEP=1: what each instance did around its signal.
+    let logs = work.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let spawned = std::cell::Cell::new(0usize);
     let stage = |args: &[&str]| -> Child {
+        let n = spawned.get();
+        spawned.set(n + 1);
+        let log = std::fs::File::create(logs.join(format!("{}-{n}.log", args[1]))).unwrap();
         let mut c = audita();
         c.args(args)
             .arg("--config")
             .arg(&config)
             .args(["--bootstrap", broker.bootstrap(), "--max-idle-ms", "60000"])
+            .env("RUST_LOG", "debug,rdkafka=info,librdkafka=info")
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(log);
         c.spawn().unwrap()
     };
     let sealer_args = ["stage", "sealer", "--dir", record.to_str().unwrap()];
@@ -414,7 +436,9 @@ fn interrupted_run(signal: Signal) {
     assert_eq!(
         rows(&sink_dir.join("rows.json")),
         rows(&embedded.path().join("rows.json")),
-        "verdicts after {signal:?} interruptions differ from the uninterrupted run"
+        "verdicts after {signal:?} interruptions differ from the uninterrupted run \
+         (abstentions the sink took: {:?})",
+        abstentions(&journal)
     );
     // Across the sink's restart every row landed in Parquet exactly once: one
     // incidents row per incident, one findings row per incident and principal.

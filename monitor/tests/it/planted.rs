@@ -384,6 +384,37 @@ fn incremental_detection_equals_the_whole_record_derivation() {
     }
 }
 
+/// A message delivered twice in a row (a re-delivery) changes no declaration: a
+/// command or an actuation report read again must not become a second fact
+/// (regression: a realised command declared realised twice, which the engine's
+/// re-derivation over the slice refused, turning a sealer restart into an
+/// abstention). A whole epoch read again — a restarted sealer's republication — is
+/// skipped by the monitor stage by its epoch number (`pipeline::monitor`; tested in
+/// `cli/tests/it/republished_epoch.rs`): replaying older telemetry after newer would
+/// re-arm a subject, so that guarantee is the stage's, not this state machine's.
+#[test]
+fn a_message_delivered_twice_changes_no_declaration() {
+    for fam in Family::ALL {
+        for seed in 0..3u64 {
+            let c = case(generate(fam, seed));
+            let mut msgs: Vec<_> = c.part.certified.values().collect();
+            msgs.sort_by_key(|m| (m.envelope.envelope().timestamp, m.record_index));
+            let mut m = Monitor::new(c.file.clone());
+            let mut decls = Vec::new();
+            for msg in msgs.iter().flat_map(|m| [*m, *m]) {
+                decls.extend(m.advance(msg.envelope.envelope().timestamp.saturating_sub(1)));
+                m.observe(&msg.envelope);
+            }
+            decls.extend(m.advance(u64::MAX));
+            assert_eq!(decls, c.derived.declarations, "{} {seed}", fam.name());
+            for d in &decls {
+                check(d, &c.file, &c.derived)
+                    .unwrap_or_else(|e| panic!("{} {seed}: {}: {e}", fam.name(), d.incident));
+            }
+        }
+    }
+}
+
 #[test]
 fn near_miss_alerts_precede_the_incident_on_safety_families() {
     let c = case(generate(Family::Trivial, 1));
