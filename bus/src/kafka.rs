@@ -223,9 +223,45 @@ impl KafkaBus {
                 }
             }
         }
+        self.await_topics(specs, TOPICS_VISIBLE_WITHIN)
+    }
+
+    /// Waits until the broker's metadata lists every topic of `specs` with its
+    /// partitions. A topic another process is creating at the same moment answers
+    /// `TopicAlreadyExists` before brokers serve it, and a consumer subscribing then
+    /// is told the topic is unknown: stages start together, so "created" must mean
+    /// "served".
+    fn await_topics(&self, specs: &[TopicSpec], within: Duration) -> Result<(), BusError> {
+        let client: BaseConsumer = self.config(&[]).create().map_err(|e| classify(&e))?;
+        let deadline = std::time::Instant::now() + within;
+        for s in specs {
+            loop {
+                let served = client
+                    .fetch_metadata(Some(&s.name), Duration::from_secs(5))
+                    .map(|m| {
+                        m.topics().iter().any(|t| {
+                            t.name() == s.name && t.error().is_none() && !t.partitions().is_empty()
+                        })
+                    })
+                    .unwrap_or(false);
+                if served {
+                    break;
+                }
+                if std::time::Instant::now() >= deadline {
+                    return Err(BusError::Transient(format!(
+                        "topic {} not served by the broker within {within:?} of its creation",
+                        s.name
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
         Ok(())
     }
 }
+
+/// How long [`KafkaBus::ensure_topics`] waits for created topics to be served.
+const TOPICS_VISIBLE_WITHIN: Duration = Duration::from_secs(30);
 
 /// Maps a Kafka error onto the retry classes of [`BusError`].
 fn classify(e: &KafkaError) -> BusError {
@@ -388,6 +424,15 @@ impl Consumer for KafkaConsumer {
         match self.consumer.poll(timeout) {
             None => Ok(None),
             Some(Err(KafkaError::PartitionEOF(_))) => Ok(None),
+            // A subscribed topic the broker does not serve (yet): librdkafka keeps
+            // the subscription and picks the topic up when it is served, so this is
+            // a wait, not a failure of the stage.
+            Some(Err(
+                e @ KafkaError::MessageConsumption(RDKafkaErrorCode::UnknownTopicOrPartition),
+            )) => {
+                tracing::warn!(error = %e, "kafka: a subscribed topic is not served yet; waiting");
+                Ok(None)
+            }
             Some(Err(e)) => Err(classify(&e)),
             Some(Ok(m)) => Ok(Some(Delivery {
                 topic: m.topic().to_string(),

@@ -1,5 +1,11 @@
 //! `audita.epochs`: a sealed epoch with everything a downstream stage needs to extend
 //! its view of the record without reading the disk.
+//!
+//! Design constraints:
+//! - Epoch numbers are the log's: consecutive, one writer. A restarted sealer
+//!   republishes its last epoch (read back from disk, watermark 0), so the topic can
+//!   hold one epoch number twice; every consumer takes each number once and skips
+//!   one at or below the last it took (the slicer and the monitor do).
 
 use audita_evidence::Hash;
 use audita_record::{decode_segment, encode_segment};
