@@ -16,10 +16,21 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
+# The jars are resolved once per pom: kept in $AUDITA_CI_CACHE/kafka-lib-<pom digest>
+# (default ~/.cache/audita-ci) and copied from there into a fresh clone.
 resolve() {
   if [ -f "$lib/.resolved" ]; then return 0; fi
+  local cache
+  cache="${AUDITA_CI_CACHE:-$HOME/.cache/audita-ci}/kafka-lib-$(sha256sum "$here/kafka/pom.xml" | cut -c1-16)"
+  if [ -f "$cache/.resolved" ]; then
+    rm -rf "$lib" && mkdir -p "$lib" && cp -a "$cache/." "$lib/"
+    return 0
+  fi
   (cd "$here/kafka" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime)
   touch "$lib/.resolved"
+  if mkdir -p "$cache.tmp" && cp -a "$lib/." "$cache.tmp/"; then
+    rm -rf "$cache" && mv "$cache.tmp" "$cache"
+  fi
 }
 
 start() {

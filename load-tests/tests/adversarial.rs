@@ -140,8 +140,18 @@ fn family_case(family: audita_facility::scenario::Family, seed: u64) -> Option<C
 
 /// The verdict, or `None` for an exact abstention (too many readings).
 fn judge(case: &Case, record: &Record, adverse: &Adverse) -> Option<Verdict> {
-    let part = verify_record(record, &case.keys);
-    match verdict(record, &part, &case.duties, adverse) {
+    judge_verified(case, record, &verify_record(record, &case.keys), adverse)
+}
+
+/// [`judge`] over a record already verified (`part`): one edited record is verified
+/// once, however many incidents are judged over it.
+fn judge_verified(
+    case: &Case,
+    record: &Record,
+    part: &audita_evidence::Partition,
+    adverse: &Adverse,
+) -> Option<Verdict> {
+    match verdict(record, part, &case.duties, adverse) {
         Ok(v) => Some(v),
         Err(VerdictError::TooManyCompletions { .. }) => None,
         Err(e) => panic!("{}: {}: {e}", case.name, adverse.decl.incident),
@@ -196,9 +206,10 @@ fn single_deletions(case: &Case, tally: &mut Tally, others: bool) {
                 (false, true, "receipt"),
             ] {
                 let rec = cut(&case.record, std::slice::from_ref(d), envelope, receipt);
+                let rec_part = verify_record(&rec, &case.keys);
                 tally.edits += 1;
                 let authors: BTreeSet<String> = [d.author.to_string()].into();
-                let Some(v) = judge(case, &rec, adverse) else {
+                let Some(v) = judge_verified(case, &rec, &rec_part, adverse) else {
                     tally.abstained += 1;
                     if std::env::var("AUDITA_SHOW_ABSTAIN").is_ok() {
                         println!(
@@ -227,7 +238,7 @@ fn single_deletions(case: &Case, tally: &mut Tally, others: bool) {
                         if j == k || ids_in(&cleans[j]).contains(d) {
                             continue;
                         }
-                        let w = judge(case, &rec, other).map(|w| w.to_json());
+                        let w = judge_verified(case, &rec, &rec_part, other).map(|w| w.to_json());
                         if w.as_deref() != Some(cleans[j].to_json().as_str()) {
                             tally.failures.push(format!(
                                 "{} {}: delete {form} of {} changed {}",
