@@ -62,10 +62,14 @@ target_dir() {
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])'
 }
 
+# Where nextest keeps the reports of profile `ci` (its store is the workspace's
+# `target/nextest`, whatever CARGO_TARGET_DIR says), and the doctest tally beside them.
+report_dir="target/nextest/ci"
+
 # The tests of the last nextest run of profile `ci` (its JUnit report): how many ran,
 # how many failed, and the 20 slowest with their durations.
 test_report() {
-  local junit; junit="$(target_dir)/nextest/ci/junit.xml"
+  local junit; junit="$report_dir/junit.xml"
   [ -f "$junit" ] || { echo "(no test report at $junit)"; return 0; }
   python3 - "$junit" "${1:-20}" <<'PY'
 import os, sys, xml.etree.ElementTree as ET
