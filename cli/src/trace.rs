@@ -4,12 +4,14 @@
 //! - `trace witness FILE --action SPAN --injection SPAN` runs the causal-witness
 //!   decision procedure and prints one JSON object (exit 0 causal, 1 a weaker claim);
 //! - `trace whowhen FILE.json` names the decisive agent and step of a Who&When log;
-//! - `trace whowhen-bench DIR` scores the attributor and the floors on a Who&When
-//!   subset (development half, held-out half, all), and the three LLM-judge formats
+//! - `trace whowhen-bench DIR` scores the attributor and the floors on every Who&When
+//!   subset present (development half, held-out half, all; each row names its
+//!   subset, and `pooled` rows join the subsets), and the three LLM-judge formats
 //!   when `AUDITA_JUDGE_ENDPOINT` is set;
 //! - `trace serve --listen ADDR --out FILE` is an OTLP/HTTP receiver (`POST
-//!   /v1/traces`, OTLP/JSON) that appends each accepted export as one line to FILE,
-//!   which `trace import` reads;
+//!   /v1/traces` and `POST /v1/logs`, OTLP/JSON) that appends each accepted export as
+//!   one line to FILE (spans and the GenAI events logged as log records of one run
+//!   in one file), which `trace import` reads;
 //! - `trace seal FILE --config DEPLOYMENT --record OUT` seals a trace as evidence
 //!   (one signed message per span, [`seal`]);
 //! - `trace verdict RECORD --action SPAN --injection SPAN` judges an adverse outcome
@@ -116,7 +118,7 @@ struct WitnessArgs {
 
 #[derive(clap::Args, Debug)]
 struct WhoWhenArgs {
-    /// A Who&When log (`history`, `system_prompt`, …); `-` reads stdin.
+    /// A Who&When log, either format (`history`, …); `-` reads stdin.
     file: PathBuf,
     /// Refuse a log larger than this many bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
@@ -125,7 +127,8 @@ struct WhoWhenArgs {
 
 #[derive(clap::Args, Debug)]
 struct WhoWhenBenchArgs {
-    /// Directory of Who&When logs (`1.json` …).
+    /// Directory of Who&When logs (`1.json` …), or holding the subset directories
+    /// `Algorithm-Generated/` and `Hand-Crafted/`.
     dir: PathBuf,
 }
 
@@ -189,6 +192,13 @@ fn edge_json(e: &Edge) -> Value {
     if let Some(r) = &e.record_id {
         v["record_id"] = json!(r);
     }
+    v["rule"] = json!(e.rule);
+    if let Some(c) = &e.call_id {
+        v["call_id"] = json!(c);
+    }
+    if e.truncated {
+        v["truncated"] = json!(true);
+    }
     v
 }
 
@@ -199,7 +209,7 @@ fn import(a: &ImportArgs) -> Result<i32, String> {
     let nodes: Vec<Value> = trace
         .nodes()
         .map(|n| {
-            json!({
+            let mut v = json!({
                 "span_id": n.span_id.to_string(),
                 "parent": n.parent.as_ref().map(|p| p.to_string()),
                 "name": n.name,
@@ -208,7 +218,18 @@ fn import(a: &ImportArgs) -> Result<i32, String> {
                 "tool": n.tool,
                 "mutation": n.mutation.map(|m| m.as_str()),
                 "folded_mutations": n.folded.len(),
-            })
+                "capture": n.capture.as_str(),
+                "instrumentation": n.instrumentation,
+                "derived": {"inputs": n.input_meta.len(), "outputs": n.output_meta.len()},
+            });
+            let external = graph.external_inputs(n).len();
+            if external > 0 {
+                v["external_inputs"] = json!(external);
+            }
+            if let Some(s) = n.capture.setting() {
+                v["setting"] = json!(s);
+            }
+            v
         })
         .collect();
     let edges: Vec<Value> = all.values().flatten().map(edge_json).collect();
@@ -218,13 +239,17 @@ fn import(a: &ImportArgs) -> Result<i32, String> {
         .filter_map(|e| e.error.as_deref())
         .collect();
     let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut rules: BTreeMap<&str, usize> = BTreeMap::new();
     for e in all.values().flatten() {
         *kinds.entry(e.kind.as_str()).or_default() += 1;
+        *rules.entry(e.rule).or_default() += 1;
     }
     print(
         &json!({
             "spans": trace.len(),
+            "orphan_log_records": trace.orphan_log_records(),
             "edge_kinds": kinds,
+            "edge_rules": rules,
             "nodes": nodes,
             "edges": edges,
             "errors": errors,
@@ -254,7 +279,8 @@ fn witness_json(w: &Witness) -> Value {
         .boundary
         .iter()
         .map(|b| {
-            let mut v = json!({"artifact": b.artifact.to_string(), "reason": b.reason});
+            let mut v =
+                json!({"artifact": b.artifact.to_string(), "reason": b.reason, "code": b.code});
             if let Some(r) = &b.record_id {
                 v["record_id"] = json!(r);
             }
@@ -272,6 +298,8 @@ fn witness_json(w: &Witness) -> Value {
         "errors": w.errors,
         "closure": {"edges": w.closure.iter().map(edge_json).collect::<Vec<_>>()},
         "injection_path_kinds": w.injection_path_kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "reasons": w.reasons,
+        "settings": w.settings,
     });
     if let Some(n) = &w.note {
         out["note"] = json!(n);
@@ -295,6 +323,7 @@ fn run_whowhen(a: &WhoWhenArgs) -> Result<i32, String> {
             "step": at.step,
             "responsibility": at.responsibility,
             "rule": at.rule,
+            "format": c.format.subset(),
         }),
         false,
     );
@@ -303,21 +332,63 @@ fn run_whowhen(a: &WhoWhenArgs) -> Result<i32, String> {
 
 type Predictor = fn(&[whowhen::Turn]) -> Option<(String, usize)>;
 
-fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
-    let mut files: Vec<(u64, String)> = std::fs::read_dir(&a.dir)
-        .map_err(|e| format!("{}: {e}", a.dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter_map(|n| {
-            n.strip_suffix(".json")
-                .and_then(|s| s.parse::<u64>().ok())
-                .map(|i| (i, n.clone()))
-        })
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("{}: no N.json files", a.dir.display()));
+/// One Who&When log file of a bench directory.
+struct WhoWhenFile {
+    /// The subset directory it came from (`None`: the directory itself).
+    subset: Option<&'static str>,
+    path: PathBuf,
+    /// Its file name (`N.json`), which fixes its half.
+    name: String,
+}
+
+/// The Who&When files under `dir`: `N.json` files directly, and those of the
+/// subset directories `Algorithm-Generated/` and `Hand-Crafted/` when present.
+fn whowhen_files(dir: &Path) -> Result<Vec<WhoWhenFile>, String> {
+    let numbered = |d: &Path| -> Result<Vec<(u64, String)>, String> {
+        let mut v: Vec<(u64, String)> = std::fs::read_dir(d)
+            .map_err(|e| format!("{}: {e}", d.display()))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter_map(|n| {
+                n.strip_suffix(".json")
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .map(|i| (i, n.clone()))
+            })
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    let mut out = Vec::new();
+    for (_, name) in numbered(dir)? {
+        out.push(WhoWhenFile {
+            subset: None,
+            path: dir.join(&name),
+            name,
+        });
     }
+    for sub in ["Algorithm-Generated", "Hand-Crafted"] {
+        let d = dir.join(sub);
+        if d.is_dir() {
+            for (_, name) in numbered(&d)? {
+                out.push(WhoWhenFile {
+                    subset: Some(sub),
+                    path: d.join(&name),
+                    name,
+                });
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "{}: no N.json files (directly or under Algorithm-Generated/ or Hand-Crafted/)",
+            dir.display()
+        ));
+    }
+    Ok(out)
+}
+
+fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
+    let files = whowhen_files(&a.dir)?;
     let methods: [(&str, Predictor); 3] = [
         ("audita-static", |h| {
             whowhen::attribute(h).map(|a| (a.agent, a.step))
@@ -325,7 +396,8 @@ fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
         ("floor: first worker reply", whowhen::floor_first_worker),
         ("floor: step 0", whowhen::floor_step_zero),
     ];
-    let mut tallies: BTreeMap<(&str, &str), Tally> = BTreeMap::new();
+    // (subset, method, split) → tally
+    let mut tallies: BTreeMap<(&str, &str, &str), Tally> = BTreeMap::new();
     // The LLM judges run only with a configured endpoint (audita_baselines::judge).
     let endpoint = std::env::var("AUDITA_JUDGE_ENDPOINT")
         .ok()
@@ -341,46 +413,68 @@ fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
         }
     };
     let mut judge_errors = 0usize;
-    for (_, name) in &files {
-        let path = a.dir.join(name);
-        let bytes = crate::inputs::read_input(&path, 16 << 20)?;
+    let mut subsets: std::collections::BTreeSet<&str> = Default::default();
+    for WhoWhenFile {
+        subset: dir_subset,
+        path,
+        name,
+    } in &files
+    {
+        let bytes = crate::inputs::read_input(path, 16 << 20)?;
         let c = whowhen::parse_whowhen(&bytes, &whowhen::Limits::default())
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let label = c
             .label
             .clone()
             .ok_or_else(|| format!("{}: no mistake_agent/mistake_step label", path.display()))?;
-        let half = if whowhen::is_development(name) {
+        let subset = dir_subset.unwrap_or(c.format.subset());
+        subsets.insert(subset);
+        // A file of the Hand-Crafted directory is held out whatever its shape.
+        let split_format = match dir_subset {
+            Some("Hand-Crafted") => whowhen::LogFormat::MagenticOne,
+            _ => c.format,
+        };
+        let half = if whowhen::is_development_in(split_format, name) {
             "development"
         } else {
             "held-out"
         };
+        let mut add = |m: &'static str, hits| {
+            for split in [half, "all"] {
+                tallies.entry((subset, m, split)).or_default().add(hits);
+                tallies.entry(("pooled", m, split)).or_default().add(hits);
+            }
+        };
         for (m, f) in &methods {
             let p = f(&c.history);
-            let hits = whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label);
-            tallies.entry((*m, half)).or_default().add(hits);
-            tallies.entry((*m, "all")).or_default().add(hits);
+            add(
+                m,
+                whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label),
+            );
         }
         if let Some(t) = transport.as_mut() {
             use audita_baselines::judge::Transport as _;
             for format in whowhen::judge::Format::ALL {
                 let p = whowhen::judge::judge(&c, format, &mut |prompt: &str| t.complete(prompt))
                     .unwrap_or_else(|e| {
-                        tracing::warn!(file = %name, error = %e, "judge call failed");
+                        tracing::warn!(file = %path.display(), error = %e, "judge call failed");
                         judge_errors += 1;
                         None
                     });
-                let hits = whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label);
-                tallies.entry((format.name(), half)).or_default().add(hits);
-                tallies.entry((format.name(), "all")).or_default().add(hits);
+                add(
+                    format.name(),
+                    whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label),
+                );
             }
         }
     }
+    let pooled = subsets.len() > 1;
     let rows: Vec<Value> = tallies
         .iter()
-        .map(|((m, half), t)| {
+        .filter(|((subset, _, _), _)| pooled || *subset != "pooled")
+        .map(|((subset, m, half), t)| {
             json!({
-                "method": m, "split": half, "n": t.n,
+                "subset": subset, "method": m, "split": half, "n": t.n,
                 "agent": round3(t.rate(t.agent)), "step": round3(t.rate(t.step)),
                 "agent_strict": round3(t.rate(t.agent_strict)),
                 "step_strict": round3(t.rate(t.step_strict)),
@@ -392,7 +486,7 @@ fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
         Some(e) => format!("run against {e} ({judge_errors} failed calls counted as misses)"),
     };
     print(
-        &json!({"files": files.len(), "judges": judges, "rows": rows}),
+        &json!({"files": files.len(), "subsets": subsets, "judges": judges, "rows": rows}),
         true,
     );
     Ok(0)
@@ -432,13 +526,23 @@ fn serve(a: &ServeArgs) -> Result<i32, String> {
 
 fn router(state: Arc<Receiver>, max_body: usize) -> axum::Router {
     use axum::http::StatusCode;
+    let logs = state.clone();
     axum::Router::new()
         .route(
             "/v1/traces",
             axum::routing::post(
                 move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
                     let state = state.clone();
-                    async move { receive(&state, &headers, &body) }
+                    async move { receive(&state, &headers, &body, Signal::Traces) }
+                },
+            ),
+        )
+        .route(
+            "/v1/logs",
+            axum::routing::post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                    let state = logs.clone();
+                    async move { receive(&state, &headers, &body, Signal::Logs) }
                 },
             ),
         )
@@ -449,10 +553,20 @@ fn router(state: Arc<Receiver>, max_body: usize) -> axum::Router {
         ))
 }
 
+/// Which OTLP signal a request carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    /// `ExportTraceServiceRequest` (`resourceSpans`).
+    Traces,
+    /// `ExportLogsServiceRequest` (`resourceLogs`): GenAI events as log records.
+    Logs,
+}
+
 fn receive(
     state: &Receiver,
     headers: &axum::http::HeaderMap,
     body: &[u8],
+    signal: Signal,
 ) -> (
     axum::http::StatusCode,
     [(axum::http::HeaderName, &'static str); 1],
@@ -488,6 +602,20 @@ fn receive(
         Ok(t) => t,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e.to_string()),
     };
+    // The body is one JSON document (checked above); its top level must hold its
+    // signal's key.
+    let (key, path) = match signal {
+        Signal::Traces => ("resourceSpans", "/v1/traces"),
+        Signal::Logs => ("resourceLogs", "/v1/logs"),
+    };
+    let has_key = serde_json::from_slice::<BTreeMap<String, serde::de::IgnoredAny>>(body)
+        .is_ok_and(|top| top.contains_key(key));
+    if !has_key {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            format!("not OTLP/JSON for {path}: no {key} in the request"),
+        );
+    }
     let mut line = body.to_vec();
     line.retain(|&b| b != b'\n' && b != b'\r');
     line.push(b'\n');

@@ -1,16 +1,40 @@
-//! Edges derived from artifact hashes, each graded on its own (CONVENTIONS, "Deriving
-//! the closure").
+//! Edges derived from artifact hashes, each graded on its own and named by the rule
+//! that matched (CONVENTIONS, "Deriving the closure", extended for derived parts:
+//! [`crate::genai`]).
 //!
 //! For every consumed part `h` of a span `C` the first rule that applies decides:
 //! 1. `h` is a root (`audita.roots`): no edge;
-//! 2. **hash_match P→C**: a span `P ≠ C` that started no later than `C` produced `h`
-//!    (`audita.output.hash` or an `audita.output.parts` entry);
-//! 3. **folded H→C**: `h` is the output of a mutation recorded on span `H`;
-//! 4. **window_exit**: a link target or the `parentSpanId` of `C` is absent from the
+//! 2. **hash_match P→C**: a span `P ≠ C` that started no later than `C` produced `h`.
+//!    For derived parts the call ids are compared too: a producer with the consumer's
+//!    call id first (rules `tool_call.id+arguments`, `tool_call.id+single_argument`,
+//!    `tool_result.id+content`), else one of the two has no call id (`tool_call.arguments`,
+//!    `tool_call.single_argument`, `tool_result.content`, `assistant_message`,
+//!    `message_text`, `message_part`); a producer with a **different** call id never
+//!    matches. Declared parts match any producer (rule `audita`);
+//! 3. **replayed P→C** (rule `replayed_history`, a non-witness edge): no span produced
+//!    `h`, but `h` is a part of an assistant message `m[k]` in a later model input
+//!    `m[0..n]` whose first `k` messages are exactly the whole input of one earlier
+//!    model call `P`, and `P` recorded no structured output (its tool calls survive only
+//!    as text, as openai-agents-v2 writes them). The artifact is content-identical, but
+//!    that `P` produced it is inferred from input identity, not recorded: the edge is
+//!    walked for reachability and refuses a causal claim like a folded edge (a
+//!    `hash_match` grade would let an inference stand as a witness);
+//! 4. **folded H→C**: `h` is the output of a mutation recorded on span `H`;
+//! 5. **call_id P→C** (rule `call_id`, non-witness): the part has a call id and an
+//!    earlier span recorded the matching tool call or result without content;
+//! 6. **window_exit**: a link target or the `parentSpanId` of `C` is absent from the
 //!    export (the absent ids are the locator);
-//! 5. **hash_mismatch P→C**: `C` has a `framework` link to a present span `P` none of
+//! 7. **external input**: a derived user or system message part with no producer: no
+//!    edge, the closure ends there as at a root. After rule 6, so that a partial
+//!    export cannot pass an upstream agent's message off as external; such parts are
+//!    not added to [`Trace::roots`];
+//! 8. **hash_mismatch P→C**: `C` has a `framework` link to a present span `P` none of
 //!    whose outputs `C` consumed (an error naming both hashes; not traversed);
-//! 6. **window_exit** otherwise.
+//! 9. **window_exit** otherwise.
+//!
+//! A part recorded without content ([`crate::model::Opaque`]) gives a **call_id**
+//! edge to the latest earlier span that recorded the same call id (tool call to tool
+//! span, tool span to tool result), or nothing.
 //!
 //! Every read-set entry is a **hash_match W→C** when a span `W` that started earlier
 //! wrote the same record id with the same hash, else a **window_exit** with the entry
@@ -22,13 +46,18 @@
 //! - Deterministic: when several spans produced `h` (content identity), the edge goes
 //!   to the one that started last no later than `C`, ties to the smaller span id;
 //!   likewise for writers of an entry and for mutations folded on several spans.
-//! - [`Graph::new`] indexes producers, folded outputs and writes once, so deriving
-//!   every node's edges is `O(parts · log n)`.
+//! - [`Graph::new`] indexes producers, replayed outputs, call ids, folded outputs and
+//!   writes once (the replayed-history index with one incremental hash per model
+//!   input), so deriving every node's edges is `O(parts · log n)`.
+//! - An edge whose artifact was cut by the instrumentation on either side says so
+//!   (`truncated`); it keeps its grade (both records are cut alike and paired).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use sha2::{Digest, Sha256};
+
 use crate::hash::{ArtifactHash, Entry, SpanId};
-use crate::model::{LinkBasis, Node, Trace};
+use crate::model::{Capture, LinkBasis, Node, Operation, PartKind, PartMeta, Trace};
 
 /// The grade of one edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,6 +69,11 @@ pub enum EdgeKind {
     Folded,
     /// Linked by embedding proximity: a hypothesis, not an edge of identity.
     Similarity,
+    /// The child consumed what a later model input replays as the parent's output,
+    /// which the parent did not record in structured form: inferred, not recorded.
+    Replayed,
+    /// Paired by a tool call id only, the content unrecorded on one side.
+    CallId,
     /// The consumed artifact has no producer inside the window.
     WindowExit,
     /// The framework's link claims a parent whose outputs the child did not consume.
@@ -53,6 +87,8 @@ impl EdgeKind {
             Self::HashMatch => "hash_match",
             Self::Folded => "folded",
             Self::Similarity => "similarity",
+            Self::Replayed => "replayed",
+            Self::CallId => "call_id",
             Self::WindowExit => "window_exit",
             Self::HashMismatch => "hash_mismatch",
         }
@@ -60,38 +96,51 @@ impl EdgeKind {
 
     /// Whether an edge of this kind refuses a causal claim when it lies in the closure.
     pub fn is_offending(self) -> bool {
-        matches!(self, Self::Folded | Self::Similarity | Self::HashMismatch)
+        matches!(
+            self,
+            Self::Folded | Self::Similarity | Self::Replayed | Self::CallId | Self::HashMismatch
+        )
     }
 
     /// Whether the backward walk continues into the parent (for reachability).
     pub fn is_traversed(self) -> bool {
-        matches!(self, Self::HashMatch | Self::Folded | Self::Similarity)
+        matches!(
+            self,
+            Self::HashMatch | Self::Folded | Self::Similarity | Self::Replayed | Self::CallId
+        )
     }
 }
 
 /// What part of the child an edge explains.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Basis {
-    /// An `audita.input.parts` entry.
+    /// An `audita.input.parts` entry or a derived input part.
     InputPart,
+    /// A part recorded without content (paired by call id).
+    OpaquePart,
     /// An `audita.read_set` entry.
     ReadSet,
     /// An `embedding_similarity` link.
     SimilarityLink,
 }
 
-/// Where the closure leaves the window: the artifact to look for when extending it.
+/// Where the closure leaves the window, or cannot see: the artifact to look for when
+/// extending it, or the span whose record has a gap.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Boundary {
-    /// The artifact without a producer in the window.
+    /// The artifact without a producer in the window (for a content gap: the span's
+    /// output or input hash, else the sha256 of `span:<id>`).
     pub artifact: ArtifactHash,
     /// The record id, for a read-set entry.
     pub record_id: Option<String>,
     /// Span ids absent from the export that the child points at (link targets, its
-    /// nesting parent).
+    /// nesting parent); for a content gap, the span with the gap.
     pub locator: Vec<SpanId>,
     /// Why this is a boundary.
     pub reason: String,
+    /// The machine-readable reason: `window_exit`, `hash_mismatch`,
+    /// `content_not_captured` or `history_truncated`.
+    pub code: &'static str,
 }
 
 /// One graded edge into `child`.
@@ -104,7 +153,7 @@ pub struct Edge {
     /// The grade.
     pub kind: EdgeKind,
     /// The artifact the edge carries (for a similarity edge: what the child returned,
-    /// which is only similar to the parent's).
+    /// which is only similar to the parent's; `None` for a call-id edge).
     pub artifact: Option<ArtifactHash>,
     /// The record id, for read-set edges.
     pub record_id: Option<String>,
@@ -114,33 +163,128 @@ pub struct Edge {
     pub boundary: Option<Boundary>,
     /// For a hash mismatch: the error naming both hashes.
     pub error: Option<String>,
+    /// The rule that decided the edge (module documentation).
+    pub rule: &'static str,
+    /// The call id both sides carry, when the rule compared call ids.
+    pub call_id: Option<String>,
+    /// The artifact was cut by the instrumentation (on either side).
+    pub truncated: bool,
+}
+
+/// How one consumed part is explained.
+enum Resolution {
+    /// A declared root.
+    Root,
+    /// A derived user or system part without producer: external input.
+    External,
+    /// An edge.
+    Edge(Box<Edge>),
+}
+
+/// One span that produced an artifact, as the index holds it.
+#[derive(Clone, Copy, Debug)]
+struct Producer<'t> {
+    start: u64,
+    span: &'t SpanId,
+    call_id: Option<&'t str>,
+    truncated: bool,
+}
+
+/// Tool calls and tool results pair by call id within their family.
+fn family(kind: PartKind) -> u8 {
+    match kind {
+        PartKind::ToolResult => 1,
+        _ => 0,
+    }
 }
 
 /// A trace with its hash indexes, ready to derive edges.
 pub struct Graph<'t> {
     trace: &'t Trace,
-    /// Artifact → (start, span) of every span producing it.
-    producers: HashMap<&'t ArtifactHash, Vec<(u64, &'t SpanId)>>,
+    /// Artifact → every span producing it, sorted by (start, span).
+    producers: HashMap<&'t ArtifactHash, Vec<Producer<'t>>>,
+    /// Artifact → the model calls a later input replays it as the output of.
+    replayed: HashMap<&'t ArtifactHash, Vec<Producer<'t>>>,
+    /// (call id, family) → (start, span) of every span that recorded it as an output.
+    calls: HashMap<(&'t str, u8), Vec<(u64, &'t SpanId)>>,
+    /// The same, for outputs recorded without content only.
+    opaque_calls: HashMap<(&'t str, u8), Vec<(u64, &'t SpanId)>>,
     /// Folded mutation output → spans it was recorded on.
     folded: HashMap<&'t ArtifactHash, BTreeSet<&'t SpanId>>,
     /// (record id, hash) → (start, span) of every writer.
     writers: HashMap<(&'t str, &'t ArtifactHash), Vec<(u64, &'t SpanId)>>,
 }
 
+/// The sha256 of a model input's `message:hash` lines up to each message boundary:
+/// `prefixes[k]` covers messages `0..k`; the last entry covers the whole input.
+fn input_prefixes(n: &Node) -> Vec<(u32, ArtifactHash)> {
+    let mut out = Vec::new();
+    let mut h = Sha256::new();
+    let mut current: Option<u32> = None;
+    for (part, meta) in n.input_parts.iter().zip(&n.input_meta) {
+        let m = meta.message.unwrap_or(0);
+        if current != Some(m) {
+            out.push((m, ArtifactHash::of_digest(h.clone().finalize().as_slice())));
+            current = Some(m);
+        }
+        h.update(format!("{m}:{part}\n").as_bytes());
+    }
+    out.push((u32::MAX, ArtifactHash::of_digest(h.finalize().as_slice())));
+    out
+}
+
+fn is_chat(n: &Node) -> bool {
+    n.operation == Some(Operation::Chat) && !n.input_meta.is_empty()
+}
+
 impl<'t> Graph<'t> {
     /// Indexes `trace`.
     pub fn new(trace: &'t Trace) -> Self {
-        let mut producers: HashMap<&ArtifactHash, Vec<(u64, &SpanId)>> = HashMap::new();
+        let mut producers: HashMap<&ArtifactHash, Vec<Producer>> = HashMap::new();
+        let mut calls: HashMap<(&str, u8), Vec<(u64, &SpanId)>> = HashMap::new();
+        let mut opaque_calls: HashMap<(&str, u8), Vec<(u64, &SpanId)>> = HashMap::new();
         let mut folded: HashMap<&ArtifactHash, BTreeSet<&SpanId>> = HashMap::new();
         let mut writers: HashMap<(&str, &ArtifactHash), Vec<(u64, &SpanId)>> = HashMap::new();
         for n in trace.nodes() {
-            let outs: BTreeSet<&ArtifactHash> =
-                n.output_hash.iter().chain(n.output_parts.iter()).collect();
-            for h in outs {
-                producers
-                    .entry(h)
-                    .or_default()
-                    .push((n.start_ns, &n.span_id));
+            let mut seen: BTreeSet<(&ArtifactHash, Option<&str>)> = BTreeSet::new();
+            let mut add = |h: &'t ArtifactHash, meta: Option<&'t PartMeta>| {
+                let call_id = meta.and_then(|m| m.call_id.as_deref());
+                if seen.insert((h, call_id)) {
+                    producers.entry(h).or_default().push(Producer {
+                        start: n.start_ns,
+                        span: &n.span_id,
+                        call_id,
+                        truncated: meta.is_some_and(|m| m.truncated),
+                    });
+                }
+            };
+            if let Some(h) = &n.output_hash {
+                // A tool span's whole output is its result part: keep the part's call id.
+                let meta = n
+                    .output_parts
+                    .iter()
+                    .position(|p| p == h)
+                    .and_then(|i| n.output_meta.get(i));
+                add(h, meta);
+            }
+            for (i, h) in n.output_parts.iter().enumerate() {
+                add(h, n.output_meta.get(i));
+            }
+            for m in &n.output_meta {
+                if let Some(id) = &m.call_id {
+                    calls
+                        .entry((id.as_str(), family(m.kind)))
+                        .or_default()
+                        .push((n.start_ns, &n.span_id));
+                }
+            }
+            for o in &n.opaque_outputs {
+                for index in [&mut calls, &mut opaque_calls] {
+                    index
+                        .entry((o.call_id.as_str(), family(o.kind)))
+                        .or_default()
+                        .push((n.start_ns, &n.span_id));
+                }
             }
             for m in &n.folded {
                 folded.entry(&m.output_hash).or_default().insert(&n.span_id);
@@ -152,15 +296,91 @@ impl<'t> Graph<'t> {
                     .push((n.start_ns, &n.span_id));
             }
         }
-        for v in producers.values_mut().chain(writers.values_mut()) {
-            v.sort();
+        for v in producers.values_mut() {
+            v.sort_by(|a, b| (a.start, a.span).cmp(&(b.start, b.span)));
         }
+        for v in calls
+            .values_mut()
+            .chain(opaque_calls.values_mut())
+            .chain(writers.values_mut())
+        {
+            v.sort();
+            v.dedup();
+        }
+        let replayed = Self::index_replayed(trace);
         Self {
             trace,
             producers,
+            replayed,
+            calls,
+            opaque_calls,
             folded,
             writers,
         }
+    }
+
+    /// Rule 3's index: for each model call `C` and each assistant message `m[k]` of
+    /// its input, the one earlier model call whose whole input is `m[0..k]`, when that
+    /// call recorded no structured output.
+    fn index_replayed(trace: &'t Trace) -> HashMap<&'t ArtifactHash, Vec<Producer<'t>>> {
+        let chats: Vec<&Node> = trace.nodes().filter(|n| is_chat(n)).collect();
+        let mut by_input: HashMap<ArtifactHash, Vec<&Node>> = HashMap::new();
+        let mut prefixes: BTreeMap<&SpanId, Vec<(u32, ArtifactHash)>> = BTreeMap::new();
+        for n in &chats {
+            let p = input_prefixes(n);
+            if let Some((_, whole)) = p.last() {
+                by_input.entry(whole.clone()).or_default().push(n);
+            }
+            prefixes.insert(&n.span_id, p);
+        }
+        let mut out: HashMap<&ArtifactHash, Vec<Producer>> = HashMap::new();
+        for c in &chats {
+            for (k, key) in prefixes.get(&c.span_id).map(Vec::as_slice).unwrap_or(&[]) {
+                let parts: Vec<(&ArtifactHash, &PartMeta)> = c
+                    .input_parts
+                    .iter()
+                    .zip(&c.input_meta)
+                    .filter(|(_, m)| m.message == Some(*k))
+                    .collect();
+                if parts.is_empty()
+                    || parts
+                        .iter()
+                        .any(|(_, m)| m.role.as_deref() != Some("assistant"))
+                {
+                    continue;
+                }
+                let earlier: Vec<&&Node> = by_input
+                    .get(key)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter(|p| p.span_id != c.span_id && p.start_ns <= c.start_ns)
+                    .collect();
+                let [p] = earlier.as_slice() else { continue };
+                if p.output_meta.iter().any(|m| m.kind == PartKind::ToolCall) {
+                    continue;
+                }
+                for (h, m) in parts {
+                    let v = out.entry(h).or_default();
+                    let entry = Producer {
+                        start: p.start_ns,
+                        span: &p.span_id,
+                        call_id: m.call_id.as_deref(),
+                        truncated: m.truncated,
+                    };
+                    if !v
+                        .iter()
+                        .any(|e| e.span == entry.span && e.call_id == entry.call_id)
+                    {
+                        v.push(entry);
+                    }
+                }
+            }
+        }
+        for v in out.values_mut() {
+            v.sort_by(|a, b| (a.start, a.span).cmp(&(b.start, b.span)));
+        }
+        out
     }
 
     /// The trace.
@@ -192,22 +412,259 @@ impl<'t> Graph<'t> {
         best.map(|(_, id)| id)
     }
 
-    /// The graded edges into `c`: one per non-root input part, one per read-set
-    /// entry, one per similarity link, in that order.
+    /// The last-started of `it`; among equal starts the smallest span id.
+    fn best<'a>(it: impl Iterator<Item = &'a Producer<'t>>) -> Option<Producer<'t>>
+    where
+        't: 'a,
+    {
+        let mut best: Option<Producer<'t>> = None;
+        for p in it {
+            let replace = match &best {
+                None => true,
+                Some(b) => {
+                    (p.start, std::cmp::Reverse(p.span)) > (b.start, std::cmp::Reverse(b.span))
+                }
+            };
+            if replace {
+                best = Some(*p);
+            }
+        }
+        best
+    }
+
+    /// The producer rule 2 (or 3) picks among `candidates` (sorted by start) for a
+    /// part of `c` with `call_id`: the same call id first, else one side without a
+    /// call id; never another id. `true` when the ids matched.
+    fn pick(
+        candidates: &[Producer<'t>],
+        c: &Node,
+        call_id: Option<&str>,
+    ) -> Option<(Producer<'t>, bool)> {
+        let end = candidates.partition_point(|p| p.start <= c.start_ns);
+        let eligible = candidates[..end].iter().filter(|p| p.span != &c.span_id);
+        match call_id {
+            Some(id) => Self::best(eligible.clone().filter(|p| p.call_id == Some(id)))
+                .map(|p| (p, true))
+                .or_else(|| {
+                    Self::best(eligible.filter(|p| p.call_id.is_none())).map(|p| (p, false))
+                }),
+            None => Self::best(eligible).map(|p| (p, false)),
+        }
+    }
+
+    /// The rule name of a matched derived part.
+    fn rule_of(meta: Option<&PartMeta>, by_id: bool) -> &'static str {
+        let Some(m) = meta else { return "audita" };
+        match (m.kind, by_id) {
+            (PartKind::ToolCall, true) => "tool_call.id+arguments",
+            (PartKind::ToolCall, false) => "tool_call.arguments",
+            (PartKind::SingleArgument, true) => "tool_call.id+single_argument",
+            (PartKind::SingleArgument, false) => "tool_call.single_argument",
+            (PartKind::ToolResult, true) => "tool_result.id+content",
+            (PartKind::ToolResult, false) => "tool_result.content",
+            (PartKind::Text, _) if m.role.as_deref() == Some("assistant") => "assistant_message",
+            (PartKind::Text, _) => "message_text",
+            (PartKind::Other, _) => "message_part",
+        }
+    }
+
+    /// Span ids `c` points at that are absent from the export.
+    fn absent_of(&self, c: &Node) -> Vec<SpanId> {
+        let mut ids: BTreeSet<SpanId> = c
+            .links
+            .iter()
+            .map(|l| &l.span_id)
+            .chain(c.parent.iter())
+            .filter(|id| self.trace.get(id).is_none())
+            .cloned()
+            .collect();
+        ids.remove(&c.span_id);
+        ids.into_iter().collect()
+    }
+
+    /// The latest span no later than `c` that recorded `call_id` as an output of the
+    /// family of `kind` (only among outputs recorded without content, when
+    /// `opaque_only`: a recorded output of another hash is no match).
+    fn by_call_id(
+        &self,
+        c: &Node,
+        call_id: &str,
+        kind: PartKind,
+        opaque_only: bool,
+    ) -> Option<&'t SpanId> {
+        let index = if opaque_only {
+            &self.opaque_calls
+        } else {
+            &self.calls
+        };
+        index
+            .get(&(call_id, family(kind)))
+            .and_then(|v| Self::latest(v, c.start_ns, false, &c.span_id))
+    }
+
+    /// Why a derived tool-call part has no producer, when the likely reason is in
+    /// the record: the latest earlier model call of the same agent recorded its
+    /// output as text only.
+    fn unstructured_hint(&self, c: &Node, meta: Option<&PartMeta>) -> Option<String> {
+        let m = meta?;
+        if !matches!(m.kind, PartKind::ToolCall | PartKind::SingleArgument) || m.role.is_some() {
+            return None;
+        }
+        let p = self
+            .trace
+            .nodes()
+            .filter(|n| is_chat(n) && n.start_ns <= c.start_ns && n.agent == c.agent)
+            .filter(|n| !n.output_meta.is_empty())
+            .max_by(|a, b| (a.start_ns, &b.span_id).cmp(&(b.start_ns, &a.span_id)))?;
+        let text_only = p.output_meta.iter().all(|m| m.kind == PartKind::Text);
+        text_only.then(|| {
+            format!(
+                "no model output holds this tool call as a structured part (the outputs of span {} are text only)",
+                p.span_id
+            )
+        })
+    }
+
+    /// How input part `i` of `c` is explained.
+    fn resolve(&self, c: &Node, i: usize, absent: &[SpanId], framework: &[&Node]) -> Resolution {
+        let h = &c.input_parts[i];
+        let meta = c.input_meta(i);
+        if self.trace.roots().contains(h) {
+            return Resolution::Root;
+        }
+        let call_id = meta.and_then(|m| m.call_id.as_deref());
+        let edge = |parent: Option<SpanId>, kind, rule| Edge {
+            parent,
+            child: c.span_id.clone(),
+            kind,
+            artifact: Some(h.clone()),
+            record_id: None,
+            basis: Basis::InputPart,
+            boundary: None,
+            error: None,
+            rule,
+            call_id: None,
+            truncated: meta.is_some_and(|m| m.truncated),
+        };
+        for (index, kind) in [
+            (&self.producers, EdgeKind::HashMatch),
+            (&self.replayed, EdgeKind::Replayed),
+        ] {
+            if let Some((p, by_id)) = index.get(h).and_then(|v| Self::pick(v, c, call_id)) {
+                let rule = if kind == EdgeKind::Replayed {
+                    "replayed_history"
+                } else {
+                    Self::rule_of(meta, by_id)
+                };
+                let mut e = edge(Some(p.span.clone()), kind, rule);
+                e.call_id = by_id.then(|| call_id.map(str::to_string)).flatten();
+                e.truncated |= p.truncated;
+                return Resolution::Edge(Box::new(e));
+            }
+        }
+        if let Some(hs) = self.folded.get(h) {
+            // A mutation folded on several spans: the one that started last no
+            // later than C, else the first by id.
+            let on = hs
+                .iter()
+                .filter_map(|id| self.trace.get(id))
+                .filter(|n| n.start_ns <= c.start_ns)
+                .max_by(|a, b| {
+                    a.start_ns
+                        .cmp(&b.start_ns)
+                        .then_with(|| b.span_id.cmp(&a.span_id))
+                })
+                .map(|n| &n.span_id)
+                .or_else(|| hs.iter().next().copied());
+            if let Some(hid) = on {
+                return Resolution::Edge(Box::new(edge(
+                    Some(hid.clone()),
+                    EdgeKind::Folded,
+                    "audita.mutation",
+                )));
+            }
+        }
+        if let (Some(id), Some(m)) = (call_id, meta) {
+            if let Some(p) = self.by_call_id(c, id, m.kind, true) {
+                let mut e = edge(Some(p.clone()), EdgeKind::CallId, "call_id");
+                e.call_id = Some(id.to_string());
+                return Resolution::Edge(Box::new(e));
+            }
+        }
+        if !absent.is_empty() {
+            let mut e = edge(None, EdgeKind::WindowExit, "absent_span");
+            e.boundary = Some(Boundary {
+                artifact: h.clone(),
+                record_id: None,
+                locator: absent.to_vec(),
+                reason: "consumed artifact has no producer in the window; the span points at spans absent from the export".into(),
+                code: "window_exit",
+            });
+            return Resolution::Edge(Box::new(e));
+        }
+        if meta.is_some_and(PartMeta::is_external_role) {
+            return Resolution::External;
+        }
+        if let Some(p) = framework
+            .iter()
+            .find(|p| !c.input_parts.iter().any(|x| p.produces(x)))
+        {
+            let theirs = p
+                .output_hash
+                .as_ref()
+                .or(p.output_parts.first())
+                .map_or_else(|| "no output hash".to_string(), |o| o.to_string());
+            let mut e = edge(
+                Some(p.span_id.clone()),
+                EdgeKind::HashMismatch,
+                "framework_link",
+            );
+            e.error = Some(format!(
+                "hash mismatch on edge {}->{}: the framework links them, but {} consumed {} and {} produced {}",
+                p.span_id, c.span_id, c.span_id, h, p.span_id, theirs
+            ));
+            e.boundary = Some(Boundary {
+                artifact: h.clone(),
+                record_id: None,
+                locator: Vec::new(),
+                reason: format!(
+                    "consumed artifact has no producer in the window; the framework link names {} which produced {}",
+                    p.span_id, theirs
+                ),
+                code: "hash_mismatch",
+            });
+            return Resolution::Edge(Box::new(e));
+        }
+        let mut e = edge(None, EdgeKind::WindowExit, "no_producer");
+        let same_id = call_id
+            .zip(meta)
+            .and_then(|(id, m)| self.by_call_id(c, id, m.kind, false))
+            .map(|p| {
+                format!(
+                    "span {p} recorded call id {} with other content",
+                    call_id.unwrap_or_default()
+                )
+            });
+        let reason = match same_id.or_else(|| self.unstructured_hint(c, meta)) {
+            Some(hint) => format!("consumed artifact has no producer in the window: {hint}"),
+            None => "consumed artifact has no producer in the window".into(),
+        };
+        e.boundary = Some(Boundary {
+            artifact: h.clone(),
+            record_id: None,
+            locator: Vec::new(),
+            reason,
+            code: "window_exit",
+        });
+        Resolution::Edge(Box::new(e))
+    }
+
+    /// The graded edges into `c`: one per non-root, non-external input part, one per
+    /// content-less part paired by call id, one per read-set entry, one per
+    /// similarity link, in that order.
     pub fn edges_into(&self, c: &Node) -> Vec<Edge> {
         let mut out = Vec::new();
-        let absent: Vec<SpanId> = {
-            let mut ids: BTreeSet<SpanId> = c
-                .links
-                .iter()
-                .map(|l| &l.span_id)
-                .chain(c.parent.iter())
-                .filter(|id| self.trace.get(id).is_none())
-                .cloned()
-                .collect();
-            ids.remove(&c.span_id);
-            ids.into_iter().collect()
-        };
+        let absent = self.absent_of(c);
         let framework: Vec<&Node> = c
             .links
             .iter()
@@ -215,92 +672,27 @@ impl<'t> Graph<'t> {
             .filter_map(|l| self.trace.get(&l.span_id))
             .filter(|p| p.span_id != c.span_id)
             .collect();
-        for h in &c.input_parts {
-            if self.trace.roots().contains(h) {
-                continue;
+        for i in 0..c.input_parts.len() {
+            if let Resolution::Edge(e) = self.resolve(c, i, &absent, &framework) {
+                out.push(*e);
             }
-            let edge = |parent: Option<SpanId>, kind| Edge {
-                parent,
-                child: c.span_id.clone(),
-                kind,
-                artifact: Some(h.clone()),
-                record_id: None,
-                basis: Basis::InputPart,
-                boundary: None,
-                error: None,
-            };
-            if let Some(p) = self
-                .producers
-                .get(h)
-                .and_then(|v| Self::latest(v, c.start_ns, false, &c.span_id))
-            {
-                out.push(edge(Some(p.clone()), EdgeKind::HashMatch));
-                continue;
-            }
-            if let Some(hs) = self.folded.get(h) {
-                // A mutation folded on several spans: the one that started last no
-                // later than C, else the first by id.
-                let on = hs
-                    .iter()
-                    .filter_map(|id| self.trace.get(id))
-                    .filter(|n| n.start_ns <= c.start_ns)
-                    .max_by(|a, b| {
-                        a.start_ns
-                            .cmp(&b.start_ns)
-                            .then_with(|| b.span_id.cmp(&a.span_id))
-                    })
-                    .map(|n| &n.span_id)
-                    .or_else(|| hs.iter().next().copied());
-                if let Some(hid) = on {
-                    out.push(edge(Some(hid.clone()), EdgeKind::Folded));
-                    continue;
-                }
-            }
-            if !absent.is_empty() {
-                let mut e = edge(None, EdgeKind::WindowExit);
-                e.boundary = Some(Boundary {
-                    artifact: h.clone(),
+        }
+        for o in &c.opaque_inputs {
+            if let Some(p) = self.by_call_id(c, &o.call_id, o.kind, false) {
+                out.push(Edge {
+                    parent: Some(p.clone()),
+                    child: c.span_id.clone(),
+                    kind: EdgeKind::CallId,
+                    artifact: None,
                     record_id: None,
-                    locator: absent.clone(),
-                    reason: "consumed artifact has no producer in the window; the span points at spans absent from the export".into(),
+                    basis: Basis::OpaquePart,
+                    boundary: None,
+                    error: None,
+                    rule: "call_id",
+                    call_id: Some(o.call_id.clone()),
+                    truncated: false,
                 });
-                out.push(e);
-                continue;
             }
-            if let Some(p) = framework
-                .iter()
-                .find(|p| !c.input_parts.iter().any(|x| p.produces(x)))
-            {
-                let theirs = p
-                    .output_hash
-                    .as_ref()
-                    .or(p.output_parts.first())
-                    .map_or_else(|| "no output hash".to_string(), |o| o.to_string());
-                let mut e = edge(Some(p.span_id.clone()), EdgeKind::HashMismatch);
-                e.error = Some(format!(
-                    "hash mismatch on edge {}->{}: the framework links them, but {} consumed {} and {} produced {}",
-                    p.span_id, c.span_id, c.span_id, h, p.span_id, theirs
-                ));
-                e.boundary = Some(Boundary {
-                    artifact: h.clone(),
-                    record_id: None,
-                    locator: Vec::new(),
-                    reason: format!(
-                        "consumed artifact has no producer in the window; the framework link names {} which produced {}",
-                        p.span_id, theirs
-                    ),
-                });
-                out.push(e);
-                continue;
-            }
-            let mut e = edge(None, EdgeKind::WindowExit);
-            e.boundary = Some(Boundary {
-                artifact: h.clone(),
-                record_id: None,
-                locator: Vec::new(),
-                reason: "consumed artifact has no producer in the window".into(),
-            });
-            out.push(e);
         }
         for entry in &c.read_set {
             out.push(self.read_edge(c, entry));
@@ -322,6 +714,9 @@ impl<'t> Graph<'t> {
                 basis: Basis::SimilarityLink,
                 boundary: None,
                 error: None,
+                rule: "embedding_similarity",
+                call_id: None,
+                truncated: false,
             };
             if self.trace.get(&l.span_id).is_none() {
                 if let Some(a) = artifact {
@@ -330,12 +725,26 @@ impl<'t> Graph<'t> {
                         record_id: None,
                         locator: vec![l.span_id.clone()],
                         reason: "similarity link to a span absent from the export".into(),
+                        code: "window_exit",
                     });
                 }
             }
             out.push(e);
         }
         out
+    }
+
+    /// The derived user and system parts of `c` that no span produced: external
+    /// inputs, where the closure ends (rule 7).
+    pub fn external_inputs(&self, c: &Node) -> Vec<&'t ArtifactHash> {
+        let absent = self.absent_of(c);
+        let Some(node) = self.trace.get(&c.span_id) else {
+            return Vec::new();
+        };
+        (0..node.input_parts.len())
+            .filter(|&i| matches!(self.resolve(node, i, &absent, &[]), Resolution::External))
+            .map(|i| &node.input_parts[i])
+            .collect()
     }
 
     fn read_edge(&self, c: &Node, entry: &Entry) -> Edge {
@@ -352,6 +761,9 @@ impl<'t> Graph<'t> {
             basis: Basis::ReadSet,
             boundary: None,
             error: None,
+            rule: "audita.read_set",
+            call_id: None,
+            truncated: false,
         };
         if w.is_none() {
             e.kind = EdgeKind::WindowExit;
@@ -360,6 +772,7 @@ impl<'t> Graph<'t> {
                 record_id: Some(entry.record_id.clone()),
                 locator: Vec::new(),
                 reason: "read-set entry intersects no earlier write-set with matching record id and hash".into(),
+                code: "window_exit",
             });
         }
         e
@@ -372,4 +785,39 @@ impl<'t> Graph<'t> {
             .map(|n| (&n.span_id, self.edges_into(n)))
             .collect()
     }
+}
+
+/// The boundary of a content gap on span `n` (the witness emits it when the walk
+/// visits `n`): the span's output hash, else its first input part, else the sha256
+/// of `span:<id>`, located at the span itself.
+pub fn gap_boundary(n: &Node) -> Option<Boundary> {
+    let code = n.capture.code()?;
+    let artifact = n
+        .output_hash
+        .clone()
+        .or_else(|| n.input_parts.first().cloned())
+        .unwrap_or_else(|| ArtifactHash::of(format!("span:{}", n.span_id).as_bytes()));
+    let scope = n
+        .instrumentation
+        .as_deref()
+        .unwrap_or("unknown instrumentation");
+    let reason = match &n.capture {
+        Capture::NotCaptured { setting } => format!(
+            "span {} ({scope}) recorded no message content for part of what it consumed or produced; set {setting}",
+            n.span_id
+        ),
+        Capture::Truncated { marker } => format!(
+            "span {} ({scope}) holds a value cut by the instrumentation ({marker}): what lay beyond the cut is not in the record",
+            n.span_id
+        ),
+        Capture::HistoryUnlogged { detail } => detail.clone(),
+        Capture::Complete => return None,
+    };
+    Some(Boundary {
+        artifact,
+        record_id: None,
+        locator: vec![n.span_id.clone()],
+        reason,
+        code,
+    })
 }

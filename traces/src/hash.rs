@@ -31,6 +31,15 @@ impl ArtifactHash {
         Self(format!("sha256:{}", hex::encode(Sha256::digest(content))))
     }
 
+    /// The hash whose SHA-256 digest is `digest` (32 bytes; anything else is hashed).
+    pub fn of_digest(digest: &[u8]) -> Self {
+        if digest.len() == 32 {
+            Self(format!("sha256:{}", hex::encode(digest)))
+        } else {
+            Self::of(digest)
+        }
+    }
+
     /// The input artifact hash of a span that consumed `parts`, in order: SHA-256 over
     /// the part strings (`sha256:<hex>` each) joined by `\n` (CONVENTIONS,
     /// `audita.input.hash`).

@@ -12,7 +12,9 @@
 //! or is indeterminate because the closure leaves the window.
 //!
 //! Readers: OTLP/JSON ([`otlp`]) following the OpenTelemetry GenAI conventions plus
-//! the `audita.*` attributes, and the AG2/AutoGen conversation logs of the Who&When
+//! the `audita.*` attributes — where a span carries no `audita.*` hashes they are
+//! derived from its standard GenAI content ([`genai`], canonical JSON by [`jcs`]),
+//! and what the instrumentation did not record is said, never guessed — and the AG2/AutoGen conversation logs of the Who&When
 //! benchmark ([`whowhen`]) with a static-log attributor and the benchmark's scorer.
 //! [`sealed`] turns a trace into the messages that seal it as evidence (one signed
 //! message per step, citing its hash-derived parents with each edge's grade) and
@@ -29,8 +31,10 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod genai;
 pub mod graph;
 pub mod hash;
+pub mod jcs;
 pub mod model;
 pub mod otlp;
 pub mod sealed;
@@ -39,6 +43,8 @@ pub mod witness;
 
 pub use graph::{Boundary, Edge, EdgeKind, Graph};
 pub use hash::{ArtifactHash, Entry, SpanId};
-pub use model::{Link, LinkBasis, MutationKind, Node, Operation, Trace};
+pub use model::{
+    Capture, Link, LinkBasis, MutationKind, Node, Opaque, Operation, PartKind, PartMeta, Trace,
+};
 pub use otlp::{parse_otlp_json, Limits, OtlpError};
 pub use witness::{witness, Level, Witness, WitnessError};

@@ -9,6 +9,11 @@
 //! - A context mutation is either its own node ([`Node::mutation`]: a first-class
 //!   transformation, memo condition 1) or a [`FoldedMutation`] recorded on another
 //!   span, whose output is a folded artifact.
+//! - A span's hashes are either declared (`audita.*` attributes) or **derived** from
+//!   the standard GenAI content attributes ([`crate::genai`]). Derived parts carry a
+//!   [`PartMeta`] each (`input_meta`/`output_meta` run parallel to
+//!   `input_parts`/`output_parts`; both are empty for declared parts), and what the
+//!   span did not record is said by [`Capture`] and the content-less [`Opaque`] parts.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -136,6 +141,194 @@ pub struct FoldedMutation {
     pub kind: Option<MutationKind>,
 }
 
+/// What a derived part is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PartKind {
+    /// A text part of a message (its UTF-8 bytes).
+    Text,
+    /// A tool call's arguments (canonical JSON), in a model output or input, or the
+    /// arguments a tool span received.
+    ToolCall,
+    /// The one string-valued argument of a tool call, or a tool span's non-JSON input
+    /// (OpenInference records `input.value` bare for single-argument tools).
+    SingleArgument,
+    /// A tool's result, as the tool span returned it or a later model input holds it.
+    ToolResult,
+    /// Any other part (blob, file, URI, reasoning, …), as canonical JSON.
+    Other,
+}
+
+impl PartKind {
+    /// The name used in payloads and JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::ToolCall => "tool_call",
+            Self::SingleArgument => "single_argument",
+            Self::ToolResult => "tool_result",
+            Self::Other => "other",
+        }
+    }
+
+    /// Reads [`PartKind::as_str`]'s names.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "text" => Self::Text,
+            "tool_call" => Self::ToolCall,
+            "single_argument" => Self::SingleArgument,
+            "tool_result" => Self::ToolResult,
+            "other" => Self::Other,
+            _ => return None,
+        })
+    }
+}
+
+/// What is known of one derived part besides its hash.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PartMeta {
+    /// The part's kind.
+    pub kind: PartKind,
+    /// The role of the message it is in (`user`, `system`, `assistant`, `tool`, …);
+    /// `None` for a tool span's arguments and result.
+    pub role: Option<String>,
+    /// The position of that message in the span's input or output (`None` for a tool
+    /// span's parts).
+    pub message: Option<u32>,
+    /// The tool call id the record pairs it with (`gen_ai.tool.call.id`, a part's
+    /// `id`, `tool_call_id`).
+    pub call_id: Option<String>,
+    /// The record holds a cut value (`...[truncated]`, `ag2.tool.call.result.truncated`).
+    pub truncated: bool,
+}
+
+impl PartMeta {
+    /// A part of `kind` with nothing else known.
+    pub fn new(kind: PartKind) -> Self {
+        Self {
+            kind,
+            role: None,
+            message: None,
+            call_id: None,
+            truncated: false,
+        }
+    }
+
+    /// Whether a message of this role comes from outside the recorded system when no
+    /// span produced it (the user's and the system prompt's parts).
+    pub fn is_external_role(&self) -> bool {
+        matches!(
+            self.role.as_deref(),
+            Some("user" | "system" | "human" | "developer")
+        ) && matches!(self.kind, PartKind::Text | PartKind::Other)
+    }
+}
+
+/// A part the span recorded without its content (content capture off), kept for its
+/// call id: the structure still pairs a model's tool call with the tool span.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Opaque {
+    /// `ToolCall` or `ToolResult`.
+    pub kind: PartKind,
+    /// The call id.
+    pub call_id: String,
+}
+
+/// Whether a span recorded what it consumed (and produced) in full.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Capture {
+    /// Everything the derivation reads was there (or the span declares its hashes).
+    #[default]
+    Complete,
+    /// Content was not captured (absent, redacted, or unreadable); `setting` names the
+    /// switch that turns capture on for the span's instrumentation.
+    NotCaptured {
+        /// The instrumentation's setting (or what to re-export with).
+        setting: String,
+    },
+    /// The history the span holds lacks what an earlier model call of the same
+    /// conversation produced: the instrumentation does not log all of the input.
+    HistoryUnlogged {
+        /// What is missing.
+        detail: String,
+    },
+    /// A recorded value was cut by the instrumentation.
+    Truncated {
+        /// The marker or attribute that says so.
+        marker: String,
+    },
+}
+
+impl Capture {
+    /// `complete`, `not_captured`, `history_unlogged`, `truncated`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Complete => "complete",
+            Self::NotCaptured { .. } => "not_captured",
+            Self::HistoryUnlogged { .. } => "history_unlogged",
+            Self::Truncated { .. } => "truncated",
+        }
+    }
+
+    /// The witness reason code of a gap (`None` when complete).
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            Self::Complete => None,
+            Self::NotCaptured { .. } => Some("content_not_captured"),
+            Self::HistoryUnlogged { .. } | Self::Truncated { .. } => Some("history_truncated"),
+        }
+    }
+
+    /// The setting, marker or detail text (empty when complete).
+    pub fn detail(&self) -> &str {
+        match self {
+            Self::Complete => "",
+            Self::NotCaptured { setting } => setting,
+            Self::HistoryUnlogged { detail } => detail,
+            Self::Truncated { marker } => marker,
+        }
+    }
+
+    /// The setting that would have closed the gap, when one is known.
+    pub fn setting(&self) -> Option<String> {
+        match self {
+            Self::NotCaptured { setting } => Some(setting.clone()),
+            Self::Truncated { marker } if marker.starts_with("ag2.") => {
+                Some("TelemetryMiddleware(max_tool_result_chars=None)".into())
+            }
+            _ => None,
+        }
+    }
+
+    /// The gap from its [`Capture::as_str`] name and detail text.
+    pub fn from_parts(name: &str, detail: &str) -> Option<Self> {
+        let d = detail.to_string();
+        Some(match name {
+            "complete" => Self::Complete,
+            "not_captured" => Self::NotCaptured { setting: d },
+            "history_unlogged" => Self::HistoryUnlogged { detail: d },
+            "truncated" => Self::Truncated { marker: d },
+            _ => return None,
+        })
+    }
+
+    /// How much the gap weighs: a span keeps the heaviest one it has.
+    fn weight(&self) -> u8 {
+        match self {
+            Self::Complete => 0,
+            Self::Truncated { .. } => 1,
+            Self::HistoryUnlogged { .. } => 2,
+            Self::NotCaptured { .. } => 3,
+        }
+    }
+
+    /// Keeps the heavier of `self` and `other`.
+    pub fn join(&mut self, other: Capture) {
+        if other.weight() > self.weight() {
+            *self = other;
+        }
+    }
+}
+
 /// One logged step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -177,6 +370,20 @@ pub struct Node {
     pub read_set: Vec<Entry>,
     /// `links[]`.
     pub links: Vec<Link>,
+    /// One entry per `input_parts` entry when the inputs were derived from GenAI
+    /// content; empty when they were declared (`audita.input.parts`).
+    pub input_meta: Vec<PartMeta>,
+    /// One entry per `output_parts` entry when the outputs were derived.
+    pub output_meta: Vec<PartMeta>,
+    /// Consumed parts recorded without content, with their call ids.
+    pub opaque_inputs: Vec<Opaque>,
+    /// Produced parts recorded without content, with their call ids.
+    pub opaque_outputs: Vec<Opaque>,
+    /// Whether the span recorded what it consumed and produced.
+    pub capture: Capture,
+    /// The instrumentation scope that emitted the span (`scope.name`), naming the
+    /// setting of a content gap.
+    pub instrumentation: Option<String>,
 }
 
 impl Node {
@@ -202,7 +409,24 @@ impl Node {
             write_set: Vec::new(),
             read_set: Vec::new(),
             links: Vec::new(),
+            input_meta: Vec::new(),
+            output_meta: Vec::new(),
+            opaque_inputs: Vec::new(),
+            opaque_outputs: Vec::new(),
+            capture: Capture::Complete,
+            instrumentation: None,
         }
+    }
+
+    /// The metadata of input part `i`, when the inputs were derived.
+    pub fn input_meta(&self, i: usize) -> Option<&PartMeta> {
+        self.input_meta.get(i)
+    }
+
+    /// Whether the span consumed anything it recorded (a hashed part, a read-set
+    /// entry, or a content-less part).
+    pub fn consumed_anything(&self) -> bool {
+        !self.input_parts.is_empty() || !self.read_set.is_empty() || !self.opaque_inputs.is_empty()
     }
 
     /// Whether the span produced `h` as its output or one of its output parts.
@@ -216,6 +440,7 @@ impl Node {
 pub struct Trace {
     nodes: BTreeMap<SpanId, Node>,
     roots: BTreeSet<ArtifactHash>,
+    orphan_log_records: usize,
 }
 
 impl Trace {
@@ -265,5 +490,15 @@ impl Trace {
     /// Every `audita.roots` artifact of a root span (one without a parent).
     pub fn roots(&self) -> &BTreeSet<ArtifactHash> {
         &self.roots
+    }
+
+    /// GenAI log records the reader found whose span is not in the trace.
+    pub fn orphan_log_records(&self) -> usize {
+        self.orphan_log_records
+    }
+
+    /// Sets [`Trace::orphan_log_records`] (the reader's count).
+    pub fn set_orphan_log_records(&mut self, n: usize) {
+        self.orphan_log_records = n;
     }
 }

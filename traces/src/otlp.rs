@@ -10,8 +10,24 @@
 //!   hash is an error, not silently dropped, since dropping it would change a grade.
 //! - `audita.input.hash`, when given with `audita.input.parts`, must be the hash of the
 //!   parts ([`ArtifactHash::of_parts`]): a trace that contradicts itself is refused.
-//! - The principal of a span is its `gen_ai.agent.name`, else that of the nearest
-//!   enclosing span that has one (nesting is used for naming only, never for edges).
+//! - The principal of a span is its `gen_ai.agent.name` (OpenInference: `agent.name`,
+//!   or the name of an `AGENT` span), else that of the nearest enclosing span that has
+//!   one (nesting is used for naming only, never for edges). A span whose
+//!   `gen_ai.agent.id` equals its nearest `invoke_agent` ancestor's takes that
+//!   ancestor's name (openai-agents-v2 names every inner span "OpenAI Agent").
+//! - Every OTLP `AnyValue` is read (string, int, double, bool, bytes, array,
+//!   kvlist); structured values become JSON ([`AnyValue::to_json`]), so a GenAI
+//!   attribute recorded as a JSON string and one recorded structured read the same.
+//! - Log records (`resourceLogs`, the v1.28–v1.36 GenAI events) may share the file
+//!   with the spans, in any line; each `gen_ai.*` record is joined to the span its
+//!   `spanId` names, in file order. A record whose span is absent is counted
+//!   ([`Trace::orphan_log_records`]) and otherwise ignored. Log records count
+//!   against [`Limits::max_spans`] like spans.
+//! - A span without `audita.input.parts` gets inputs derived from its GenAI content,
+//!   one without `audita.output.hash`/`audita.output.parts` gets derived outputs
+//!   ([`crate::genai`]). After all spans are read, the history check marks model
+//!   calls whose input lacks what the previous call of the same conversation
+//!   produced ([`Capture::HistoryUnlogged`]).
 
 use std::collections::BTreeMap;
 
@@ -19,7 +35,12 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::hash::{ArtifactHash, Entry, SpanId};
-use crate::model::{FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation, Trace};
+use serde_json::Value;
+
+use crate::genai::{self, Role, SpanContent};
+use crate::model::{
+    Capture, FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation, PartKind, Trace,
+};
 
 /// Bounds on one import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +101,38 @@ pub enum OtlpError {
 struct Export {
     #[serde(default)]
     resource_spans: Vec<ResourceSpans>,
+    #[serde(default)]
+    resource_logs: Vec<ResourceLogs>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceLogs {
+    #[serde(default)]
+    scope_logs: Vec<ScopeLogs>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ScopeLogs {
+    #[serde(default)]
+    log_records: Vec<LogRecord>,
+}
+
+/// One OTLP log record; GenAI events (semantic conventions v1.28–v1.36) carry their
+/// name in `eventName` (older SDKs: the attribute `event.name`) and their content in
+/// `body`, and point at their span by `spanId`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogRecord {
+    #[serde(default)]
+    event_name: String,
+    #[serde(default)]
+    span_id: String,
+    #[serde(default)]
+    body: Option<AnyValue>,
+    #[serde(default)]
+    attributes: Vec<KeyValue>,
 }
 
 #[derive(Deserialize)]
@@ -100,7 +153,32 @@ struct Resource {
 #[derive(Deserialize)]
 struct ScopeSpans {
     #[serde(default)]
+    scope: Option<Scope>,
+    #[serde(default)]
     spans: Vec<Span>,
+}
+
+#[derive(Deserialize)]
+struct Scope {
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct Status {
+    #[serde(default)]
+    code: Option<Value>,
+}
+
+impl Status {
+    /// `STATUS_CODE_ERROR` (2), as a number or its enum name.
+    fn is_error(&self) -> bool {
+        match &self.code {
+            Some(Value::Number(n)) => n.as_u64() == Some(2),
+            Some(Value::String(s)) => s == "STATUS_CODE_ERROR" || s == "2",
+            _ => false,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -122,6 +200,8 @@ struct Span {
     events: Vec<Event>,
     #[serde(default)]
     links: Vec<SpanLink>,
+    #[serde(default)]
+    status: Option<Status>,
 }
 
 #[derive(Deserialize)]
@@ -175,9 +255,10 @@ impl Number {
     }
 }
 
+/// An OTLP `AnyValue`: exactly one of its fields is set (an empty one is "no value").
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct AnyValue {
+pub(crate) struct AnyValue {
     #[serde(default)]
     string_value: Option<String>,
     #[serde(default)]
@@ -185,13 +266,80 @@ struct AnyValue {
     #[serde(default)]
     double_value: Option<Number>,
     #[serde(default)]
+    bool_value: Option<bool>,
+    #[serde(default)]
+    bytes_value: Option<String>,
+    #[serde(default)]
     array_value: Option<ArrayValue>,
+    #[serde(default)]
+    kvlist_value: Option<KvList>,
 }
 
 #[derive(Deserialize)]
 struct ArrayValue {
     #[serde(default)]
     values: Vec<AnyValue>,
+}
+
+#[derive(Deserialize)]
+struct KvList {
+    #[serde(default)]
+    values: Vec<KeyValue>,
+}
+
+impl AnyValue {
+    /// The value as JSON: a string stays a string (a JSON-valued attribute is parsed
+    /// by its reader), an int64 string becomes a number, bytes stay base64 text, an
+    /// array or kvlist becomes a JSON array or object (the last of repeated keys
+    /// wins). Recursion follows the document's nesting, which the parser bounds.
+    pub(crate) fn to_json(&self) -> Value {
+        if let Some(s) = &self.string_value {
+            return Value::String(s.clone());
+        }
+        if let Some(n) = &self.int_value {
+            return match n {
+                Number::Text(t) => t
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .unwrap_or_else(|_| Value::String(t.clone())),
+                Number::Int(i) => Value::from(*i),
+                Number::Float(f) => Value::from(*f),
+            };
+        }
+        if let Some(n) = &self.double_value {
+            return n.as_f64().map(Value::from).unwrap_or(Value::Null);
+        }
+        if let Some(b) = self.bool_value {
+            return Value::Bool(b);
+        }
+        if let Some(b) = &self.bytes_value {
+            return Value::String(b.clone());
+        }
+        if let Some(a) = &self.array_value {
+            return Value::Array(a.values.iter().map(AnyValue::to_json).collect());
+        }
+        if let Some(kv) = &self.kvlist_value {
+            return Value::Object(
+                kv.values
+                    .iter()
+                    .map(|e| {
+                        (
+                            e.key.clone(),
+                            e.value.as_ref().map_or(Value::Null, AnyValue::to_json),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        Value::Null
+    }
+}
+
+/// Every attribute as JSON, keyed by name (the last of repeated keys wins).
+fn json_attrs(kvs: &[KeyValue]) -> BTreeMap<String, Value> {
+    kvs.iter()
+        .filter_map(|kv| kv.value.as_ref().map(|v| (kv.key.clone(), v.to_json())))
+        .collect()
 }
 
 /// Attribute access with errors that name the span and the key.
@@ -225,6 +373,12 @@ impl<'a> Attrs<'a> {
                 .map(Some)
                 .ok_or_else(|| self.err(key, "expected a stringValue")),
         }
+    }
+
+    /// A string attribute, `None` for absence or any other type (for attributes
+    /// whose type no grade depends on).
+    fn string_lenient(&self, key: &str) -> Option<&'a str> {
+        self.map.get(key).and_then(|v| v.string_value.as_deref())
     }
 
     fn strings(&self, key: &str) -> Result<Vec<&'a str>, OtlpError> {
@@ -310,6 +464,12 @@ pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError
             .flat_map(|r| &r.scope_spans)
             .map(|s| s.spans.len())
             .sum::<usize>();
+        count += export
+            .resource_logs
+            .iter()
+            .flat_map(|r| &r.scope_logs)
+            .map(|s| s.log_records.len())
+            .sum::<usize>();
         if count > limits.max_spans {
             return Err(OtlpError::TooManySpans {
                 limit: limits.max_spans,
@@ -320,7 +480,9 @@ pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError
     if exports.is_empty() {
         return Err(OtlpError::Json("empty document".into()));
     }
+    let mut logs = gen_ai_logs(&exports);
     let mut trace = Trace::new();
+    let mut facts: BTreeMap<SpanId, Facts> = BTreeMap::new();
     let mut position = 0usize;
     for rs in exports.iter().flat_map(|e| &e.resource_spans) {
         if let Some(res) = &rs.resource {
@@ -332,20 +494,80 @@ pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError
             }
         }
         for ss in &rs.scope_spans {
+            let scope = ss
+                .scope
+                .as_ref()
+                .map(|s| s.name.as_str())
+                .filter(|s| !s.is_empty());
             for span in &ss.spans {
                 position += 1;
-                let node = read_span(span, position)?;
+                let joined = SpanId::parse(&span.span_id)
+                    .and_then(|id| logs.remove(&id))
+                    .unwrap_or_default();
+                let (node, fact) = read_span(span, position, scope, &joined)?;
+                let id = node.span_id.clone();
                 trace
                     .insert(node)
                     .map_err(|n| OtlpError::Duplicate(n.span_id.to_string()))?;
+                facts.insert(id, fact);
             }
         }
     }
-    inherit_agents(&mut trace);
+    trace.set_orphan_log_records(logs.values().map(Vec::len).sum());
+    inherit_agents(&mut trace, &facts);
+    check_history(&mut trace, &facts);
     Ok(trace)
 }
 
-fn read_span(span: &Span, position: usize) -> Result<Node, OtlpError> {
+/// The GenAI log records of every export, by span id, in file order: (event name,
+/// body as JSON).
+fn gen_ai_logs(exports: &[Export]) -> BTreeMap<SpanId, Vec<(String, Value)>> {
+    let mut out: BTreeMap<SpanId, Vec<(String, Value)>> = BTreeMap::new();
+    let records = exports
+        .iter()
+        .flat_map(|e| &e.resource_logs)
+        .flat_map(|r| &r.scope_logs)
+        .flat_map(|s| &s.log_records);
+    for r in records {
+        let name = if r.event_name.is_empty() {
+            Attrs::new("(log record)", &r.attributes)
+                .string_lenient("event.name")
+                .unwrap_or_default()
+                .to_string()
+        } else {
+            r.event_name.clone()
+        };
+        if !name.starts_with("gen_ai.") {
+            continue;
+        }
+        let Some(span) = SpanId::parse(&r.span_id) else {
+            continue;
+        };
+        let body = r.body.as_ref().map_or(Value::Null, AnyValue::to_json);
+        out.entry(span).or_default().push((name, body));
+    }
+    out
+}
+
+/// What the post-passes need of a span beyond its node.
+#[derive(Default)]
+struct Facts {
+    /// `gen_ai.conversation.id`.
+    conversation: Option<String>,
+    /// `gen_ai.agent.id`.
+    agent_id: Option<String>,
+    /// Its role for content derivation.
+    role: Option<Role>,
+    /// Whether its model input was derived (content found).
+    derived_input: bool,
+}
+
+fn read_span(
+    span: &Span,
+    position: usize,
+    scope: Option<&str>,
+    logs: &[(String, Value)],
+) -> Result<(Node, Facts), OtlpError> {
     let span_id = SpanId::parse(&span.span_id).ok_or_else(|| OtlpError::Span {
         span: format!("#{position}"),
         problem: format!("spanId {:?} is not 16 hex digits", span.span_id),
@@ -380,9 +602,30 @@ fn read_span(span: &Span, position: usize) -> Result<Node, OtlpError> {
     let mut node = Node::new(span_id.clone(), &span.name, start_ns);
     node.parent = parent;
     node.end_ns = end_ns;
-    node.operation = a.string("gen_ai.operation.name")?.map(Operation::parse);
-    node.agent = a.string("gen_ai.agent.name")?.map(str::to_string);
-    node.tool = a.string("gen_ai.tool.name")?.map(str::to_string);
+    node.instrumentation = scope.map(str::to_string);
+    let oi_kind = a.string_lenient("openinference.span.kind");
+    node.operation = a
+        .string("gen_ai.operation.name")?
+        .map(Operation::parse)
+        .or(match oi_kind {
+            Some("LLM") => Some(Operation::Chat),
+            Some("TOOL") => Some(Operation::ExecuteTool),
+            Some("AGENT") => Some(Operation::InvokeAgent),
+            Some("RETRIEVER") => Some(Operation::Retrieval),
+            _ => None,
+        });
+    node.agent = a
+        .string("gen_ai.agent.name")?
+        .map(str::to_string)
+        .or_else(|| {
+            a.string_lenient("agent.name")
+                .map(str::to_string)
+                .or_else(|| (oi_kind == Some("AGENT")).then(|| span.name.clone()))
+        });
+    node.tool = a
+        .string("gen_ai.tool.name")?
+        .or_else(|| a.string_lenient("tool.name"))
+        .map(str::to_string);
     node.input_parts = a.hashes("audita.input.parts")?;
     node.input_hash = a.hash("audita.input.hash")?;
     if let Some(h) = &node.input_hash {
@@ -446,53 +689,314 @@ fn read_span(span: &Span, position: usize) -> Result<Node, OtlpError> {
             similarity: la.double("audita.link.similarity")?,
         });
     }
-    Ok(node)
+    let declared_in = a.map.contains_key("audita.input.parts");
+    let declared_out =
+        a.map.contains_key("audita.output.hash") || a.map.contains_key("audita.output.parts");
+    let attrs = json_attrs(&span.attributes);
+    let role = genai::role(&attrs);
+    let mut fact = Facts {
+        conversation: attrs
+            .get("gen_ai.conversation.id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        agent_id: attrs
+            .get("gen_ai.agent.id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        role: Some(role),
+        derived_input: false,
+    };
+    if role != Role::Other && !(declared_in && declared_out) {
+        let events: Vec<(String, BTreeMap<String, Value>)> = span
+            .events
+            .iter()
+            .filter(|e| e.name.starts_with("gen_ai."))
+            .map(|e| (e.name.clone(), json_attrs(&e.attributes)))
+            .collect();
+        let d = genai::derive(&SpanContent {
+            attrs: &attrs,
+            events: &events,
+            logs,
+            scope,
+            error: span.status.as_ref().is_some_and(Status::is_error),
+        });
+        apply(&mut node, d, declared_in, declared_out);
+        fact.derived_input = !declared_in && !node.input_meta.is_empty();
+    }
+    Ok((node, fact))
 }
 
-/// Gives every span without `gen_ai.agent.name` the name of its nearest enclosing
-/// span that has one. Each span's answer is memoised, so the whole pass is linear in
-/// the number of spans even for deep (or cyclic) nesting.
-fn inherit_agents(trace: &mut Trace) {
-    let named: BTreeMap<SpanId, (Option<SpanId>, Option<String>)> = trace
-        .nodes()
-        .map(|n| (n.span_id.clone(), (n.parent.clone(), n.agent.clone())))
-        .collect();
-    // span → resolved agent (None: no enclosing agent)
-    let mut memo: BTreeMap<&SpanId, Option<&String>> = BTreeMap::new();
-    for id in named.keys() {
-        let mut path: Vec<&SpanId> = Vec::new();
-        let mut on_path: std::collections::BTreeSet<&SpanId> = Default::default();
-        let mut at = Some(id);
+/// Puts derived hashes on a node, for the sides it does not declare.
+fn apply(node: &mut Node, d: genai::Derived, declared_in: bool, declared_out: bool) {
+    if !declared_in {
+        (node.input_parts, node.input_meta) = d.inputs.into_iter().unzip();
+        node.opaque_inputs = d.opaque_inputs;
+    }
+    if !declared_out {
+        (node.output_parts, node.output_meta) = d.outputs.into_iter().unzip();
+        node.output_hash = d.output_hash;
+        node.opaque_outputs = d.opaque_outputs;
+    }
+    // A span that declares one side is complete by declaration; a gap is only said
+    // of spans read from GenAI content alone.
+    if !(declared_in || declared_out) {
+        node.capture = d.capture;
+    }
+}
+
+/// For every span, its nearest strict ancestor for which `pred` holds (memoised, so
+/// linear in the number of spans even for deep or cyclic nesting).
+fn nearest_ancestor(trace: &Trace, pred: impl Fn(&Node) -> bool) -> BTreeMap<SpanId, SpanId> {
+    let mut memo: BTreeMap<SpanId, Option<SpanId>> = BTreeMap::new();
+    for n in trace.nodes() {
+        let mut path: Vec<SpanId> = Vec::new();
+        let mut seen: std::collections::BTreeSet<SpanId> = Default::default();
+        let mut at = n.parent.clone();
         let answer = loop {
             let Some(cur) = at else { break None };
-            if let Some(known) = memo.get(cur) {
-                break *known;
+            if let Some(known) = memo.get(&cur) {
+                // `cur`'s own nearest is known; `cur` itself may qualify.
+                let here = trace.get(&cur).filter(|c| pred(c)).map(|_| cur.clone());
+                break here.or_else(|| known.clone());
             }
-            let Some((parent, agent)) = named.get(cur) else {
+            let Some(node) = trace.get(&cur) else {
                 break None;
             };
-            if agent.is_some() {
-                break agent.as_ref();
+            if pred(node) {
+                break Some(cur);
             }
-            if !on_path.insert(cur) {
+            if !seen.insert(cur.clone()) {
                 break None;
             }
-            path.push(cur);
-            at = parent.as_ref();
+            path.push(cur.clone());
+            at = node.parent.clone();
         };
+        // Every span on the path (none of which qualified) has the same answer.
         for p in path {
-            memo.insert(p, answer);
+            memo.insert(p, answer.clone());
+        }
+        memo.insert(n.span_id.clone(), answer);
+    }
+    memo.into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+}
+
+/// Gives every span without an agent name the name of its nearest enclosing span
+/// that has one; a span with the `gen_ai.agent.id` of its nearest `invoke_agent`
+/// ancestor takes that ancestor's name.
+fn inherit_agents(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
+    let invoker = nearest_ancestor(trace, |n| n.operation == Some(Operation::InvokeAgent));
+    let renamed: Vec<(SpanId, String)> = trace
+        .nodes()
+        .filter_map(|n| {
+            let own = facts.get(&n.span_id)?.agent_id.as_ref()?;
+            let anc = trace.get(invoker.get(&n.span_id)?)?;
+            let theirs = facts.get(&anc.span_id)?.agent_id.as_ref()?;
+            let name = anc.agent.as_ref()?;
+            (own == theirs && n.agent.as_ref() != Some(name))
+                .then(|| (n.span_id.clone(), name.clone()))
+        })
+        .collect();
+    for (id, name) in renamed {
+        if let Some(n) = trace.get_mut(&id) {
+            n.agent = Some(name);
         }
     }
-    let resolved: Vec<(SpanId, String)> = memo
-        .into_iter()
-        .filter_map(|(id, a)| a.map(|a| (id.clone(), a.clone())))
+    let named = nearest_ancestor(trace, |n| n.agent.is_some());
+    let inherited: Vec<(SpanId, String)> = trace
+        .nodes()
+        .filter(|n| n.agent.is_none())
+        .filter_map(|n| {
+            let from = trace.get(named.get(&n.span_id)?)?;
+            Some((n.span_id.clone(), from.agent.clone()?))
+        })
         .collect();
-    for (id, name) in resolved {
+    for (id, name) in inherited {
         if let Some(n) = trace.get_mut(&id) {
-            if n.agent.is_none() {
-                n.agent = Some(name);
+            n.agent = Some(name);
+        }
+    }
+}
+
+/// The history check: the model calls of one conversation (one
+/// `gen_ai.conversation.id`, else one nearest `invoke_agent` ancestor), in start
+/// order, a call recorded twice (its interval inside another call's) counted once.
+/// When a call produced parts and the next call's input holds none of them and no
+/// tool result, the next call's history was not logged.
+fn check_history(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
+    let invoker = nearest_ancestor(trace, |n| n.operation == Some(Operation::InvokeAgent));
+    let mut groups: BTreeMap<String, Vec<&Node>> = BTreeMap::new();
+    for n in trace.nodes() {
+        let Some(f) = facts.get(&n.span_id) else {
+            continue;
+        };
+        if f.role != Some(Role::Chat) || !f.derived_input {
+            continue;
+        }
+        let key = match (&f.conversation, invoker.get(&n.span_id)) {
+            (Some(c), _) => format!("conversation:{c}"),
+            (None, Some(a)) => format!("agent:{a}"),
+            (None, None) => continue,
+        };
+        groups.entry(key).or_default().push(n);
+    }
+    let mut unlogged: Vec<(SpanId, String)> = Vec::new();
+    for chats in groups.values_mut() {
+        let all = chats.clone();
+        chats.retain(|c| {
+            !all.iter().any(|o| {
+                o.span_id != c.span_id
+                    && o.start_ns <= c.start_ns
+                    && c.end_ns <= o.end_ns
+                    && (o.start_ns, o.end_ns) != (c.start_ns, c.end_ns)
+            })
+        });
+        chats.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
+        for pair in chats.windows(2) {
+            let (p, c) = (pair[0], pair[1]);
+            if p.output_meta.is_empty() {
+                continue;
+            }
+            let holds_output = p.output_parts.iter().any(|h| c.input_parts.contains(h));
+            let holds_result = c.input_meta.iter().any(|m| m.kind == PartKind::ToolResult);
+            if !holds_output && !holds_result {
+                unlogged.push((
+                    c.span_id.clone(),
+                    format!(
+                        "the model input of span {} ({}) lacks every output of the previous call {} of its conversation: the instrumentation does not log the whole history",
+                        c.span_id,
+                        c.instrumentation.as_deref().unwrap_or("unknown instrumentation"),
+                        p.span_id
+                    ),
+                ));
             }
         }
+    }
+    for (id, detail) in unlogged {
+        if let Some(n) = trace.get_mut(&id) {
+            n.capture.join(Capture::HistoryUnlogged { detail });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Graph;
+    use serde_json::json;
+
+    fn export(spans: Value) -> Vec<u8> {
+        json!({"resourceSpans": [{"scopeSpans": [{"scope": {"name": "test-scope"}, "spans": spans}]}]})
+            .to_string()
+            .into_bytes()
+    }
+
+    fn kv(key: &str, value: Value) -> Value {
+        json!({"key": key, "value": value})
+    }
+
+    #[test]
+    fn every_any_value_kind_reads_as_json() {
+        let v: AnyValue = serde_json::from_value(json!({"kvlistValue": {"values": [
+            {"key": "a", "value": {"intValue": "7"}},
+            {"key": "b", "value": {"boolValue": true}},
+            {"key": "c", "value": {"arrayValue": {"values": [{"doubleValue": 1.5}, {"bytesValue": "AAE="}]}}},
+            {"key": "d"}
+        ]}}))
+        .unwrap();
+        assert_eq!(
+            v.to_json(),
+            json!({"a": 7, "b": true, "c": [1.5, "AAE="], "d": null})
+        );
+    }
+
+    #[test]
+    fn structured_messages_and_json_strings_derive_the_same_hashes() {
+        let msgs = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "f", "arguments": {"x": 1}}]}]);
+        let structured = json!({"arrayValue": {"values": [{"kvlistValue": {"values": [
+            {"key": "role", "value": {"stringValue": "assistant"}},
+            {"key": "parts", "value": {"arrayValue": {"values": [{"kvlistValue": {"values": [
+                {"key": "type", "value": {"stringValue": "tool_call"}},
+                {"key": "id", "value": {"stringValue": "c1"}},
+                {"key": "name", "value": {"stringValue": "f"}},
+                {"key": "arguments", "value": {"kvlistValue": {"values": [{"key": "x", "value": {"intValue": "1"}}]}}}
+            ]}}]}}}
+        ]}}]}});
+        let span = |id: &str, out: Value| {
+            json!({"spanId": id, "name": "chat m", "attributes": [
+                kv("gen_ai.operation.name", json!({"stringValue": "chat"})),
+                kv("gen_ai.input.messages", json!({"stringValue": "[]"})),
+                kv("gen_ai.output.messages", out),
+            ]})
+        };
+        let t = parse_otlp_json(
+            &export(json!([
+                span("00000000000000a1", json!({"stringValue": msgs.to_string()})),
+                span("00000000000000a2", structured),
+            ])),
+            &Limits::default(),
+        )
+        .unwrap();
+        let a = t.get(&SpanId::parse("00000000000000a1").unwrap()).unwrap();
+        let b = t.get(&SpanId::parse("00000000000000a2").unwrap()).unwrap();
+        assert_eq!(a.output_parts, b.output_parts);
+        assert_eq!(a.output_hash, b.output_hash);
+        assert_eq!(a.output_parts[0], ArtifactHash::of(br#"{"x":1}"#));
+        assert_eq!(a.instrumentation.as_deref(), Some("test-scope"));
+        assert_eq!(a.capture, Capture::Complete);
+    }
+
+    #[test]
+    fn two_redacted_tool_spans_never_hash_match() {
+        // OpenInference with OPENINFERENCE_HIDE_* writes "__REDACTED__" for both the
+        // producer's output and the consumer's input: equal strings, no artifact.
+        let tool = |id: &str, start: &str| {
+            json!({"spanId": id, "name": "t", "startTimeUnixNano": start, "attributes": [
+                kv("openinference.span.kind", json!({"stringValue": "TOOL"})),
+                kv("input.value", json!({"stringValue": "__REDACTED__"})),
+                kv("output.value", json!({"stringValue": "__REDACTED__"})),
+            ]})
+        };
+        let t = parse_otlp_json(
+            &export(json!([
+                tool("00000000000000b1", "1"),
+                tool("00000000000000b2", "2")
+            ])),
+            &Limits::default(),
+        )
+        .unwrap();
+        let g = Graph::new(&t);
+        for n in t.nodes() {
+            assert!(n.input_parts.is_empty() && n.output_parts.is_empty());
+            assert!(g.edges_into(n).is_empty());
+            assert_eq!(n.capture.code(), Some("content_not_captured"));
+            assert!(n
+                .capture
+                .setting()
+                .unwrap()
+                .starts_with("OPENINFERENCE_HIDE_INPUTS"));
+            assert_eq!(n.operation, Some(Operation::ExecuteTool));
+        }
+    }
+
+    #[test]
+    fn declared_hashes_take_precedence_over_derived_ones() {
+        let h = ArtifactHash::of(b"declared");
+        let t = parse_otlp_json(
+            &export(json!([{"spanId": "00000000000000c1", "name": "execute_tool f", "attributes": [
+                kv("gen_ai.operation.name", json!({"stringValue": "execute_tool"})),
+                kv("gen_ai.tool.call.arguments", json!({"stringValue": "{\"a\": 1}"})),
+                kv("gen_ai.tool.call.result", json!({"stringValue": "r"})),
+                kv("audita.input.parts", json!({"arrayValue": {"values": [{"stringValue": h.to_string()}]}})),
+            ]}])),
+            &Limits::default(),
+        )
+        .unwrap();
+        let n = t.get(&SpanId::parse("00000000000000c1").unwrap()).unwrap();
+        assert_eq!(n.input_parts, vec![h]);
+        assert!(n.input_meta.is_empty());
+        assert_eq!(n.output_parts, vec![ArtifactHash::of(b"r")]);
+        assert_eq!(n.output_meta.len(), 1);
     }
 }

@@ -26,10 +26,19 @@
 //!   what an artifact-hash edge asserts); a later step without citations is an
 //!   **origin** citing the opening as context only (its inputs came from outside the
 //!   window, or it consumed nothing).
-//! - **Payload** (`audita.trace-span/v1`): the step as canonical JSON with every
-//!   field the edge rules read (ids, nesting parent, times, operation, agent, tool,
-//!   input and output hashes and parts, roots, mutation, folded mutations, write and
-//!   read sets, links). [`node_from_payload`] is its exact inverse.
+//! - **Payload** (`audita.trace-span/v2`): the step as canonical JSON with every
+//!   field the edge rules and the witness read (ids, nesting parent, times,
+//!   operation, agent, tool, input and output hashes and parts, roots, mutation,
+//!   folded mutations, write and read sets, links; and for parts derived from GenAI
+//!   content their metadata — kind, role, message, call id, truncated — the
+//!   content-less parts with their call ids, the capture gap with its setting, and
+//!   the instrumentation scope). [`node_from_payload`] is its exact inverse, and
+//!   reads `audita.trace-span/v1` payloads (which have none of the v2 fields).
+//! - **Grades the verdict reads.** The verdict machinery knows three citation
+//!   grades. A `replayed` edge (an inferred producer) is pinned `folded` there: a
+//!   hypothesis edge (`ρ_lo = 0`, never culpable), the conservative reading; the
+//!   re-run witness re-derives it as `replayed` from the payloads. A `call_id` edge
+//!   cites nothing, like a window exit.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,10 +47,16 @@ use thiserror::Error;
 
 use crate::graph::{EdgeKind, Graph};
 use crate::hash::{ArtifactHash, Entry, SpanId};
-use crate::model::{FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation, Trace};
+use crate::model::{
+    Capture, FoldedMutation, Link, LinkBasis, MutationKind, Node, Opaque, Operation, PartKind,
+    PartMeta, Trace,
+};
 
 /// Schema id of a sealed step's payload.
-pub const SPAN_SCHEMA: &str = "audita.trace-span/v1";
+pub const SPAN_SCHEMA: &str = "audita.trace-span/v2";
+
+/// The first payload schema, still read.
+pub const SPAN_SCHEMA_V1: &str = "audita.trace-span/v1";
 
 /// The grade of a citation, as its per-citation pin records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -52,15 +67,27 @@ pub enum Grade {
     Folded,
     /// Linked by embedding proximity only.
     Similarity,
+    /// The parent's output is inferred from a later input that replays it.
+    Replayed,
 }
 
 impl Grade {
-    /// The pin value (`hash_match`, `folded`, `similarity`).
+    /// The grade's name (`hash_match`, `folded`, `similarity`, `replayed`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::HashMatch => "hash_match",
             Self::Folded => "folded",
             Self::Similarity => "similarity",
+            Self::Replayed => "replayed",
+        }
+    }
+
+    /// The per-citation pin value the verdict machinery reads (`hash_match`,
+    /// `folded`, `similarity`): a replayed citation is pinned `folded`.
+    pub fn pin(self) -> &'static str {
+        match self {
+            Self::Replayed => "folded",
+            g => g.as_str(),
         }
     }
 }
@@ -153,7 +180,8 @@ pub fn plan(trace: &Trace) -> Result<Vec<Step<'_>>, SealError> {
                 EdgeKind::HashMatch => Grade::HashMatch,
                 EdgeKind::Folded => Grade::Folded,
                 EdgeKind::Similarity => Grade::Similarity,
-                EdgeKind::WindowExit | EdgeKind::HashMismatch => continue,
+                EdgeKind::Replayed => Grade::Replayed,
+                EdgeKind::CallId | EdgeKind::WindowExit | EdgeKind::HashMismatch => continue,
             };
             if let Some(p) = &e.parent {
                 add(p, g);
@@ -246,7 +274,29 @@ fn strings<T: ToString>(v: &[T]) -> Value {
     Value::Array(v.iter().map(|x| Value::String(x.to_string())).collect())
 }
 
-/// The payload of a sealed step (`audita.trace-span/v1`).
+fn meta_json(m: &PartMeta) -> Value {
+    let mut o = Map::new();
+    o.insert("kind".into(), m.kind.as_str().into());
+    if let Some(r) = &m.role {
+        o.insert("role".into(), r.clone().into());
+    }
+    if let Some(i) = m.message {
+        o.insert("message".into(), i.into());
+    }
+    if let Some(c) = &m.call_id {
+        o.insert("call_id".into(), c.clone().into());
+    }
+    if m.truncated {
+        o.insert("truncated".into(), true.into());
+    }
+    Value::Object(o)
+}
+
+fn opaque_json(o: &Opaque) -> Value {
+    json!({"kind": o.kind.as_str(), "call_id": o.call_id})
+}
+
+/// The payload of a sealed step (`audita.trace-span/v2`).
 pub fn span_json(n: &Node) -> Value {
     let folded: Vec<Value> = n
         .folded
@@ -294,6 +344,13 @@ pub fn span_json(n: &Node) -> Value {
         "write_set": strings(&n.write_set),
         "read_set": strings(&n.read_set),
         "links": links,
+        "input_meta": n.input_meta.iter().map(meta_json).collect::<Vec<_>>(),
+        "output_meta": n.output_meta.iter().map(meta_json).collect::<Vec<_>>(),
+        "opaque_inputs": n.opaque_inputs.iter().map(opaque_json).collect::<Vec<_>>(),
+        "opaque_outputs": n.opaque_outputs.iter().map(opaque_json).collect::<Vec<_>>(),
+        "capture": n.capture.as_str(),
+        "capture_detail": n.capture.detail(),
+        "instrumentation": n.instrumentation,
     })
 }
 
@@ -356,7 +413,8 @@ fn list_of<T>(
 pub fn node_from_payload(text: &str) -> Result<Node, PayloadError> {
     let v: Value = serde_json::from_str(text).map_err(|_| PayloadError::NotAStep)?;
     let obj = v.as_object().ok_or(PayloadError::NotAStep)?;
-    if obj.get("schema").and_then(Value::as_str) != Some(SPAN_SCHEMA) {
+    let schema = obj.get("schema").and_then(Value::as_str);
+    if schema != Some(SPAN_SCHEMA) && schema != Some(SPAN_SCHEMA_V1) {
         return Err(PayloadError::NotAStep);
     }
     let f = Fields(obj);
@@ -426,7 +484,82 @@ pub fn node_from_payload(text: &str) -> Result<Node, PayloadError> {
             similarity: l.0.get("similarity").and_then(Value::as_f64),
         });
     }
+    n.input_meta = metas(obj.get("input_meta"), "input_meta")?;
+    n.output_meta = metas(obj.get("output_meta"), "output_meta")?;
+    if n.input_meta.len() > n.input_parts.len() || n.output_meta.len() > n.output_parts.len() {
+        return Err(Fields::bad("input_meta", "more entries than parts"));
+    }
+    n.opaque_inputs = opaques(obj.get("opaque_inputs"), "opaque_inputs")?;
+    n.opaque_outputs = opaques(obj.get("opaque_outputs"), "opaque_outputs")?;
+    n.capture = match f.opt_str("capture")? {
+        None => Capture::Complete,
+        Some(c) => Capture::from_parts(c, f.opt_str("capture_detail")?.unwrap_or(""))
+            .ok_or_else(|| Fields::bad("capture", "unknown state"))?,
+    };
+    n.instrumentation = f.opt_str("instrumentation")?.map(str::to_string);
     Ok(n)
+}
+
+fn entries<'a>(v: Option<&'a Value>, f: &'static str) -> Result<&'a [Value], PayloadError> {
+    match v {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(Fields::bad(f, "not an array")),
+    }
+}
+
+fn kind_of(m: &Fields<'_>, f: &'static str) -> Result<PartKind, PayloadError> {
+    PartKind::parse(m.str("kind").map_err(|_| Fields::bad(f, "no kind"))?)
+        .ok_or_else(|| Fields::bad(f, "unknown kind"))
+}
+
+fn metas(v: Option<&Value>, f: &'static str) -> Result<Vec<PartMeta>, PayloadError> {
+    entries(v, f)?
+        .iter()
+        .map(|e| {
+            let m = Fields(
+                e.as_object()
+                    .ok_or_else(|| Fields::bad(f, "not an object"))?,
+            );
+            Ok(PartMeta {
+                kind: kind_of(&m, f)?,
+                role: m.opt_str("role")?.map(str::to_string),
+                message: match m.0.get("message") {
+                    None | Some(Value::Null) => None,
+                    Some(x) => Some(
+                        x.as_u64()
+                            .and_then(|i| u32::try_from(i).ok())
+                            .ok_or_else(|| Fields::bad(f, "message is not a small integer"))?,
+                    ),
+                },
+                call_id: m.opt_str("call_id")?.map(str::to_string),
+                truncated: m
+                    .0
+                    .get("truncated")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            })
+        })
+        .collect()
+}
+
+fn opaques(v: Option<&Value>, f: &'static str) -> Result<Vec<Opaque>, PayloadError> {
+    entries(v, f)?
+        .iter()
+        .map(|e| {
+            let m = Fields(
+                e.as_object()
+                    .ok_or_else(|| Fields::bad(f, "not an object"))?,
+            );
+            Ok(Opaque {
+                kind: kind_of(&m, f)?,
+                call_id: m
+                    .str("call_id")
+                    .map_err(|_| Fields::bad(f, "no call_id"))?
+                    .to_string(),
+            })
+        })
+        .collect()
 }
 
 /// Rebuilds a trace from the payloads of sealed steps (other payloads are skipped);
@@ -463,6 +596,10 @@ mod tests {
             "laundering.json",
             "retrieval_echo.json",
             "hash_mismatch.json",
+            "frameworks/pydanticai-nocontent.json",
+            "frameworks/ag2_tracing-truncated.json",
+            "frameworks/openai_agents_otel-injected.json",
+            "frameworks/langgraph_openinference-injected.json",
         ] {
             let t = golden(name);
             for n in t.nodes() {
@@ -496,6 +633,45 @@ mod tests {
             parent: SpanId::parse("00000000000000b1").unwrap(),
             grade: Some(Grade::Folded)
         }));
+        let rebuilt = rebuild(steps.iter().map(|s| s.text.as_str())).unwrap();
+        assert_eq!(rebuilt, t);
+    }
+
+    #[test]
+    fn a_v1_payload_still_reads() {
+        let t = golden("in_context.json");
+        for n in t.nodes() {
+            let mut v = span_json(n);
+            let o = v.as_object_mut().unwrap();
+            o.insert("schema".into(), SPAN_SCHEMA_V1.into());
+            for k in [
+                "input_meta",
+                "output_meta",
+                "opaque_inputs",
+                "opaque_outputs",
+                "capture",
+                "capture_detail",
+                "instrumentation",
+            ] {
+                o.remove(k);
+            }
+            let mut back = node_from_payload(&v.to_string()).unwrap();
+            back.instrumentation = n.instrumentation.clone();
+            assert_eq!(&back, n);
+        }
+    }
+
+    #[test]
+    fn a_replayed_edge_is_pinned_as_a_hypothesis() {
+        let t = golden("frameworks/openai_agents_otel_chatcmpl-injected.json");
+        let steps = plan(&t).unwrap();
+        let replayed: Vec<&Citation> = steps
+            .iter()
+            .flat_map(|s| &s.cites)
+            .filter(|c| c.grade == Some(Grade::Replayed))
+            .collect();
+        assert!(!replayed.is_empty());
+        assert_eq!(Grade::Replayed.pin(), "folded");
         let rebuilt = rebuild(steps.iter().map(|s| s.text.as_str())).unwrap();
         assert_eq!(rebuilt, t);
     }

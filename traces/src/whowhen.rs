@@ -1,7 +1,16 @@
-//! Static-log failure attribution on AG2/AutoGen conversation logs, as the Who&When
-//! benchmark stores them (`shared/whowhen/README.md`): a reader, a duty- and
+//! Static-log failure attribution on the Who&When benchmark's conversation logs
+//! (`shared/whowhen/README.md`): a reader of both of its log formats, a duty- and
 //! structure-aware attributor that reads the log alone (no replay, no model, no
 //! cryptography), and the benchmark's own scorer.
+//!
+//! **Formats** ([`LogFormat`], detected per file). Algorithm-Generated (CaptainAgent,
+//! AG2): every `history` entry is `{content, role, name}` and `name` is the speaker.
+//! Hand-Crafted (Magentic-One): entries are `{role, content}` without `name`, and
+//! `role` is `human`, `Orchestrator (thought)`, `Orchestrator (-> AgentName)` or an
+//! agent's name; a [`Turn`]'s `name` is then the **base agent** (`Orchestrator` for its
+//! thoughts and hand-offs, as the labels name it), `label` the role as logged. Content
+//! that is not a string is kept as its JSON text. Magentic-One's attributor reads the
+//! orchestrator's progress ledger ([`magentic`]).
 //!
 //! **The attributor.** A failed run's decisive step is the first step whose product
 //! entered the run's data flow: the author of the first code the tool executor ran
@@ -30,6 +39,7 @@
 //!   the strict variants compare exactly.
 
 pub mod judge;
+pub mod magentic;
 
 use std::collections::BTreeMap;
 
@@ -80,17 +90,99 @@ pub enum WhoWhenError {
     Empty,
 }
 
+/// Which of the benchmark's two log formats a file is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogFormat {
+    /// CaptainAgent (AG2) logs: every entry names its speaker.
+    AlgorithmGenerated,
+    /// Magentic-One logs: the speaker is in `role`.
+    MagenticOne,
+}
+
+impl LogFormat {
+    /// The subset the format belongs to, as the benchmark names it.
+    pub fn subset(self) -> &'static str {
+        match self {
+            Self::AlgorithmGenerated => "Algorithm-Generated",
+            Self::MagenticOne => "Hand-Crafted",
+        }
+    }
+}
+
+/// What kind of step a turn is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnKind {
+    /// The human's task statement (Magentic-One `human`): never a predicted agent.
+    Human,
+    /// The orchestrator's reasoning (`Orchestrator (thought)`), holding its ledger.
+    Thought,
+    /// The orchestrator's instruction to an agent (`Orchestrator (-> X)`).
+    Handoff {
+        /// The instructed agent.
+        to: String,
+    },
+    /// An agent's (or a tool's) step.
+    Agent,
+}
+
 /// One history entry: one step.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Turn {
-    /// The speaker.
+    /// The speaker: the base agent (`Orchestrator` for its thoughts and hand-offs).
     pub name: String,
-    /// `assistant` or `user`.
-    #[serde(default)]
+    /// `assistant` or `user` (Algorithm-Generated); the role as logged (Magentic-One).
     pub role: String,
     /// The message.
-    #[serde(default)]
     pub content: String,
+    /// The speaker as the log shows it (`Orchestrator (-> WebSurfer)`).
+    pub label: String,
+    /// What kind of step it is.
+    pub kind: TurnKind,
+}
+
+impl Turn {
+    /// An agent's step with `name` as speaker (the Algorithm-Generated shape).
+    pub fn new(name: &str, role: &str, content: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            role: role.to_string(),
+            content: content.to_string(),
+            label: name.to_string(),
+            kind: TurnKind::Agent,
+        }
+    }
+
+    /// A Magentic-One step from its `role`.
+    pub fn magentic(role: &str, content: &str) -> Self {
+        let (name, kind) = magentic::speaker(role);
+        Self {
+            name,
+            role: role.to_string(),
+            content: content.to_string(),
+            label: role.to_string(),
+            kind,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RawTurn {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    content: serde_json::Value,
+}
+
+impl RawTurn {
+    fn content(&self) -> String {
+        match &self.content {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => String::new(),
+            v => v.to_string(),
+        }
+    }
 }
 
 /// The annotators' label of a log (for scoring only).
@@ -116,13 +208,15 @@ pub struct Conversation {
     /// The correct final answer (`ground_truth`; given to the LLM judges, as the
     /// benchmark does; never to [`attribute`]).
     pub ground_truth: String,
+    /// The log's format.
+    pub format: LogFormat,
 }
 
 #[derive(Deserialize)]
 struct Raw {
     #[serde(default)]
     question: String,
-    history: Vec<Turn>,
+    history: Vec<RawTurn>,
     #[serde(default)]
     system_prompt: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
@@ -165,9 +259,23 @@ pub fn parse_whowhen(bytes: &[u8], limits: &Limits) -> Result<Conversation, WhoW
         (Some(agent), Some(step)) => Some(Label { agent, step }),
         _ => None,
     };
+    let format = if raw.history.iter().all(|t| t.name.is_some()) {
+        LogFormat::AlgorithmGenerated
+    } else {
+        LogFormat::MagenticOne
+    };
+    let history = raw
+        .history
+        .iter()
+        .map(|t| match (format, &t.name) {
+            (LogFormat::AlgorithmGenerated, Some(name)) => Turn::new(name, &t.role, &t.content()),
+            _ => Turn::magentic(&t.role, &t.content()),
+        })
+        .collect();
     Ok(Conversation {
         question: raw.question,
-        history: raw.history,
+        history,
+        format,
         system_prompts: raw
             .system_prompt
             .into_iter()
@@ -192,7 +300,7 @@ pub struct Attribution {
 }
 
 /// Whether a turn is a tool's (the code executor's) reply.
-fn is_tool(t: &Turn) -> bool {
+pub(crate) fn is_tool(t: &Turn) -> bool {
     t.content.trim_start().starts_with("exitcode:")
         || t.name == "Computer_terminal"
         || t.name.to_ascii_lowercase().contains("terminal")
@@ -207,8 +315,13 @@ fn is_verifier(name: &str) -> bool {
 }
 
 /// Names the decisive agent and step of a failed run, with the responsibility
-/// profile (see the module documentation for the rule).
+/// profile (see the module documentation for the rule; a Magentic-One log —
+/// turns with an orchestrator's thoughts or hand-offs, or a human — goes to
+/// [`magentic::attribute`]).
 pub fn attribute(history: &[Turn]) -> Option<Attribution> {
+    if history.iter().any(|t| t.kind != TurnKind::Agent) {
+        return magentic::attribute(history);
+    }
     let first = history.first()?;
     // The first executed code: a tool reply reporting an exit code, and the nearest
     // non-tool step before it (its author).
@@ -251,10 +364,21 @@ pub fn attribute(history: &[Turn]) -> Option<Attribution> {
     })
 }
 
-/// Which half of a subset a file belongs to: `true` for the development half (the
-/// first byte of SHA-256 of `whowhen-ag/<file name>` is even), `false` for held-out.
+/// Which half of the Algorithm-Generated subset a file belongs to: `true` for the
+/// development half (the first byte of SHA-256 of `whowhen-ag/<file name>` is even),
+/// `false` for held-out.
 pub fn is_development(file_name: &str) -> bool {
     Sha256::digest(format!("whowhen-ag/{file_name}").as_bytes())[0] % 2 == 0
+}
+
+/// The half of a file of `subset`: the Algorithm-Generated split of
+/// [`is_development`]; every Hand-Crafted (Magentic-One) file is held-out — no rule
+/// is developed on that subset.
+pub fn is_development_in(format: LogFormat, file_name: &str) -> bool {
+    match format {
+        LogFormat::AlgorithmGenerated => is_development(file_name),
+        LogFormat::MagenticOne => false,
+    }
 }
 
 /// The hits of one prediction against one label under the benchmark's rules.
@@ -327,21 +451,31 @@ impl Tally {
 }
 
 /// The label-free floor of the benchmark README: the first reply of a worker that is
-/// neither the orchestrator (step 0's speaker), a verifier nor a tool.
+/// neither a verifier nor a tool after step 0 (Magentic-One: after the human's task,
+/// and not the orchestrator's).
 pub fn floor_first_worker(history: &[Turn]) -> Option<(String, usize)> {
-    let first = history.first()?;
+    let magentic = history.iter().any(|t| t.kind != TurnKind::Agent);
+    let start = history.iter().position(|t| t.kind != TurnKind::Human)?;
     history
         .iter()
         .enumerate()
-        .skip(1)
-        .find(|(_, t)| !is_tool(t) && !is_verifier(&t.name))
+        .skip(start + 1)
+        .find(|(_, t)| {
+            let orchestrator = magentic && t.name == magentic::ORCHESTRATOR;
+            matches!(t.kind, TurnKind::Agent)
+                && !orchestrator
+                && !is_tool(t)
+                && !is_verifier(&t.name)
+        })
         .map(|(k, t)| (t.name.clone(), k))
-        .or(Some((first.name.clone(), 0)))
+        .or_else(|| Some((history[start].name.clone(), start)))
 }
 
-/// The floor "the plan's author at step 0".
+/// The floor "the plan's author at step 0" (Magentic-One: the first step that is not
+/// the human's).
 pub fn floor_step_zero(history: &[Turn]) -> Option<(String, usize)> {
-    history.first().map(|t| (t.name.clone(), 0))
+    let k = history.iter().position(|t| t.kind != TurnKind::Human)?;
+    Some((history[k].name.clone(), k))
 }
 
 #[cfg(test)]
@@ -349,11 +483,7 @@ mod tests {
     use super::*;
 
     fn turn(name: &str, content: &str) -> Turn {
-        Turn {
-            name: name.into(),
-            role: "user".into(),
-            content: content.into(),
-        }
+        Turn::new(name, "user", content)
     }
 
     #[test]

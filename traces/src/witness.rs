@@ -33,7 +33,25 @@
 //! code and the Operational Effect agree; a narrow reading of step 2 would not).
 //! The memo's prose has no level for a closure that closes inside the window without
 //! reaching the injection: that is reported as indeterminate with
-//! `reaches_injection: false` and a note saying the injection is not an ancestor.
+//! `reaches_injection: false`, and a note saying the injection is not an ancestor
+//! only when the record can show it (below).
+//!
+//! **Honest absence** (spans read from GenAI content, [`crate::genai`]):
+//! - every visited span (the action included, the injection not expanded) whose
+//!   record has a gap — content not captured, history not logged — is a boundary
+//!   with reason code `content_not_captured` or `history_truncated`, naming the
+//!   setting that turns capture on (`settings`), so the claim is indeterminate;
+//! - a value the instrumentation truncated (AG2's `max_tool_result_chars`) is not a
+//!   boundary when the injection is reached: the cut records are identical on both
+//!   sides and paired by call id, so the data-flow identity holds (the edge says
+//!   `truncated`). When the injection is not reached it is a `history_truncated`
+//!   boundary: what lay beyond the cut is unknown, so non-ancestry cannot be shown;
+//! - `replayed` and `call_id` edges are walked for reachability and refuse a causal
+//!   claim, like folded ones;
+//! - the note "the record shows the injection is not an ancestor" is given only when
+//!   the closure has no boundary and no offending edge, every span in it recorded
+//!   its content completely, and the action consumed at least one recorded part
+//!   (a span the walk reached as a producer may consume nothing: a source).
 //!
 //! Design constraints:
 //! - Precedence indeterminate > temporal > causal: the weakest claim any part of the
@@ -44,8 +62,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
 
-use crate::graph::{Boundary, Edge, EdgeKind, Graph};
+use crate::graph::{gap_boundary, Boundary, Edge, EdgeKind, Graph};
 use crate::hash::SpanId;
+use crate::model::Capture;
 
 /// The claim a trace supports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -108,6 +127,11 @@ pub struct Witness {
     /// A remark on a level the memo does not name (closure closed without reaching
     /// the injection).
     pub note: Option<String>,
+    /// The reason codes of the boundaries (`window_exit`, `hash_mismatch`,
+    /// `content_not_captured`, `history_truncated`).
+    pub reasons: BTreeSet<&'static str>,
+    /// The settings that would have turned capture on for the spans with gaps.
+    pub settings: Vec<String>,
 }
 
 /// Runs the decision procedure for the suspect action `action` and the injection
@@ -134,12 +158,36 @@ pub fn witness(
     let mut visited: BTreeSet<&SpanId> = BTreeSet::new();
     let mut stack = vec![a];
     let mut closure = Vec::new();
+    let mut gaps: Vec<Boundary> = Vec::new();
+    let mut cuts: Vec<Boundary> = Vec::new();
+    let mut settings: Vec<String> = Vec::new();
+    let mut cut_settings: Vec<String> = Vec::new();
+    let mut all_complete = true;
     while let Some(c) = stack.pop() {
         if !visited.insert(&c.span_id) {
             continue;
         }
         if &c.span_id == injection {
             continue;
+        }
+        if let Some(b) = gap_boundary(c) {
+            all_complete = false;
+            let cut = matches!(c.capture, Capture::Truncated { .. });
+            if let Some(s) = c.capture.setting() {
+                let list = if cut {
+                    &mut cut_settings
+                } else {
+                    &mut settings
+                };
+                if !list.contains(&s) {
+                    list.push(s);
+                }
+            }
+            if cut {
+                cuts.push(b);
+            } else {
+                gaps.push(b);
+            }
         }
         let edges = graph.edges_into(c);
         // Push in reverse so the walk visits parents in the order the child lists them.
@@ -161,12 +209,28 @@ pub fn witness(
         .filter(|e| e.kind.is_offending())
         .cloned()
         .collect();
+    if reaches_injection {
+        // The cut records pair on a hash-matched path: no boundary (module docs).
+        cuts.clear();
+    } else {
+        for s in cut_settings {
+            if !settings.contains(&s) {
+                settings.push(s);
+            }
+        }
+    }
     let mut boundary: Vec<Boundary> = Vec::new();
-    for b in closure.iter().filter_map(|e| e.boundary.as_ref()) {
+    for b in closure
+        .iter()
+        .filter_map(|e| e.boundary.as_ref())
+        .chain(&gaps)
+        .chain(&cuts)
+    {
         if !boundary.contains(b) {
             boundary.push(b.clone());
         }
     }
+    let reasons: BTreeSet<&'static str> = boundary.iter().map(|b| b.code).collect();
     let errors: Vec<String> = closure.iter().filter_map(|e| e.error.clone()).collect();
     let level = if !boundary.is_empty() {
         Level::Indeterminate
@@ -177,7 +241,12 @@ pub fn witness(
     } else {
         Level::Indeterminate
     };
-    let note = (!reaches_injection && boundary.is_empty() && offending.is_empty()).then(|| {
+    let note = (!reaches_injection
+        && boundary.is_empty()
+        && offending.is_empty()
+        && all_complete
+        && a.consumed_anything())
+    .then(|| {
         "the closure closes inside the window without reaching the injection: the record shows the injection is not an ancestor of the action".to_string()
     });
     let injection_path_kinds = if reaches_injection {
@@ -194,6 +263,8 @@ pub fn witness(
         closure,
         injection_path_kinds,
         note,
+        reasons,
+        settings,
     })
 }
 

@@ -5,8 +5,9 @@
 //! agent's key through the client library (`audita_client::Principal`, the key file
 //! `audita principal add` wrote), citing the messages of its hash-derived parents
 //! with one `link:<id>@hash_match|folded|similarity` pin per citation, so the witness
-//! grading survives sealing; its payload is the span itself
-//! (`audita.trace-span/v1`), so the trace can be rebuilt from certified messages.
+//! grading survives sealing (a `replayed` citation is pinned `folded`, the verdict's
+//! hypothesis grade); its payload is the span itself (`audita.trace-span/v2`), so the
+//! trace can be rebuilt from certified messages.
 //!
 //! Design constraints:
 //! - **Who signs.** An agent whose key file is at hand signs its own steps. A
@@ -217,7 +218,7 @@ pub(super) fn run(a: &SealArgs) -> Result<i32, String> {
             if let Some(g) = c.grade {
                 tools.push(ToolPin {
                     name: format!("link:{}", id_string(&id)),
-                    version: g.as_str().into(),
+                    version: g.pin().into(),
                 });
             }
             cite_view.push(json!({

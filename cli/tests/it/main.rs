@@ -17,6 +17,7 @@ mod report_screens;
 mod republished_epoch;
 mod tlog_interop;
 mod trace_cli;
+mod trace_frameworks;
 mod trace_seal;
 mod vda5050_incident;
 mod verdict_cli;

@@ -322,3 +322,184 @@ fn receiver_accepts_spans_from_the_opentelemetry_python_sdk() {
     );
     assert_eq!(std::fs::read(&out).unwrap(), before);
 }
+
+/// POSTs each `(path, file)` to the receiver at `base` as OTLP/JSON and returns one
+/// line per request: the HTTP status and, for a refusal, the body.
+fn post_files(base: &str, requests: &[(&str, String)]) -> Vec<String> {
+    let mut args = vec![
+        "-c".to_string(),
+        "import sys,urllib.request,urllib.error\n\
+         for path, file in zip(sys.argv[2::2], sys.argv[3::2]):\n\
+         \x20   r=urllib.request.Request(sys.argv[1]+path,data=open(file,'rb').read(),headers={'Content-Type':'application/json'})\n\
+         \x20   try: urllib.request.urlopen(r); print('200')\n\
+         \x20   except urllib.error.HTTPError as e: print(e.code, e.read().decode())"
+            .to_string(),
+        base.to_string(),
+    ];
+    for (path, file) in requests {
+        args.push(path.to_string());
+        args.push(file.clone());
+    }
+    let out = Command::new("python3").args(&args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn receiver_joins_genai_log_records_posted_to_v1_logs() {
+    // openai-v2 with the v1.28–v1.36 conventions: the messages are log records only,
+    // exported to /v1/logs beside the spans; one file holds the run.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let mut child = audita()
+        .args(["trace", "serve", "--listen", "127.0.0.1:0", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _server = Server(child);
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let base = url.strip_suffix("/v1/traces").unwrap();
+    let spans = testdata("frameworks/openai_v2_events-injected.json");
+    let logs = testdata("frameworks/openai_v2_events-injected.logs.json");
+    let said = post_files(
+        base,
+        &[
+            ("/v1/traces", spans),
+            ("/v1/logs", logs.clone()),
+            ("/v1/traces", logs.clone()),
+            ("/v1/logs", testdata("not_ancestor.json")),
+        ],
+    );
+    assert_eq!(said[..2], ["200", "200"], "{said:?}");
+    // Each signal's export only at its own path.
+    for refused in &said[2..] {
+        assert!(
+            refused.starts_with("400 ") && refused.contains("not OTLP/JSON for"),
+            "{said:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 2);
+
+    let ids = std::fs::read_to_string(testdata("frameworks/ids.jsonl")).unwrap();
+    let ids: Value = ids
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["stack"] == "openai_v2_events" && v["case"] == "injected")
+        .unwrap();
+    let file = out.to_str().unwrap();
+    let (code, v) = witness(
+        file,
+        ids["action"].as_str().unwrap(),
+        ids["injection"].as_str().unwrap(),
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["level"], "causal");
+    let imported = audita().args(["trace", "import", file]).output().unwrap();
+    let imported: Value = serde_json::from_slice(&imported.stdout).unwrap();
+    assert_eq!(imported["orphan_log_records"], 0, "{imported}");
+}
+
+/// A Magentic-One log of the Hand-Crafted shape, written here (the held-out subset
+/// itself is never read): `{role, content}` entries without `name`.
+fn magentic_one_log(mistake_agent: &str, mistake_step: &str) -> String {
+    serde_json::json!({
+        "question": "q", "ground_truth": "a",
+        "mistake_agent": mistake_agent, "mistake_step": mistake_step, "mistake_reason": "r",
+        "history": [
+            {"role": "human", "content": "q"},
+            {"role": "Orchestrator (thought)", "content": "Initial plan"},
+            {"role": "Orchestrator (-> FileSurfer)", "content": "Open the file"},
+            {"role": "FileSurfer", "content": "opened the wrong file"},
+            {"role": "Orchestrator (thought)", "content": "Updated Ledger: {\"is_progress_being_made\": {\"reason\": \"no\", \"answer\": false}, \"is_in_loop\": {\"reason\": \"\", \"answer\": false}}"},
+        ]
+    })
+    .to_string()
+}
+
+#[test]
+fn whowhen_reads_magentic_one_logs_and_the_bench_scores_each_subset() {
+    // Regression: a Magentic-One log was refused with "missing field `name`".
+    let out = with_stdin(
+        &["trace", "whowhen", "-"],
+        magentic_one_log("FileSurfer", "3").as_bytes(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["agent"], "FileSurfer");
+    assert_eq!(v["step"], 3);
+    assert_eq!(v["format"], "Hand-Crafted");
+
+    // A directory holding both subsets: every subset scored, pooled rows beside.
+    let dir = tempfile::tempdir().unwrap();
+    let ag = dir.path().join("Algorithm-Generated");
+    let hc = dir.path().join("Hand-Crafted");
+    std::fs::create_dir_all(&ag).unwrap();
+    std::fs::create_dir_all(&hc).unwrap();
+    for i in 1..=126 {
+        std::fs::copy(
+            testdata(&format!("whowhen/Algorithm-Generated/{i}.json")),
+            ag.join(format!("{i}.json")),
+        )
+        .unwrap();
+    }
+    std::fs::write(hc.join("1.json"), magentic_one_log("FileSurfer", "3")).unwrap();
+    std::fs::write(hc.join("2.json"), magentic_one_log("Orchestrator", "2")).unwrap();
+    let out = audita()
+        .args(["trace", "whowhen-bench"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 128);
+    let row = |subset: &str, split: &str| {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| {
+                r["subset"] == subset && r["method"] == "audita-static" && r["split"] == split
+            })
+            .cloned()
+            .unwrap_or_else(|| panic!("no {subset}/{split} row: {v}"))
+    };
+    assert_eq!(row("Hand-Crafted", "held-out")["n"], 2);
+    assert_eq!(row("Hand-Crafted", "held-out")["agent"], 0.5);
+    assert_eq!(row("Algorithm-Generated", "held-out")["n"], 54);
+    assert!(
+        row("Algorithm-Generated", "held-out")["agent"]
+            .as_f64()
+            .unwrap()
+            >= 0.648
+    );
+    assert!(
+        row("Algorithm-Generated", "held-out")["step"]
+            .as_f64()
+            .unwrap()
+            >= 0.389
+    );
+    assert_eq!(row("pooled", "all")["n"], 128);
+}

@@ -43,7 +43,7 @@ impl Format {
 
 fn step_text(i: usize, t: &Turn) -> String {
     let content: String = t.content.chars().take(STEP_CHARS).collect();
-    format!("Step {i} - {}: {content}\n", t.name)
+    format!("Step {i} - {}: {content}\n", t.label)
 }
 
 fn preamble(c: &Conversation) -> String {
@@ -125,7 +125,13 @@ pub fn judge<E>(
 ) -> Result<Option<(String, usize)>, E> {
     let n = c.history.len();
     Ok(match format {
-        Format::AllAtOnce => parse_all(&complete(&prompt_all(c))?).filter(|(_, s)| *s < n.max(1)),
+        Format::AllAtOnce => parse_all(&complete(&prompt_all(c))?)
+            .filter(|(_, s)| *s < n.max(1))
+            // A judge may answer with the role as logged: score its base agent.
+            .map(|(a, s)| match c.format {
+                super::LogFormat::MagenticOne => (super::magentic::speaker(&a).0, s),
+                super::LogFormat::AlgorithmGenerated => (a, s),
+            }),
         Format::StepWise => {
             let mut found = None;
             for i in 0..n {
@@ -157,11 +163,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn conv() -> Conversation {
-        let t = |n: &str, c: &str| Turn {
-            name: n.into(),
-            role: "user".into(),
-            content: c.into(),
-        };
+        let t = |n: &str, c: &str| Turn::new(n, "user", c);
         Conversation {
             question: "2+2?".into(),
             history: vec![
@@ -173,6 +175,7 @@ mod tests {
             system_prompts: BTreeMap::new(),
             label: None,
             ground_truth: "4".into(),
+            format: super::super::LogFormat::AlgorithmGenerated,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The integration tests of `traces`, one binary: each module was a test binary of its own;
 //! one binary links the crate and its dependencies once instead of once per file.
 
+mod frameworks;
 mod golden;
 mod props;
 mod whowhen;

@@ -244,3 +244,74 @@ proptest! {
         prop_assert!(w.reaches_injection);
     }
 }
+
+/// A JSON value as text with the object members in the order `perm` picks and
+/// whitespace after every separator when `spaced`.
+fn spell(v: &serde_json::Value, perm: &mut impl FnMut(usize) -> usize, spaced: bool) -> String {
+    let sep = if spaced { ", " } else { "," };
+    let colon = if spaced { ": " } else { ":" };
+    match v {
+        serde_json::Value::Object(m) => {
+            let mut members: Vec<(&String, &serde_json::Value)> = m.iter().collect();
+            // A deterministic shuffle driven by the generated choices.
+            for i in (1..members.len()).rev() {
+                members.swap(i, perm(i + 1));
+            }
+            let inner: Vec<String> = members
+                .into_iter()
+                .map(|(k, x)| {
+                    format!(
+                        "{}{colon}{}",
+                        serde_json::to_string(k).unwrap(),
+                        spell(x, perm, spaced)
+                    )
+                })
+                .collect();
+            format!("{{{}}}", inner.join(sep))
+        }
+        serde_json::Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(|x| spell(x, perm, spaced)).collect();
+            format!("[{}]", inner.join(sep))
+        }
+        other => other.to_string(),
+    }
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(serde_json::Value::from),
+        any::<i32>().prop_map(serde_json::Value::from),
+        (-1e6f64..1e6).prop_map(serde_json::Value::from),
+        "[a-zA-Z0-9 _\\-é\"\\\\\n]{0,8}".prop_map(serde_json::Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+            proptest::collection::btree_map("[a-z]{1,4}", inner, 0..4)
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn derived_argument_hashes_ignore_key_order_and_whitespace(
+        args in proptest::collection::btree_map("[a-z_]{1,6}", json_value(), 0..5),
+        choices in proptest::collection::vec(any::<prop::sample::Index>(), 64),
+        spaced in any::<bool>(),
+    ) {
+        use audita_traces::genai::arguments_hash;
+        let args = serde_json::Value::Object(args.into_iter().collect());
+        let mut k = 0;
+        let mut perm = |n: usize| { k += 1; choices[k % choices.len()].index(n) };
+        let text = spell(&args, &mut perm, spaced);
+        // The object itself, its text in any member order and spacing, and the text
+        // of the canonical form: one artifact.
+        let as_object = arguments_hash(&args);
+        prop_assert_eq!(&arguments_hash(&serde_json::Value::String(text.clone())), &as_object, "{}", text);
+        let canonical = audita_traces::jcs::canonical(&args);
+        prop_assert_eq!(&arguments_hash(&serde_json::Value::String(canonical.clone())), &as_object);
+        prop_assert_eq!(as_object, ArtifactHash::of(canonical.as_bytes()));
+    }
+}

@@ -72,3 +72,94 @@ fn the_attributor_never_reads_the_label() {
     let b = attribute(&parse_whowhen(&b2, &Limits::default()).unwrap().history).unwrap();
     assert_eq!(a, b);
 }
+
+/// A Magentic-One log of the Hand-Crafted shape (`{role, content}` entries, no
+/// `name`), written here: the held-out subset itself is never read.
+fn magentic_log(stall: bool) -> Vec<u8> {
+    let ledger = |progress: bool| {
+        serde_json::json!({
+            "is_request_satisfied": {"reason": "not yet", "answer": false},
+            "is_in_loop": {"reason": "", "answer": false},
+            "is_progress_being_made": {"reason": "", "answer": progress},
+            "next_speaker": {"reason": "", "answer": "WebSurfer"},
+            "instruction_or_question": {"reason": "", "answer": "Search the price list"}
+        })
+        .to_string()
+    };
+    serde_json::json!({
+        "question": "What did the cheapest plan cost in 2023?",
+        "ground_truth": "12",
+        "mistake_agent": "WebSurfer",
+        "mistake_step": "3",
+        "mistake_reason": "clicked the wrong year",
+        "history": [
+            {"role": "human", "content": "What did the cheapest plan cost in 2023?"},
+            {"role": "Orchestrator (thought)", "content": "Initial plan:\n1. search\n2. read"},
+            {"role": "Orchestrator (-> WebSurfer)", "content": "Search the 2023 price list"},
+            {"role": "WebSurfer", "content": ["I typed 'price list 2022'", {"screenshot": "..."}]},
+            {"role": "Orchestrator (thought)", "content": format!("Updated Ledger:\n{}", ledger(!stall))},
+            {"role": "Orchestrator (-> WebSurfer)", "content": "Scroll down"},
+            {"role": "WebSurfer", "content": "Scrolled"},
+            {"role": "ComputerTerminal", "content": "exitcode: 0"}
+        ]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn magentic_one_logs_read_with_base_agents_and_score_by_the_benchmark_rules() {
+    use audita_traces::whowhen::{LogFormat, TurnKind};
+    let c = parse_whowhen(&magentic_log(true), &Limits::default()).unwrap();
+    assert_eq!(c.format, LogFormat::MagenticOne);
+    assert_eq!(c.history[0].kind, TurnKind::Human);
+    assert_eq!(c.history[1].name, "Orchestrator");
+    assert_eq!(c.history[2].label, "Orchestrator (-> WebSurfer)");
+    assert!(
+        c.history[3].content.starts_with("[\"I typed"),
+        "non-string content is kept as JSON"
+    );
+    let a = attribute(&c.history).unwrap();
+    assert_eq!((a.agent.as_str(), a.step), ("WebSurfer", 3));
+    let hits = score(Some((a.agent.as_str(), a.step)), c.label.as_ref().unwrap());
+    assert!(hits.agent && hits.step && hits.agent_strict && hits.step_strict);
+    // Without a stall in the ledger, another rule decides, still naming a base agent.
+    let c = parse_whowhen(&magentic_log(false), &Limits::default()).unwrap();
+    let a = attribute(&c.history).unwrap();
+    assert!(
+        ["WebSurfer", "Orchestrator"].contains(&a.agent.as_str()),
+        "{a:?}"
+    );
+    // The floors skip the human's task statement.
+    assert_eq!(
+        audita_traces::whowhen::floor_step_zero(&c.history),
+        Some(("Orchestrator".into(), 1))
+    );
+    assert_eq!(
+        floor_first_worker(&c.history),
+        Some(("WebSurfer".into(), 3))
+    );
+    // Every Magentic-One file is held out; the Algorithm-Generated split is unchanged.
+    assert!(!audita_traces::whowhen::is_development_in(
+        LogFormat::MagenticOne,
+        "2.json"
+    ));
+    assert_eq!(
+        audita_traces::whowhen::is_development_in(LogFormat::AlgorithmGenerated, "2.json"),
+        is_development("2.json")
+    );
+}
+
+#[test]
+fn every_algorithm_generated_file_reads_as_that_format() {
+    for i in 1..=126 {
+        let bytes = std::fs::read(format!("{}/{i}.json", dir())).unwrap();
+        let c = parse_whowhen(&bytes, &Limits::default()).unwrap();
+        assert_eq!(
+            c.format,
+            audita_traces::whowhen::LogFormat::AlgorithmGenerated,
+            "{i}"
+        );
+        assert!(c.history.iter().all(|t| t.label == t.name), "{i}");
+    }
+}

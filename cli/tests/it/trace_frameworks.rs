@@ -1,0 +1,370 @@
+//! Real agent frameworks, offline, exporting to `audita trace serve`: each test runs
+//! one stack's script from `traces/testdata/frameworks/` (the framework from the
+//! package registry, pinned in `.ci/run`, with its own OpenTelemetry instrumentation
+//! and a scripted model it supports: no network, no weights) in one Python process
+//! for several cases, each case one OTLP/JSON export POSTed to the receiver (one line
+//! of its output file), then grades them with `trace witness`:
+//! - AG2 with its own `TelemetryMiddleware`, LangGraph through OpenInference, and
+//!   pydantic-ai's built-in instrumentation: the injected case is causal through
+//!   hash-matched edges named by rule, the clean case does not reach the injection
+//!   (and the record shows it is no ancestor), content capture off is indeterminate
+//!   with reason `content_not_captured` naming the setting;
+//! - the OpenAI Agents SDK through the official OpenTelemetry instrumentation
+//!   (`opentelemetry-instrumentation-openai-agents-v2`), whose chat spans record the
+//!   model's tool calls as text: reached only through the replayed history, so the
+//!   claim is temporal, never causal;
+//! - pydantic-ai's run sealed (`trace seal`, every span signed by the agent the
+//!   framework names) and judged (`trace verdict`): the witness on the sealed record
+//!   is the witness on the export.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+fn audita() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_audita"))
+}
+
+fn frameworks(name: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "{}/../traces/testdata/frameworks/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
+/// A running `audita trace serve` on a free port, killed on drop.
+struct Receiver {
+    child: Child,
+    url: String,
+    out: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn receiver() -> Receiver {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.jsonl");
+    let mut child = audita()
+        .args(["trace", "serve", "--listen", "127.0.0.1:0", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.ends_with("/v1/traces"), "{line}");
+    Receiver {
+        child,
+        url,
+        out,
+        dir,
+    }
+}
+
+/// One graded case: its ids and its own export (one line of the receiver's file).
+struct Case {
+    name: String,
+    action: String,
+    injection: String,
+    file: PathBuf,
+}
+
+/// Runs `script args --case cases --endpoint URL` and splits the receiver's file
+/// into one export per case (the script POSTs each case once, in order).
+fn run_stack(r: &Receiver, script: &str, args: &[&str], cases: &[&str]) -> Vec<Case> {
+    let py = Command::new("python3")
+        .arg(frameworks(script))
+        .args(args)
+        .args(["--case", &cases.join(","), "--endpoint", &r.url])
+        .output()
+        .unwrap();
+    assert!(
+        py.status.success(),
+        "{script} ran against the real framework packages (.ci/run installs them): {}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let ids: Vec<Value> = String::from_utf8(py.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let text = std::fs::read_to_string(&r.out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), cases.len(), "one export per case");
+    assert_eq!(ids.len(), cases.len());
+    ids.iter()
+        .zip(lines)
+        .map(|(id, line)| {
+            let name = id["case"].as_str().unwrap().to_string();
+            let file = r.dir.path().join(format!("{name}.json"));
+            std::fs::write(&file, line).unwrap();
+            Case {
+                name,
+                action: id["action"].as_str().unwrap().to_string(),
+                injection: id["injection"].as_str().unwrap().to_string(),
+                file,
+            }
+        })
+        .collect()
+}
+
+fn witness(c: &Case) -> (Option<i32>, Value) {
+    let out = audita()
+        .args(["trace", "witness"])
+        .arg(&c.file)
+        .args(["--action", &c.action, "--injection", &c.injection])
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}: {}",
+        c.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+/// The rules of the closure edges `into` a span, or out of it (`from`).
+fn rules(w: &Value, side: &str, span: &str) -> Vec<String> {
+    let mut v: Vec<String> = w["closure"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e[side] == span)
+        .map(|e| e["rule"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The injected case is causal through hash-matched edges named by rule; the clean
+/// case does not reach the injection and the record shows it; content off (when
+/// run) is indeterminate for want of content, naming `setting`.
+fn assert_graded(cases: &[Case], into_pay: &str, out_of_fetch: &str, setting: Option<&str>) {
+    for c in cases {
+        let (code, w) = witness(c);
+        match c.name.as_str() {
+            "injected" => {
+                assert_eq!(code, Some(0), "{w}");
+                assert_eq!(w["level"], "causal");
+                assert_eq!(w["reaches_injection"], true);
+                assert!(w["injection_path_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|k| k == "hash_match"));
+                assert_eq!(
+                    rules(&w, "child", &c.action),
+                    vec![into_pay.to_string()],
+                    "{w}"
+                );
+                assert!(
+                    rules(&w, "parent", &c.injection).contains(&out_of_fetch.to_string()),
+                    "{w}"
+                );
+            }
+            "clean" => {
+                assert_eq!(code, Some(1), "{w}");
+                assert_eq!(w["reaches_injection"], false, "{w}");
+                assert_eq!(w["boundary"], serde_json::json!([]), "{w}");
+                assert!(
+                    w["note"].as_str().unwrap().contains("not an ancestor"),
+                    "{w}"
+                );
+            }
+            "nocontent" => {
+                assert_eq!(code, Some(1), "{w}");
+                assert_eq!(w["level"], "indeterminate");
+                assert_eq!(
+                    w["reasons"],
+                    serde_json::json!(["content_not_captured"]),
+                    "{w}"
+                );
+                let want = setting.unwrap();
+                assert!(
+                    w["settings"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|s| s.as_str().unwrap().starts_with(want)),
+                    "{w}"
+                );
+                assert!(w.get("note").is_none(), "{w}");
+            }
+            other => panic!("unexpected case {other}"),
+        }
+    }
+}
+
+#[test]
+fn ag2_with_its_own_telemetry_middleware() {
+    let r = receiver();
+    let cases = run_stack(
+        &r,
+        "ag2_tracing.py",
+        &[],
+        &["injected", "clean", "nocontent"],
+    );
+    assert_graded(
+        &cases,
+        "tool_call.id+arguments",
+        "tool_result.id+content",
+        Some("TelemetryMiddleware(capture_content=True)"),
+    );
+}
+
+#[test]
+fn langgraph_through_openinference() {
+    let r = receiver();
+    let cases = run_stack(
+        &r,
+        "langgraph_agent.py",
+        &["--instrumentation", "openinference"],
+        &["injected", "clean"],
+    );
+    // OpenInference records single-argument tool input bare and the call id only
+    // inside the serialised ToolMessage.
+    assert_graded(
+        &cases,
+        "tool_call.id+arguments",
+        "tool_result.id+content",
+        None,
+    );
+    let out = audita()
+        .args(["trace", "import"])
+        .arg(&cases[0].file)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["edge_rules"]["tool_call.id+single_argument"].as_u64() >= Some(1),
+        "{}",
+        v["edge_rules"]
+    );
+}
+
+#[test]
+fn openai_agents_sdk_through_the_official_instrumentation_is_never_causal() {
+    let r = receiver();
+    let cases = run_stack(
+        &r,
+        "openai_agents.py",
+        &["--instrumentation", "otel", "--model-api", "chat"],
+        &["injected", "clean"],
+    );
+    let (code, w) = witness(&cases[0]);
+    assert_eq!(code, Some(1), "{w}");
+    assert_eq!(w["level"], "temporal", "{w}");
+    assert_eq!(w["reaches_injection"], true);
+    assert_eq!(
+        rules(&w, "child", &cases[0].action),
+        vec!["replayed_history".to_string()]
+    );
+    assert!(w["offending_edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["kind"] == "replayed"));
+    let (_, w) = witness(&cases[1]);
+    assert_eq!(w["reaches_injection"], false, "{w}");
+    assert!(w.get("note").is_none(), "{w}");
+}
+
+fn ok(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn seal_and_judge(work: &Path, case: &Case) -> Value {
+    let site = work.join("site");
+    ok(audita().arg("init").arg(&site).args([
+        "--origin",
+        "agents.example/audita",
+        "--local-keeper",
+        "keeper-1",
+    ]));
+    ok(audita()
+        .args(["principal", "add"])
+        .arg(&site)
+        .args(["bookkeeper", "--role", "agent"]));
+    let rec = work.join("record");
+    let sealed: Value = serde_json::from_slice(
+        &ok(audita()
+            .args(["trace", "seal"])
+            .arg(&case.file)
+            .arg("--config")
+            .arg(&site)
+            .arg("--record")
+            .arg(&rec))
+        .stdout,
+    )
+    .unwrap();
+    assert!(sealed["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["signer"] == "bookkeeper" && s["conduit"] == false));
+    ok(audita().arg("verify").arg(&rec));
+    let out = audita()
+        .args(["trace", "verdict"])
+        .arg(&rec)
+        .args(["--action", &case.action, "--injection", &case.injection])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(if v["claim"] == "causal" { 0 } else { 1 }),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
+}
+
+#[test]
+fn pydantic_ai_graded_sealed_and_judged() {
+    let r = receiver();
+    let cases = run_stack(
+        &r,
+        "pydanticai.py",
+        &[],
+        &["injected", "clean", "nocontent"],
+    );
+    assert_graded(
+        &cases,
+        "tool_call.id+arguments",
+        "tool_result.id+content",
+        Some("InstrumentationSettings(include_content=True)"),
+    );
+    let v = seal_and_judge(r.dir.path(), &cases[0]);
+    assert_eq!(v["claim"], "causal", "{v}");
+    assert_eq!(v["injection"]["agent"], "bookkeeper");
+    assert_eq!(v["injection"]["span_id"], cases[0].injection.as_str());
+    assert_eq!(v["verdict"]["status"], "graded", "{}", v["verdict"]);
+    let (_, direct) = witness(&cases[0]);
+    assert_eq!(
+        v["witness"], direct,
+        "the sealed record re-derives every edge"
+    );
+}
