@@ -147,8 +147,27 @@ impl Intake {
                 ),
             ));
         }
+        // vda-5050-lib 1.4 (a widely used implementation) writes a 2.0 instant
+        // actions message's list under `instantActions`, not the schema's `actions`:
+        // read as it means it, the normalised copy is checked (the record keeps the
+        // exact payload; `audita_vda5050::instant_actions` reads either key).
+        let normalised;
+        let checked = if topic.kind == crate::topic::Kind::InstantActions
+            && version.starts_with("2.0.")
+            && object.get("actions").is_none()
+            && object.get("instantActions").is_some_and(Value::is_array)
+        {
+            let mut copy = object.clone();
+            if let Some(list) = copy.remove("instantActions") {
+                copy.insert("actions".into(), list);
+            }
+            normalised = Value::Object(copy);
+            &normalised
+        } else {
+            &value
+        };
         self.schemas
-            .check(release, topic.kind, &value)
+            .check(release, topic.kind, checked)
             .map_err(|v| {
                 Rejection::new(
                     "schema",

@@ -15,7 +15,7 @@
 //!   (see the crate doc for how it learns that state's id). The committed effect of
 //!   an order is the vehicle at its last released positioned node (within
 //!   `allowedDeviationXY`; in a 2.0 message also `allowedDeviationXy`, the spelling
-//!   of the published 2.0.0 order schema; default 0.5 m); of `startPause`, the
+//!   of the published 2.0.0 order schema; default 0.5 m); of `startPause` and `cancelOrder`, the
 //!   vehicle halted;
 //!   otherwise a claim naming the message.
 //! - With no state of the vehicle known, a command cites a root the master-control
@@ -27,6 +27,19 @@
 //!   "vda5050.action"`) authored by the vehicle, citing the order or instant actions
 //!   that requested the action (when the vehicle sidecar knows its id) and the state
 //!   that reports the change.
+//! - **Order progress is actuation** (VDA 5050 §6.10.2, read by
+//!   [`audita_vda5050::progress`]): when a vehicle state shows it further along its
+//!   order than the last one reported — a node reached, or the released edge after it
+//!   entered — the vehicle's sidecar signs a **progress report**: a `tool_output`
+//!   (`tool = "vda5050.progress"`) authored by the vehicle, citing the state and the
+//!   order update(s) that first released the node and the edge
+//!   ([`audita_vda5050::first_release`], updates up to the state's `orderUpdateId`).
+//!   Its output is a function of the state alone (`orderId`, `orderUpdateId`, the node
+//!   and edge with their sequence ids, `driving`, `stateHeaderId`); memory decides
+//!   only whether it is emitted. So an order whose only action is a `drop` at its
+//!   last node — the ordinary transport order — is realised the moment the vehicle
+//!   drives its first edge, and an incident on that edge has the releasing order
+//!   as its anchor.
 //! - Deterministic: the envelope is a function of the payload bytes, the message's
 //!   own `timestamp` (ms since the Unix epoch) and the citations; a redelivered
 //!   message is signed to the same bytes (Ed25519 is deterministic) and so to the same
@@ -51,6 +64,8 @@ pub fn sensor_name(kind: Kind) -> String {
 
 /// `tool` of an actuation report.
 pub const ACTION_TOOL: &str = "vda5050.action";
+/// `tool` of a progress report (order progress as actuation).
+pub const PROGRESS_TOOL: &str = "vda5050.progress";
 /// `source` of the root a command cites when no vehicle state is known.
 pub const NO_STATE_SOURCE: &str = "vda5050.master-control";
 
@@ -211,13 +226,16 @@ pub fn effect(msg: &Message, vehicle: &PrincipalId) -> Effect {
             ))
         }
         Kind::InstantActions => {
-            let types: Vec<&str> = v["actions"]
-                .as_array()
+            let types: Vec<String> = audita_vda5050::instant_actions(v)
                 .into_iter()
-                .flatten()
-                .filter_map(|a| a["actionType"].as_str())
+                .map(|(_, t)| t)
                 .collect();
-            if types.contains(&"startPause") {
+            // `startPause` stops the vehicle; `cancelOrder` stops it and deletes the
+            // order (VDA 5050 §6.6.3): both commit to the vehicle halted.
+            if types
+                .iter()
+                .any(|t| t == "startPause" || t == "cancelOrder")
+            {
                 Effect::Halted { target }
             } else {
                 Effect::Claim(format!("vda5050 instantActions {}", types.join(",")))
@@ -237,7 +255,7 @@ pub fn requested_actions(msg: &Message) -> Vec<(String, String)> {
             .flat_map(|k| v[*k].as_array().into_iter().flatten())
             .map(|n| &n["actions"])
             .collect(),
-        Kind::InstantActions => vec![&v["actions"]],
+        Kind::InstantActions => return audita_vda5050::instant_actions(v),
         _ => Vec::new(),
     };
     lists
@@ -364,6 +382,50 @@ pub fn actuation_report(
         timestamp_ms,
         Payload::ToolOutput {
             tool: ACTION_TOOL.into(),
+            output: output.to_string(),
+        },
+    )
+    .cite(cites)
+}
+
+/// What a progress report states of the vehicle `state` message it was read from.
+#[derive(Clone, Copy, Debug)]
+pub struct StateSeen {
+    /// The state's header id.
+    pub header_id: u64,
+    /// The state's `orderUpdateId`.
+    pub update_id: u64,
+    /// The state's `driving`.
+    pub driving: bool,
+}
+
+/// The progress report of `p`, seen in the vehicle state `seen`, citing that state
+/// and the order updates that released its node and edge (those whose ids are known).
+pub fn progress_report(
+    vehicle: &PrincipalId,
+    master: &PrincipalId,
+    timestamp_ms: u64,
+    seen: StateSeen,
+    p: &audita_vda5050::Progress,
+    cites: impl IntoIterator<Item = MessageId>,
+) -> Envelope {
+    let output = json!({
+        "orderId": p.order_id,
+        "orderUpdateId": seen.update_id,
+        "node": {"nodeId": p.node.0, "sequenceId": p.node.1},
+        "edge": p.edge.as_ref().map(|(id, seq)| json!({"edgeId": id, "sequenceId": seq})),
+        "driving": seen.driving,
+        "stateHeaderId": seen.header_id,
+    });
+    let mut cites: Vec<MessageId> = cites.into_iter().collect();
+    cites.sort();
+    cites.dedup();
+    Envelope::new(
+        vehicle.clone(),
+        master.clone(),
+        timestamp_ms,
+        Payload::ToolOutput {
+            tool: PROGRESS_TOOL.into(),
             output: output.to_string(),
         },
     )

@@ -47,7 +47,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use audita_client::{ClientError, Principal, Publisher, PublisherConfig, Receipt, SignedEnvelope};
-use audita_evidence::{sha256, Envelope, Hash, KeyRegistry, PrincipalId};
+use audita_evidence::{sha256, Envelope, Hash, KeyRegistry, MessageId, PrincipalId};
 use audita_topics::names as topics;
 use rumqttc::{
     AsyncClient, Event, MqttOptions, Packet, Publish, QoS, Request, Subscribe, SubscribeFilter,
@@ -70,6 +70,14 @@ pub fn now_ms() -> u64 {
 
 /// A backlog (messages taken from MQTT, not yet processed) worth a warning.
 const BACKLOG_WARN: u64 = 10_000;
+
+/// How long a subscribed sidecar may receive nothing before it warns that its
+/// interface may not be the fleet's.
+const QUIET_WARN: Duration = Duration::from_secs(30);
+
+/// Order updates a vehicle sidecar keeps per `orderId` (the oldest go first; an
+/// element released by a forgotten update is reported without that citation).
+const MAX_UPDATES_PER_ORDER: usize = 64;
 
 /// Which principal a sidecar is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +188,9 @@ pub struct Counters {
     pub cited_no_state: AtomicU64,
     /// Actuation reports without the requesting order's id.
     pub uncited_actions: AtomicU64,
+    /// Releasing order updates a progress report could not cite (unknown to the
+    /// vehicle's sidecar, or their ids did not arrive in time).
+    pub uncited_progress: AtomicU64,
     /// Messages taken from MQTT and waiting for the processing loop (a gauge).
     pub backlog: AtomicU64,
     /// The largest `backlog` seen.
@@ -221,6 +232,7 @@ impl Counters {
             cited_older_state: g(&self.cited_older_state),
             cited_no_state: g(&self.cited_no_state),
             uncited_actions: g(&self.uncited_actions),
+            uncited_progress: g(&self.uncited_progress),
             backlog_peak: g(&self.backlog_peak),
             quarantine_reasons: self
                 .reasons
@@ -313,6 +325,7 @@ pub struct Summary {
     pub cited_older_state: u64,
     pub cited_no_state: u64,
     pub uncited_actions: u64,
+    pub uncited_progress: u64,
     pub backlog_peak: u64,
     pub quarantine_reasons: BTreeMap<String, u64>,
 }
@@ -347,6 +360,11 @@ pub struct Core {
     requested: Bounded<String, Hash>,
     /// Vehicle: the last status of each action.
     actions: ActionMemory,
+    /// Vehicle: the order messages seen, by `orderId`: each update's reading and
+    /// payload digest (what a progress report cites as the releasing update).
+    orders: Bounded<String, Vec<(audita_vda5050::OrderView, Hash)>>,
+    /// Vehicle: the last order progress reported.
+    last_progress: Option<audita_vda5050::Progress>,
     /// Master control: vehicles whose latest state id did not arrive in time.
     lagging: std::collections::HashSet<PrincipalId>,
 }
@@ -407,6 +425,8 @@ impl Core {
             latest_state: Bounded::new(1 << 16),
             requested: Bounded::new(1 << 14),
             actions: ActionMemory::new(1 << 12),
+            orders: Bounded::new(1 << 10),
+            last_progress: None,
             lagging: std::collections::HashSet::new(),
         })
     }
@@ -504,10 +524,82 @@ impl Core {
                 for (action_id, _) in map::requested_actions(&msg) {
                     self.requested.insert(action_id, digest);
                 }
+                if msg.topic.kind == Kind::Order {
+                    if let Some(o) = audita_vda5050::OrderView::from_value(&msg.value) {
+                        self.remember_order(o, digest);
+                    }
+                }
             }
             _ => {}
         }
         receipt.into_iter().collect()
+    }
+
+    /// Keeps an order update for the progress reports (at most
+    /// [`MAX_UPDATES_PER_ORDER`] per order; a re-sent copy once).
+    fn remember_order(&mut self, o: audita_vda5050::OrderView, digest: Hash) {
+        let mut updates = self.orders.remove(&o.order_id).unwrap_or_default();
+        if !updates.iter().any(|(_, d)| *d == digest) {
+            updates.push((o.clone(), digest));
+            if updates.len() > MAX_UPDATES_PER_ORDER {
+                updates.remove(0);
+            }
+        }
+        self.orders.insert(o.order_id, updates);
+    }
+
+    /// The progress report a vehicle state calls for (none if it shows no progress
+    /// past the last one reported), citing the state and the releasing updates.
+    async fn progress(
+        &mut self,
+        msg: &Message,
+        state_id: &MessageId,
+        t: u64,
+    ) -> Result<Option<SignedEnvelope>, Rejection> {
+        let Some(state) = audita_vda5050::StateView::from_value(&msg.value) else {
+            return Ok(None);
+        };
+        let Some(p) = audita_vda5050::progress(&state) else {
+            return Ok(None);
+        };
+        if !p.advances(self.last_progress.as_ref()) {
+            return Ok(None);
+        }
+        let mut cites = vec![state_id.clone()];
+        let seqs: Vec<u64> = std::iter::once(p.node.1)
+            .chain(p.edge.as_ref().map(|e| e.1))
+            .collect();
+        for seq in seqs {
+            let digest = self.orders.get(&p.order_id).and_then(|ups| {
+                audita_vda5050::first_release(ups.iter().map(|(o, d)| (o, *d)), seq, |u| {
+                    u <= state.update_id
+                })
+                .map(|(_, d)| d)
+            });
+            let id = match digest {
+                Some(d) => self.peers.wait_for(&self.master, &d, self.cite_wait).await,
+                None => None,
+            };
+            match id {
+                Some(id) => cites.push(id),
+                None => Counters::add(&self.counters.uncited_progress),
+            }
+        }
+        let me = self.principal.id().clone();
+        let env = map::progress_report(
+            &me,
+            &self.master,
+            t,
+            map::StateSeen {
+                header_id: msg.header_id,
+                update_id: state.update_id,
+                driving: state.driving,
+            },
+            &p,
+            cites,
+        );
+        self.last_progress = Some(p);
+        Ok(Some(self.sign(env)?))
     }
 
     /// The receipts this core's principal signs for peers' envelopes.
@@ -554,6 +646,9 @@ impl Core {
                         &tr,
                         cites,
                     ))?);
+                }
+                if msg.topic.kind == Kind::State {
+                    out.extend(self.progress(&msg, &state_id, t).await?);
                 }
                 Ok(out)
             }
@@ -769,13 +864,29 @@ pub async fn run_many(
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Publish>();
     let mqtt_stop = stop.clone();
     let c2 = counters.clone();
+    let ready_filters = filters.clone();
+    let who = me.to_string();
+    let where_ = format!("{}:{}", config.mqtt_host, config.mqtt_port);
     let mqtt = tokio::spawn(async move {
+        let mut quiet_since: Option<std::time::Instant> = None;
         let mut backoff = Duration::from_millis(100);
         let mut warned = Duration::ZERO;
         let started = std::time::Instant::now();
         while !mqtt_stop.load(Ordering::Relaxed) {
             // `poll` is not interrupted (it holds partial reads); the task is
             // aborted at stop instead. Nothing else in this loop may await.
+            // Subscribed for 30 s and nothing arrived: a fleet on another interface
+            // name or major version is never received (and nothing is quarantined),
+            // so say so once.
+            if quiet_since.is_some_and(|t| t.elapsed() >= QUIET_WARN)
+                && c2.received.load(Ordering::Relaxed) == 0
+            {
+                tracing::warn!(
+                    filters = %ready_filters.join(", "),
+                    "no MQTT message in 30 s: is --interface the fleet's interfaceName/majorVersion (e.g. uagv/v2)?"
+                );
+                quiet_since = None;
+            }
             match eventloop.poll().await {
                 Ok(Event::Incoming(Packet::Publish(p))) => {
                     backoff = Duration::from_millis(100);
@@ -793,7 +904,15 @@ pub async fn run_many(
                         );
                     }
                 }
-                Ok(Event::Incoming(Packet::SubAck(_))) => Counters::add(&c2.subscribed),
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    Counters::add(&c2.subscribed);
+                    // One line at every log level: this sidecar is recording.
+                    eprintln!(
+                        "audita bridge vda5050: ready — {who} subscribed to {} on {where_}",
+                        ready_filters.join(", ")
+                    );
+                    quiet_since = Some(std::time::Instant::now());
+                }
                 Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                     tracing::info!(session_present = ack.session_present, "MQTT connected");
                     if !ack.session_present && !filters.is_empty() {

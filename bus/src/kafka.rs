@@ -167,14 +167,34 @@ impl KafkaBus {
         })
     }
 
+    /// A member of a new consumer group `group` subscribed to `topics` that reads only
+    /// what arrives after it joined (a reader's tail, never a stage: a stage must read
+    /// everything not committed).
+    pub fn consumer_from_end(
+        &self,
+        group: &str,
+        topics: &[&str],
+    ) -> Result<KafkaConsumer, BusError> {
+        self.consumer_with_reset(group, topics, "latest")
+    }
+
     /// A member of consumer group `group` subscribed to `topics`, starting at the
     /// group's committed offsets (or the earliest offset for a new group).
     pub fn consumer(&self, group: &str, topics: &[&str]) -> Result<KafkaConsumer, BusError> {
+        self.consumer_with_reset(group, topics, "earliest")
+    }
+
+    fn consumer_with_reset(
+        &self,
+        group: &str,
+        topics: &[&str],
+        reset: &str,
+    ) -> Result<KafkaConsumer, BusError> {
         let consumer: BaseConsumer = self
             .config(&[
                 ("group.id", group),
                 ("enable.auto.commit", "false"),
-                ("auto.offset.reset", "earliest"),
+                ("auto.offset.reset", reset),
                 ("session.timeout.ms", "6000"),
                 ("heartbeat.interval.ms", "1000"),
                 ("partition.assignment.strategy", "roundrobin"),

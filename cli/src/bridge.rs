@@ -64,10 +64,17 @@ pub struct Vda5050Args {
     /// This sidecar's principal (registered in the deployment).
     #[arg(long)]
     pub principal: String,
+    /// The deployment (its `audita.toml`, or the directory): supplies `--registry`
+    /// (`[registry] principals`), `--bootstrap` (`[kafka] bootstrap.servers`, with the
+    /// other `[kafka]` settings), `--topic-prefix` (`[topics] prefix`) and the key
+    /// (`keys/principals/<principal>.key`, where `audita principal add` writes it);
+    /// an explicit flag wins.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Its private key: a key file (C2SP note key or PKCS#8 PEM, mode 0600) or
     /// `env:VAR`.
-    #[arg(long)]
-    pub key: String,
+    #[arg(long, required_unless_present = "config")]
+    pub key: Option<String>,
     /// Master control's principal (default: `--principal` for the master-control
     /// sidecar; required for a vehicle's).
     #[arg(long)]
@@ -77,11 +84,11 @@ pub struct Vda5050Args {
     #[arg(long, default_value = DEFAULT_VEHICLE_TEMPLATE)]
     pub vehicle_principal: String,
     /// Kafka bootstrap servers.
+    #[arg(long, required_unless_present = "config")]
+    pub bootstrap: Option<String>,
+    /// The deployment's topic prefix (default: the deployment's, else none).
     #[arg(long)]
-    pub bootstrap: String,
-    /// The deployment's topic prefix.
-    #[arg(long, default_value = "")]
-    pub topic_prefix: String,
+    pub topic_prefix: Option<String>,
     /// Further librdkafka settings, `KEY=VALUE` (repeatable).
     #[arg(long = "kafka", value_name = "KEY=VALUE")]
     pub kafka: Vec<String>,
@@ -92,8 +99,8 @@ pub struct Vda5050Args {
     /// The deployment's principal registry (`principals.json`,
     /// `audita.principals/v1`): peers' envelopes are checked against it before
     /// they are cited.
-    #[arg(long)]
-    pub registry: PathBuf,
+    #[arg(long, required_unless_present = "config")]
+    pub registry: Option<PathBuf>,
     /// Largest MQTT payload recorded, in bytes (larger ones are quarantined).
     #[arg(long, default_value_t = audita_bridge::check::DEFAULT_MAX_PAYLOAD)]
     pub max_payload: usize,
@@ -160,25 +167,64 @@ fn config(a: &Vda5050Args) -> anyhow::Result<BridgeConfig> {
     };
     let master =
         PrincipalId::new(master.clone()).map_err(|e| anyhow!("--master {master:?}: {e}"))?;
+    let deployment = a
+        .config
+        .as_ref()
+        .map(|c| audita_deploy::Config::load(&audita_pipeline::process::config_path(c)))
+        .transpose()
+        .map_err(|e| anyhow!("--config: {e}"))?;
     let base = std::env::current_dir().context("current directory")?;
-    let principal = audita_client::Principal::load(&a.principal, &a.key, &base)
-        .map_err(|e| anyhow!("--key: {e}"))?;
-    let text = audita_record::read_bounded(&a.registry, 64 << 20, audita_record::Limit::InputBytes)
-        .map_err(|e| anyhow!("--registry {}: {e}", a.registry.display()))?;
+    let (key, key_base) = match (&a.key, &deployment) {
+        (Some(k), _) => (k.clone(), base.clone()),
+        (None, Some(c)) => (
+            format!("keys/principals/{}.key", a.principal),
+            c.dir.clone(),
+        ),
+        (None, None) => bail!("--key is required without --config"),
+    };
+    let principal = audita_client::Principal::load(&a.principal, &key, &key_base)
+        .map_err(|e| anyhow!("--key {key}: {e}"))?;
+    let registry_path = match (&a.registry, &deployment) {
+        (Some(r), _) => r.clone(),
+        (None, Some(c)) => c.principals_path.clone(),
+        (None, None) => bail!("--registry is required without --config"),
+    };
+    let text =
+        audita_record::read_bounded(&registry_path, 64 << 20, audita_record::Limit::InputBytes)
+            .map_err(|e| anyhow!("--registry {}: {e}", registry_path.display()))?;
     let text = String::from_utf8(text)
-        .map_err(|_| anyhow!("--registry {}: not UTF-8", a.registry.display()))?;
+        .map_err(|_| anyhow!("--registry {}: not UTF-8", registry_path.display()))?;
     let registry = audita_evidence::registry::PrincipalRegistry::from_json(&text)
         .and_then(|r| r.key_registry())
-        .map_err(|e| anyhow!("--registry {}: {e}", a.registry.display()))?;
-    let kafka = a
-        .kafka
+        .map_err(|e| anyhow!("--registry {}: {e}", registry_path.display()))?;
+    let mut kafka: Vec<(String, String)> = deployment
         .iter()
-        .map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .ok_or_else(|| anyhow!("--kafka {kv:?} is not KEY=VALUE"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .flat_map(|c| c.kafka.iter())
+        .filter(|(k, _)| k.as_str() != "bootstrap.servers")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for kv in &a.kafka {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--kafka {kv:?} is not KEY=VALUE"))?;
+        kafka.retain(|(x, _)| x != k);
+        kafka.push((k.to_string(), v.to_string()));
+    }
+    let bootstrap = match (&a.bootstrap, &deployment) {
+        (Some(b), _) => b.clone(),
+        (None, Some(c)) => c.kafka.get("bootstrap.servers").cloned().ok_or_else(|| {
+            anyhow!(
+                "--config {}: [kafka] sets no bootstrap.servers (pass --bootstrap)",
+                c.file.display()
+            )
+        })?,
+        (None, None) => bail!("--bootstrap is required without --config"),
+    };
+    let topic_prefix = a
+        .topic_prefix
+        .clone()
+        .or_else(|| deployment.as_ref().map(|c| c.topic_prefix.clone()))
+        .unwrap_or_default();
     if a.max_payload > audita_bridge::check::MAX_PAYLOAD_LIMIT {
         bail!(
             "--max-payload {} exceeds {}",
@@ -200,8 +246,8 @@ fn config(a: &Vda5050Args) -> anyhow::Result<BridgeConfig> {
         principal,
         master,
         vehicles,
-        bootstrap: a.bootstrap.clone(),
-        topic_prefix: a.topic_prefix.clone(),
+        bootstrap,
+        topic_prefix,
         kafka,
         spool_dir: a.spool.clone(),
         delivery_timeout: Duration::from_millis(a.delivery_timeout_ms.max(1)),

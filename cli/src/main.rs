@@ -24,6 +24,7 @@ mod query;
 mod sample_record;
 mod serve_log;
 mod stage;
+mod tail;
 mod trace;
 mod verdict;
 mod verify;
@@ -86,6 +87,11 @@ enum Command {
     /// Record a fleet protocol as signed evidence (`bridge vda5050`: one sidecar of
     /// a VDA 5050 fleet over MQTT).
     Bridge(bridge::BridgeArgs),
+    /// Print a deployment's alerts, quarantined input, declarations or verdicts as
+    /// JSON lines.
+    Tail(tail::TailArgs),
+    /// Create a deployment's topics (what every stage does at start).
+    Topics(tail::TopicsArgs),
 }
 
 fn main() {
@@ -112,6 +118,8 @@ fn main() {
         Command::BenchPipeline(args) => bench_pipeline::run(args),
         Command::Load(args) => load::run(args),
         Command::Stage(args) => stage::run_stage(args),
+        Command::Tail(args) => tail::run(args),
+        Command::Topics(args) => tail::run_topics(args),
         Command::Keeper(args) => keeper::run(args),
         Command::Feed(args) => stage::run_feed(args),
         Command::Init(args) => deployment::run_init(args),

@@ -44,6 +44,12 @@
 //! [engine]
 //! workers = 2                           # engine worker threads per process
 //!
+//! [clock]                               # what record time (envelope timestamps) is
+//! record_time = "unix_ms"               # ms since 1970-01-01T00:00:00Z (real fleets:
+//!                                       # the VDA 5050 bridge, the client library)
+//! # record_time = "relative"            # ms since `origin` (a simulated world from 0)
+//! # origin = "2026-12-01T00:00:00Z"     # RFC 3339; relative only, optional
+//!
 //! # [insecure]                          # tests and reproducible demos ONLY:
 //! # demo_seed = 7                       # every key derives from this public seed
 //! ```
@@ -102,7 +108,43 @@ struct Raw {
     #[serde(default)]
     engine: RawEngine,
     #[serde(default)]
+    clock: Option<RawClock>,
+    #[serde(default)]
     insecure: Option<RawInsecure>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClock {
+    record_time: String,
+    #[serde(default)]
+    origin: Option<String>,
+}
+
+/// How record time (every envelope's `timestamp`) maps to UTC: the deployment says it
+/// once, and the sink, its tables and reports read it from here.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Clock {
+    /// No `[clock]` table (a deployment written before it existed): the sink takes
+    /// the origin kept in its directory, else its own start, and says so.
+    #[default]
+    Unset,
+    /// Record time is milliseconds since the Unix epoch.
+    UnixMs,
+    /// Record time is milliseconds since `origin` (RFC 3339), when given.
+    Relative(Option<String>),
+}
+
+impl Clock {
+    /// The wall-clock instant of record time 0 (RFC 3339), when the deployment
+    /// declares one.
+    pub fn record_origin(&self) -> Option<String> {
+        match self {
+            Clock::UnixMs => Some("1970-01-01T00:00:00Z".into()),
+            Clock::Relative(o) => o.clone(),
+            Clock::Unset => None,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -289,9 +331,38 @@ pub struct Config {
     pub kafka: BTreeMap<String, String>,
     /// Engine worker threads per process.
     pub engine_workers: usize,
+    /// `[clock]`: what record time is.
+    pub clock: Clock,
     /// `[insecure] demo_seed`: every key of this deployment derives from this public
     /// seed (reproducible tests and demos only; stages say so loudly).
     pub insecure_demo_seed: Option<u64>,
+}
+
+/// Checks `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)` (the sink parses it).
+fn check_rfc3339(t: &str) -> Result<(), String> {
+    let b = t.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let ok = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && (t.ends_with('Z') || t[19..].contains(['+', '-']));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{t:?} is not an RFC 3339 instant (e.g. 2026-12-01T00:00:00Z)"
+        ))
+    }
 }
 
 /// Largest `audita.toml`, principal or duty registry read (a deployment's files are
@@ -388,15 +459,15 @@ impl Config {
         let predicates_path = raw.registry.predicates.as_ref().map(|p| dir.join(p));
         let predicates = match &predicates_path {
             None => None,
-            Some(path) => {
-                Some(
-                    Predicates::from_json(&read_text(path)?).map_err(|e| ConfigError {
+            Some(path) => Some(
+                Predicates::from_json_with_zones(&read_text(path)?, &duties.zones).map_err(
+                    |e| ConfigError {
                         file: path.display().to_string(),
                         field: "-".into(),
                         reason: e.to_string(),
-                    })?,
-                )
-            }
+                    },
+                )?,
+            ),
         };
         if raw.epoch.max_messages == 0 || raw.epoch.max_messages > 1 << 20 {
             return Err(at(
@@ -491,6 +562,30 @@ impl Config {
                 format!("{} (want 1 to 256)", raw.engine.workers),
             ));
         }
+        let clock = match raw.clock {
+            None => Clock::Unset,
+            Some(c) => match (c.record_time.as_str(), c.origin) {
+                ("unix_ms", None) => Clock::UnixMs,
+                ("unix_ms", Some(_)) => {
+                    return Err(at(
+                        "clock.origin",
+                        "record_time \"unix_ms\" has its origin (the Unix epoch); origin is for \"relative\"".into(),
+                    ))
+                }
+                ("relative", origin) => {
+                    if let Some(o) = &origin {
+                        check_rfc3339(o).map_err(|e| at("clock.origin", e))?;
+                    }
+                    Clock::Relative(origin)
+                }
+                (other, _) => {
+                    return Err(at(
+                        "clock.record_time",
+                        format!("{other:?} (want \"unix_ms\" or \"relative\")"),
+                    ))
+                }
+            },
+        };
         Ok(Config {
             dir: dir.to_path_buf(),
             file: file.to_path_buf(),
@@ -513,6 +608,7 @@ impl Config {
             quorum,
             kafka,
             engine_workers: raw.engine.workers,
+            clock,
             insecure_demo_seed: raw.insecure.map(|i| i.demo_seed),
         })
     }

@@ -143,6 +143,11 @@ prefix = ""                      # prepended to every topic name
 
 [engine]
 workers = 2
+
+[clock]                          # what record time (envelope timestamps) is
+record_time = "unix_ms"          # ms since 1970-01-01T00:00:00Z, as real producers stamp it
+                                 # (the VDA 5050 bridge, the client library); a simulated
+                                 # world from 0: record_time = "relative" [origin = "RFC 3339"]
 {insecure}"#
     )
 }
@@ -228,12 +233,51 @@ pub fn set_duties(config: &Path, json: &str) -> Result<(), DeployError> {
     write_atomic(&c.duties_path, json.as_bytes())
 }
 
+/// Declares record time relative (`[clock] record_time = "relative"`, optionally with
+/// its `origin`): for a simulated world whose clock starts at 0. Rewrites the
+/// `record_time` line `audita init` wrote; a deployment without a `[clock]` table gets
+/// one.
+pub fn set_record_time_relative(config: &Path, origin: Option<&str>) -> Result<(), DeployError> {
+    let c = Config::load(config)?;
+    let text = std::fs::read_to_string(&c.file)
+        .map_err(|e| DeployError::Other(format!("{}: {e}", c.file.display())))?;
+    let mut lines: Vec<String> = Vec::new();
+    let mut in_clock = false;
+    let mut done = false;
+    let want = match origin {
+        Some(o) => format!("record_time = \"relative\"\norigin = \"{o}\""),
+        None => "record_time = \"relative\"".to_string(),
+    };
+    for l in text.lines() {
+        let t = l.trim_start();
+        if t.starts_with('[') {
+            in_clock = t.starts_with("[clock]");
+        }
+        if in_clock && (t.starts_with("record_time") || t.starts_with("origin")) {
+            if !done {
+                lines.push(want.clone());
+                done = true;
+            }
+            continue;
+        }
+        lines.push(l.to_string());
+    }
+    if !done {
+        lines.push(String::new());
+        lines.push("[clock]".into());
+        lines.push(want);
+    }
+    let out = lines.join("\n") + "\n";
+    Config::parse(&out, &c.file, &c.dir).map_err(DeployError::from)?;
+    write_atomic(&c.file, out.as_bytes())
+}
+
 /// Installs `json` as the deployment's adverse predicates (validated first), in the
 /// file `registry.predicates` names. A deployment whose `audita.toml` names none is
 /// told which line to add.
 pub fn set_predicates(config: &Path, json: &str) -> Result<(), DeployError> {
     let c = Config::load(config)?;
-    audita_monitor::Predicates::from_json(json)
+    audita_monitor::Predicates::from_json_with_zones(json, &c.duties.zones)
         .map_err(|e| DeployError::Other(format!("predicate file: {e}")))?;
     let path = c.predicates_path.ok_or_else(|| {
         DeployError::Other(format!(

@@ -14,9 +14,10 @@ pub mod config;
 pub mod init;
 pub mod keys;
 
-pub use config::{Config, ConfigError, Keeper, CONFIG_FORMAT};
+pub use config::{Clock, Config, ConfigError, Keeper, CONFIG_FORMAT};
 pub use init::{
     add_principal, add_principals, init, init_with, now_ms, register_public, revoke_principal,
-    rotate_principal, set_duties, set_predicates, DeployError, InitOptions, NewKey,
+    rotate_principal, set_duties, set_predicates, set_record_time_relative, DeployError,
+    InitOptions, NewKey,
 };
 pub use keys::KeyError;

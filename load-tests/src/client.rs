@@ -60,6 +60,8 @@ pub fn register(config: &Path, shape: &Shape) -> Result<usize, DeployError> {
     audita_deploy::add_principals(config, &fresh, None)?;
     audita_deploy::set_duties(config, &names.duties_json)?;
     audita_deploy::set_predicates(config, &names.predicates_json)?;
+    // The simulated world's clock starts at 0.
+    audita_deploy::set_record_time_relative(config, None)?;
     Ok(names.roles.len())
 }
 

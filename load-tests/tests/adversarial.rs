@@ -514,3 +514,96 @@ fn cell_of_reads_the_cell_from_a_monitor_incident_name() {
     assert_eq!(cell_of("separation_below_0.5m-cx.agv-1-4"), None);
     assert_eq!(cell_of("cell4-omission-5"), None);
 }
+
+/// Missing realisation evidence (a bridge or actuator that never reports what it
+/// executed): every actuation report of a fleet is left out before sealing, and the
+/// monitor declares the incidents from what is left. A principal culpable on the
+/// whole record is never `exonerated` on the stripped one: where the declaration lost
+/// its anchors, the commands it issued to the subject are named unrealised
+/// (`unrealised_command`) and it stays unresolved.
+#[test]
+fn a_fleet_without_its_realisation_evidence_never_exonerates_a_culpable_principal() {
+    use audita_evidence::Payload;
+    use audita_verdict::{FindingStatus, Flag};
+    let fleet: Fleet = build(&DEMO_MIX, 6, 1);
+    let file = audita_monitor::Predicates::from_json(&fleet.predicates_json).expect("predicates");
+    let duties = fleet.duties().expect("duties");
+    let keys = log_keys(fleet.keys.clone(), 1);
+    let judge_all = |msgs: &[(SignedEnvelope, Receipt)]| {
+        let record = audita_facility::record::seal(1, msgs).expect("seal");
+        let part = verify_record(&record, &keys);
+        audita_monitor::derive(&part, &file)
+            .declarations
+            .into_iter()
+            .map(|d| {
+                let a = Adverse::new(d).expect("declaration");
+                let v = verdict(&record, &part, &duties, &a).ok();
+                (a.decl.incident.clone(), (a, v))
+            })
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let all: Vec<(SignedEnvelope, Receipt)> = fleet
+        .envelopes_in_time_order()
+        .into_iter()
+        .map(|(e, r)| (e.clone(), r.clone()))
+        .collect();
+    let stripped: Vec<(SignedEnvelope, Receipt)> = all
+        .iter()
+        .filter(|(e, _)| !matches!(e.envelope().payload, Payload::ToolOutput { .. }))
+        .cloned()
+        .collect();
+    assert!(
+        stripped.len() < all.len(),
+        "the fleet reports its actuations"
+    );
+    let (clean, bare) = (judge_all(&all), judge_all(&stripped));
+    let (mut culpable, mut unanchored) = (0, 0);
+    for (incident, (_, v)) in &clean {
+        let Some(v) = v else { continue };
+        let (a, w) = bare
+            .get(incident)
+            .unwrap_or_else(|| panic!("{incident} is still declared without the reports"));
+        let w = w
+            .as_ref()
+            .unwrap_or_else(|| panic!("{incident}: no verdict without the reports"));
+        for (p, f) in &v.principals {
+            if !f.culpable {
+                continue;
+            }
+            culpable += 1;
+            let g = &w
+                .principals
+                .get(p)
+                .unwrap_or_else(|| panic!("{incident}: culpable {p} left the stripped verdict"));
+            assert_ne!(
+                g.status,
+                FindingStatus::Exonerated,
+                "{incident}: {p} culpable on the whole record is exonerated without \
+                 its realisation evidence: {:?}",
+                g.notes
+            );
+            if a.decl.anchors.is_empty() {
+                unanchored += 1;
+                assert!(
+                    g.flags.contains(&Flag::UnrealisedCommand),
+                    "{incident}: {p}: {g:?}"
+                );
+                assert_eq!(g.status, FindingStatus::Unresolved, "{incident}: {p}");
+                assert!(
+                    g.notes.iter().any(|n| n.contains("not shown realised")),
+                    "{incident}: {p}: the report names the unrealised commands: {:?}",
+                    g.notes
+                );
+            }
+        }
+    }
+    assert!(
+        culpable >= 3,
+        "the fleet has culpable principals: {culpable}"
+    );
+    assert!(
+        unanchored >= 1,
+        "some incident lost its anchors: {unanchored}"
+    );
+    println!("{culpable} culpable findings, {unanchored} without anchors: none exonerated");
+}

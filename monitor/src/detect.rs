@@ -119,6 +119,8 @@ struct Actuating {
     ts: u64,
     kind: &'static str,
     effect: Effect,
+    /// A VDA 5050 order's reading (what it released), when the command is one.
+    order: Option<std::sync::Arc<audita_vda5050::OrderView>>,
 }
 
 #[derive(Debug, Clone)]
@@ -127,6 +129,23 @@ struct Realisation {
     author: String,
     ts: u64,
     seq: u64,
+    /// A VDA 5050 progress report's order and the sequence ids it reached.
+    progress: Option<(String, Vec<u64>)>,
+}
+
+impl Realisation {
+    /// Whether this report can realise `c`: any actuation report, but a progress
+    /// report only of an order with its `orderId` that released one of the elements
+    /// it reports (a vehicle cannot realise an arbitrary command by citing it).
+    fn realises(&self, c: &Actuating) -> bool {
+        match (&self.progress, &c.order) {
+            (None, _) => true,
+            (Some((order_id, seqs)), Some(o)) => {
+                o.order_id == *order_id && seqs.iter().any(|s| o.releases(*s))
+            }
+            (Some(_), None) => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -160,7 +179,21 @@ pub struct Monitor {
     forgotten: u64,
     /// The watermark at which commands older than every window were last dropped.
     pruned_at: u64,
+    /// VDA 5050 orders their vehicle refused in a state's `errors`, keyed by
+    /// (vehicle, `orderId`, `orderUpdateId`): the earliest such state by (time, id).
+    refusals: BTreeMap<(String, String, Option<u64>), Refusal>,
 }
+
+/// A vehicle state that refuses an order ([`audita_vda5050::rejections`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Refusal {
+    ts: u64,
+    state: MessageId,
+    error_type: String,
+}
+
+/// At most this many refusals are held (older ones go with their windows).
+const MAX_REFUSALS: usize = 65_536;
 
 /// Everything the monitor derived from a whole record.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,6 +226,7 @@ impl Monitor {
             malformed: 0,
             forgotten: 0,
             pruned_at: 0,
+            refusals: BTreeMap::new(),
         }
     }
 
@@ -226,32 +260,36 @@ impl Monitor {
         self.seq += 1;
         let env = msg.envelope();
         match &env.payload {
-            Payload::SensorReport { sensor, reading } => match self.telemetry(env, sensor, reading)
-            {
-                None => Vec::new(),
-                Some(Err(_)) => {
-                    self.malformed += 1;
-                    Vec::new()
+            Payload::SensorReport { sensor, reading } => {
+                if sensor == vda5050::STATE_SENSOR {
+                    self.remember_refusals(env.author.as_str(), msg.id(), env.timestamp, reading);
                 }
-                Some(Ok(obs)) => {
-                    let mut updated = Vec::with_capacity(obs.len());
-                    for o in obs {
-                        if !updated.contains(&o.entity) {
-                            updated.push(o.entity.clone());
-                        }
-                        self.latest.insert(
-                            o.entity,
-                            Latest {
-                                class: o.class,
-                                fields: o.fields,
-                                evidence: msg.id().clone(),
-                                ts: env.timestamp,
-                            },
-                        );
+                match self.telemetry(env, sensor, reading) {
+                    None => Vec::new(),
+                    Some(Err(_)) => {
+                        self.malformed += 1;
+                        Vec::new()
                     }
-                    self.evaluate(&updated, env.timestamp)
+                    Some(Ok(obs)) => {
+                        let mut updated = Vec::with_capacity(obs.len());
+                        for o in obs {
+                            if !updated.contains(&o.entity) {
+                                updated.push(o.entity.clone());
+                            }
+                            self.latest.insert(
+                                o.entity,
+                                Latest {
+                                    class: o.class,
+                                    fields: o.fields,
+                                    evidence: msg.id().clone(),
+                                    ts: env.timestamp,
+                                },
+                            );
+                        }
+                        self.evaluate(&updated, env.timestamp)
+                    }
                 }
-            },
+            }
             Payload::ToolOutput { tool, output } if realisation(tool, output) => {
                 for c in &env.citations {
                     let list = self.reports.entry(c.clone()).or_default();
@@ -261,6 +299,9 @@ impl Monitor {
                             author: env.author.as_str().to_string(),
                             ts: env.timestamp,
                             seq: self.seq,
+                            progress: (tool == vda5050::PROGRESS_TOOL)
+                                .then(|| vda5050::progress_of(output))
+                                .flatten(),
                         });
                     }
                 }
@@ -278,6 +319,7 @@ impl Monitor {
                             ts: env.timestamp,
                             kind,
                             effect: env.effect.clone(),
+                            order: vda5050::order_of(env).map(std::sync::Arc::new),
                         });
                         if list.len() > MAX_COMMANDS_PER_TARGET {
                             let gone = list.remove(0);
@@ -289,6 +331,53 @@ impl Monitor {
                 Vec::new()
             }
         }
+    }
+
+    /// Keeps the orders a vehicle state refuses, each under the earliest refusing
+    /// state by (time, id), so the order messages arrive in changes nothing.
+    fn remember_refusals(&mut self, vehicle: &str, id: &MessageId, ts: u64, reading: &str) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(reading) else {
+            return;
+        };
+        for r in audita_vda5050::rejections(&v) {
+            let key = (vehicle.to_string(), r.order_id, r.update_id);
+            let refusal = Refusal {
+                ts,
+                state: id.clone(),
+                error_type: r.error_type,
+            };
+            let full = self.refusals.len() >= MAX_REFUSALS;
+            match self.refusals.entry(key) {
+                std::collections::btree_map::Entry::Occupied(mut held) => {
+                    if refusal < *held.get() {
+                        held.insert(refusal);
+                    }
+                }
+                std::collections::btree_map::Entry::Vacant(slot) if !full => {
+                    slot.insert(refusal);
+                }
+                std::collections::btree_map::Entry::Vacant(_) => self.forgotten += 1,
+            }
+        }
+    }
+
+    /// The earliest state of `vehicle` in `[from, to]` refusing `order` (its update,
+    /// or the order as a whole).
+    fn refusal(
+        &self,
+        vehicle: &str,
+        order: &audita_vda5050::OrderView,
+        from: u64,
+        to: u64,
+    ) -> Option<&Refusal> {
+        [Some(order.update_id), None]
+            .into_iter()
+            .filter_map(|u| {
+                self.refusals
+                    .get(&(vehicle.to_string(), order.order_id.clone(), u))
+            })
+            .filter(|r| (from..=to).contains(&r.ts))
+            .min()
     }
 
     /// The observations a sensor report gives: telemetry, or a VDA 5050 vehicle
@@ -357,10 +446,18 @@ impl Monitor {
             });
         }
         self.commands.retain(|_, list| !list.is_empty());
+        self.refusals.retain(|_, r| r.ts >= before);
     }
 
     fn number(&self, entity: &str, field: &str) -> Option<f64> {
         self.latest.get(entity)?.fields.get(field)?.as_f64()
+    }
+
+    fn text(&self, entity: &str, field: &str) -> Option<&str> {
+        match self.latest.get(entity)?.fields.get(field)? {
+            Value::Str(s) => Some(s.as_str()),
+            _ => None,
+        }
     }
 
     fn evaluate(&mut self, updated: &[String], ts: u64) -> Vec<Alert> {
@@ -459,7 +556,9 @@ impl Monitor {
                             self.number(s, speed_field),
                         );
                         let (holds, near, d) = match (x, y, v) {
-                            (Some(x), Some(y), Some(v)) if zone.contains(x, y) => {
+                            (Some(x), Some(y), Some(v))
+                                if zone.contains(x, y) && zone.on_map(self.text(s, "map_id")) =>
+                            {
                                 (v > *above_mm_per_s, v > above_mm_per_s - margin, v)
                             }
                             _ => (false, false, 0.0),
@@ -665,7 +764,7 @@ impl Monitor {
                 .get(&c.id)
                 .into_iter()
                 .flatten()
-                .filter(|r| r.ts <= t_star && r.author == p.subject)
+                .filter(|r| r.ts <= t_star && r.author == p.subject && r.realises(c))
                 .min_by_key(|r| (r.ts, r.seq));
             match r {
                 Some(r) => realised.push((c, r)),
@@ -726,6 +825,7 @@ impl Monitor {
                 },
             ));
         }
+        anchors.extend(self.deviation_anchor(p, &realised));
         anchors.sort_by(|a, b| a.0.cmp(&b.0));
         realised.sort_by(|a, b| a.0.id.cmp(&b.0.id));
         unrealised.sort_by(|a, b| a.id.cmp(&b.id));
@@ -736,14 +836,29 @@ impl Monitor {
             evidence: vec![id_string(&r.report)],
             detail: format!("{} realised on {} at {} ms", c.kind, p.subject, r.ts),
         }));
-        facts.extend(unrealised.iter().map(|c| Fact {
-            fact: FactKind::Unrealised,
-            message: Some(id_string(&c.id)),
-            evidence: vec![id_string(&c.id)],
-            detail: format!(
+        facts.extend(unrealised.iter().map(|c| {
+            let refused = c
+                .order
+                .as_deref()
+                .and_then(|o| self.refusal(&p.subject, o, c.ts, t_star));
+            let mut evidence = vec![id_string(&c.id)];
+            let mut detail = format!(
                 "{} issued at {} ms; no actuation report of {} by t* (deadline {deadline} ms)",
                 c.kind, c.ts, p.subject
-            ),
+            );
+            if let Some(r) = refused {
+                evidence.push(id_string(&r.state));
+                detail.push_str(&format!(
+                    "; {} refused it ({}) in its state at {} ms",
+                    p.subject, r.error_type, r.ts
+                ));
+            }
+            Fact {
+                fact: FactKind::Unrealised,
+                message: Some(id_string(&c.id)),
+                evidence,
+                detail,
+            }
         }));
         AdverseDecl {
             incident: format!("{}-{}-{}", pred.name, p.subject, t_star),
@@ -766,6 +881,73 @@ impl Monitor {
     }
 }
 
+impl Monitor {
+    /// A VDA 5050 vehicle on a released edge at `t*` faster than the `maxSpeed` the
+    /// order released it with: the order's committed effect ("traverse this edge at
+    /// no more than m") is contradicted by the telemetry, and the contradicting
+    /// actuation is on record — the vehicle's own progress report on that edge. It
+    /// is a second anchor (`combine: all`): the outcome needs both the release and
+    /// the vehicle's conduct on it, and the duties decide who breached.
+    fn deviation_anchor(
+        &self,
+        p: &Pending,
+        realised: &[(&Actuating, &Realisation)],
+    ) -> Option<(MessageId, Fact)> {
+        let obs = &p.subject_obs;
+        let order_id = match obs.fields.get("order_id") {
+            Some(Value::Str(s)) => s.as_str(),
+            _ => return None,
+        };
+        let edge_seq = u64::try_from(obs.fields.get("edge_sequence_id")?.as_f64()? as i64).ok()?;
+        let speed = obs.fields.get("speed_mm_per_s")?.as_f64()?;
+        // The update that first released the edge, among the realised commands.
+        let (c, _) = realised
+            .iter()
+            .filter(|(c, _)| {
+                c.order
+                    .as_ref()
+                    .is_some_and(|o| o.order_id == order_id && o.released_edge(edge_seq).is_some())
+            })
+            .min_by_key(|(c, _)| c.order.as_ref().map(|o| o.update_id))?;
+        let order = c.order.as_ref()?;
+        let edge = order.released_edge(edge_seq)?;
+        let max = edge.max_speed_mm_per_s?;
+        if speed <= max as f64 {
+            return None;
+        }
+        let report = self
+            .reports
+            .get(&c.id)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.ts <= p.t_star && r.author == p.subject)
+            .filter(|r| {
+                r.progress
+                    .as_ref()
+                    .is_some_and(|(o, seqs)| o == order_id && seqs.contains(&edge_seq))
+            })
+            .min_by_key(|r| (r.ts, r.seq))?;
+        Some((
+            report.report.clone(),
+            Fact {
+                fact: FactKind::Anchor,
+                message: Some(id_string(&report.report)),
+                evidence: vec![
+                    id_string(&report.report),
+                    id_string(&c.id),
+                    id_string(&obs.evidence),
+                ],
+                detail: format!(
+                    "{} on edge {} (sequenceId {edge_seq}) of order {order_id} at {speed} mm/s at t*, \
+                     above the maxSpeed {max} mm/s update {} released it with: its own progress \
+                     on the edge (report at {} ms) is the actuation the telemetry reports",
+                    p.subject, edge.edge_id, order.update_id, report.ts
+                ),
+            },
+        ))
+    }
+}
+
 /// Whether [`Monitor::observe`] can learn anything from this message: a sensor or
 /// tool report, or an actuating command ([`vda5050::actuating`]); a stage may skip
 /// every other message without changing what the monitor derives.
@@ -779,7 +961,9 @@ pub fn observes(env: &audita_evidence::Envelope) -> bool {
 /// Whether a `tool_output` is an actuation report: tool `actuator`, or a VDA 5050
 /// vehicle's action running or finished ([`vda5050`]).
 fn realisation(tool: &str, output: &str) -> bool {
-    tool == "actuator" || (tool == vda5050::ACTION_TOOL && vda5050::realises(output))
+    tool == "actuator"
+        || (tool == vda5050::ACTION_TOOL && vda5050::realises(output))
+        || (tool == vda5050::PROGRESS_TOOL && vda5050::progress_of(output).is_some())
 }
 
 /// Runs the monitor over a verified record's certified messages in record-time order

@@ -37,7 +37,11 @@
 //! - Kinds: `separation` — the Euclidean distance between the positions (`x_mm`,
 //!   `y_mm`) of an `a` entity and a `b` entity is below `below_mm`; `speed_in_zone`
 //!   — an `entity` inside the axis-aligned `zone` reports `speed_field` (default
-//!   `speed_mm_per_s`) above `above_mm_per_s`; `out_of_range` — an `entity`'s
+//!   `speed_mm_per_s`) above `above_mm_per_s` (`zone` is inline, `{"min_mm",
+//!   "max_mm", "map_id"?}`, or the **name** of a zone of the deployment's duty
+//!   registry, so the zone a predicate detects in and the zone a duty judges are one
+//!   definition: [`Predicates::from_json_with_zones`]; with a `map_id` the entity's
+//!   `map_id` must match); `out_of_range` — an `entity`'s
 //!   `field` lies outside `[min, max]`; `expression` — `when` (the language of
 //!   [`crate::expr`]) holds on an `entity`'s fields.
 //! - The predicate's **subject** — the entity whose realised state it reads, whose
@@ -146,13 +150,16 @@ enum Kind {
 }
 
 /// An axis-aligned zone.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Zone {
     /// Lower corner (mm).
     pub min_mm: [f64; 2],
     /// Upper corner (mm).
     pub max_mm: [f64; 2],
+    /// The map it is on (any when absent).
+    #[serde(default)]
+    pub map_id: Option<String>,
 }
 
 impl Zone {
@@ -160,6 +167,20 @@ impl Zone {
     pub fn contains(&self, x: f64, y: f64) -> bool {
         x >= self.min_mm[0] && x <= self.max_mm[0] && y >= self.min_mm[1] && y <= self.max_mm[1]
     }
+
+    /// Whether an observation on `map` (its `map_id` field, if any) is on this
+    /// zone's map.
+    pub fn on_map(&self, map: Option<&str>) -> bool {
+        self.map_id.as_deref().is_none_or(|m| map == Some(m))
+    }
+}
+
+/// A predicate's zone as written: inline, or a name of the duty registry's zones.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum ZoneRef {
+    Inline(Zone),
+    Named(String),
 }
 
 /// How severity is computed at `t*`.
@@ -187,7 +208,7 @@ struct PredicateDecl {
     #[serde(default)]
     below_mm: Option<f64>,
     #[serde(default)]
-    zone: Option<Zone>,
+    zone: Option<ZoneRef>,
     #[serde(default)]
     above_mm_per_s: Option<f64>,
     #[serde(default)]
@@ -307,8 +328,18 @@ impl Predicates {
         self.entities.get(entity).and_then(|d| d.site.as_deref())
     }
 
-    /// Parses and validates a predicate file.
+    /// Parses and validates a predicate file (without named zones: see
+    /// [`Self::from_json_with_zones`]).
     pub fn from_json(text: &str) -> Result<Predicates, MonitorError> {
+        Self::from_json_with_zones(text, &BTreeMap::new())
+    }
+
+    /// Parses and validates a predicate file whose `speed_in_zone` predicates may
+    /// name zones of the duty registry.
+    pub fn from_json_with_zones(
+        text: &str,
+        zones: &BTreeMap<String, audita_verdict::Zone>,
+    ) -> Result<Predicates, MonitorError> {
         let bad = |s: String| MonitorError::Predicates(s);
         let file: FileDecl = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         if file.version != 1 {
@@ -332,7 +363,7 @@ impl Predicates {
                     d.name
                 )));
             }
-            predicates.push(validate(d).map_err(bad)?);
+            predicates.push(validate(d, zones).map_err(bad)?);
         }
         Ok(Predicates {
             realisation_deadline_ms: file.realisation_deadline_ms,
@@ -348,7 +379,10 @@ impl Predicates {
     }
 }
 
-fn validate(d: PredicateDecl) -> Result<Predicate, String> {
+fn validate(
+    d: PredicateDecl,
+    zones: &BTreeMap<String, audita_verdict::Zone>,
+) -> Result<Predicate, String> {
     let name = d.name.clone();
     let err = |s: &str| format!("predicate {name}: {s}");
     let finite = |v: Option<f64>, what: &str| -> Result<f64, String> {
@@ -403,7 +437,21 @@ fn validate(d: PredicateDecl) -> Result<Predicate, String> {
             }
         }
         Kind::SpeedInZone => {
-            let zone = d.zone.ok_or_else(|| err("kind needs zone"))?;
+            let zone = match d.zone.clone().ok_or_else(|| err("kind needs zone"))? {
+                ZoneRef::Inline(z) => z,
+                ZoneRef::Named(n) => {
+                    let z = zones.get(&n).ok_or_else(|| {
+                        err(&format!(
+                            "zone {n:?} is not a zone of the duty registry (duties.json \"zones\")"
+                        ))
+                    })?;
+                    Zone {
+                        min_mm: [z.min_mm[0] as f64, z.min_mm[1] as f64],
+                        max_mm: [z.max_mm[0] as f64, z.max_mm[1] as f64],
+                        map_id: z.map_id.clone(),
+                    }
+                }
+            };
             if !zone
                 .min_mm
                 .iter()

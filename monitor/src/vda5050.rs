@@ -27,6 +27,15 @@
 //!   report of the command(s) it cites when its `actionStatus` is `RUNNING` or
 //!   `FINISHED` (the vehicle executes or executed an action the command requested);
 //!   `WAITING`, `INITIALIZING`, `PAUSED` and `FAILED` realise nothing.
+//! - A `tool_output` of tool [`PROGRESS_TOOL`] authored by the vehicle (the bridge's
+//!   progress report: a node reached or a released edge entered) is an actuation
+//!   report of the order update(s) it cites — but only of an order whose `orderId`
+//!   is the report's and which released one of the reported elements
+//!   ([`crate::detect`] checks it against the order's text when it declares).
+//! - The state's order progress is read as fields too (by
+//!   [`audita_vda5050::progress`]): `order_id`, `order_update_id` (string, integer),
+//!   `last_node_sequence_id`, and `edge_sequence_id` while the vehicle is on a
+//!   released edge.
 
 use std::collections::BTreeMap;
 
@@ -39,6 +48,8 @@ use crate::telemetry::{Observation, TelemetryError, Value};
 pub const STATE_SENSOR: &str = "vda5050.state";
 /// `tool` of a vehicle's actuation report (an action status change).
 pub const ACTION_TOOL: &str = "vda5050.action";
+/// `tool` of a vehicle's progress report (order progress as actuation).
+pub const PROGRESS_TOOL: &str = "vda5050.progress";
 /// Class of a vehicle the predicate file does not register.
 pub const DEFAULT_CLASS: &str = "robot";
 
@@ -103,11 +114,47 @@ pub fn observation(
             fields.insert(k.to_string(), Value::Bool(b));
         }
     }
+    if let Some(state) = audita_vda5050::StateView::from_value(&v) {
+        if !state.order_id.is_empty() {
+            fields.insert("order_id".into(), Value::Str(state.order_id.clone()));
+            fields.insert(
+                "order_update_id".into(),
+                Value::Int(i64::try_from(state.update_id).unwrap_or(i64::MAX)),
+            );
+        }
+        if let Some(p) = audita_vda5050::progress(&state) {
+            let int = |x: u64| Value::Int(i64::try_from(x).unwrap_or(i64::MAX));
+            fields.insert("last_node_sequence_id".into(), int(p.node.1));
+            if let Some((_, seq)) = p.edge {
+                fields.insert("edge_sequence_id".into(), int(seq));
+            }
+        }
+    }
     Ok(Observation {
         entity: entity.to_string(),
         class: class.to_string(),
         fields,
     })
+}
+
+/// The order and the sequence ids a progress report's output reaches: `(orderId,
+/// [node, edge])`; `None` for anything else.
+pub fn progress_of(output: &str) -> Option<(String, Vec<u64>)> {
+    let v: Json = serde_json::from_str(output).ok()?;
+    let order = v["orderId"].as_str()?.to_string();
+    let seqs: Vec<u64> = [&v["node"]["sequenceId"], &v["edge"]["sequenceId"]]
+        .into_iter()
+        .filter_map(Json::as_u64)
+        .collect();
+    (!seqs.is_empty()).then_some((order, seqs))
+}
+
+/// The VDA 5050 order an `agent_text` command carries (its exact payload), if any.
+pub fn order_of(env: &Envelope) -> Option<audita_vda5050::OrderView> {
+    match &env.payload {
+        Payload::AgentText { text } => audita_vda5050::OrderView::parse(text),
+        _ => None,
+    }
 }
 
 /// Whether an actuation report's output (the bridge's action status change) says the

@@ -57,6 +57,11 @@ pub struct Deployment {
     /// outside and are judged unchecked). With them the monitor stage detects
     /// incidents from the sealed record, and engine workers check every declaration.
     pub predicates: Option<audita_monitor::Predicates>,
+    /// The wall-clock instant of record time 0 the deployment declares (`[clock]`:
+    /// the Unix epoch when record time is Unix ms), which the sink's tables and
+    /// reports use; `None`: the sink keeps its own (the first time it opens its
+    /// directory).
+    pub record_origin: Option<audita_sinks::tables::RecordOrigin>,
 }
 
 impl Deployment {
@@ -100,6 +105,12 @@ impl Deployment {
             // An empty predicate file (what `audita init` writes) declares nothing: no
             // monitor runs and operator declarations are taken unchecked, as before.
             predicates: c.predicates.clone().filter(|p| !p.predicates.is_empty()),
+            record_origin: c
+                .clock
+                .record_origin()
+                .map(|o| audita_sinks::tables::RecordOrigin::parse(&o))
+                .transpose()
+                .map_err(|e| Error::Invalid(format!("{}: clock.origin: {e}", c.file.display())))?,
         })
     }
 
@@ -143,6 +154,7 @@ impl Deployment {
             epoch_age: Duration::from_millis(100),
             max_slice_bytes: audita_bus::MAX_RECORD_BYTES,
             predicates: None,
+            record_origin: None,
         })
     }
 

@@ -164,6 +164,24 @@ pub fn run(args: &StageArgs) -> Result<()> {
     // Connected (the topics exist on the broker): ready until a signal drains it.
     m.drain_on(&stop);
     m.set_ready(true);
+    // One line at every log level: what this process is and that it is serving.
+    eprintln!(
+        "audita stage {}: ready — deployment {}, topics {}audita.*{}{}",
+        match args.name {
+            StageName::Sink => "sink",
+            other => other.metrics_prefix(),
+        },
+        d.origin,
+        d.prefix,
+        args.dir
+            .as_ref()
+            .map(|p| format!(", directory {}", p.display()))
+            .unwrap_or_default(),
+        d.record_origin
+            .filter(|_| args.name == StageName::Sink)
+            .map(|o| format!(", record time 0 = {}", o.text()))
+            .unwrap_or_default()
+    );
     let idle = args.max_idle_ms.map(Duration::from_millis);
     match args.name {
         StageName::Ingest => crate::run_ingest(&d, &bus, &stop, idle, &m).map(|_| ()),
@@ -195,7 +213,14 @@ pub fn run(args: &StageArgs) -> Result<()> {
         StageName::Sink => {
             let out = dir()?;
             if let Some(origin) = record_origin {
-                audita_sinks::tables::RecordOrigin::resolve(&out.join("verdicts"), Some(origin))?;
+                if let Some(declared) = d.record_origin.filter(|o| *o != origin) {
+                    return Err(Error::Invalid(format!(
+                        "--record-origin {} contradicts the deployment's [clock] (record time 0 is {})",
+                        origin.text(),
+                        declared.text()
+                    )));
+                }
+                d.record_origin = Some(origin);
             }
             let json_dir = out.join("verdicts-json");
             let io = |what: &Path, e: std::io::Error| {
@@ -203,13 +228,16 @@ pub fn run(args: &StageArgs) -> Result<()> {
             };
             std::fs::create_dir_all(&json_dir).map_err(|e| io(&json_dir, e))?;
             let c = crate::run_sink(&d, &bus, &out, args.expect, &stop, idle, &m, |v| {
+                // Canonical JSON (sorted keys, pretty, one trailing newline): the bytes
+                // `audita verdict` prints for the same verdict, so `cmp` re-checks it.
                 let stem = audita_sinks::report::stem(&v.incident);
+                let text = match &v.verdict {
+                    Some(j) => serde_json::to_string_pretty(j),
+                    None => serde_json::to_value(v).and_then(|j| serde_json::to_string_pretty(&j)),
+                };
                 let _ = std::fs::write(
                     json_dir.join(format!("{stem}.json")),
-                    v.verdict
-                        .as_ref()
-                        .map(|j| j.to_string())
-                        .unwrap_or_else(|| serde_json::to_string(v).unwrap_or_default()),
+                    text.unwrap_or_default() + "\n",
                 );
             })?;
             let rows = out.join("rows.json");

@@ -166,8 +166,9 @@ pub fn run_engine(
 /// Runs the sink ([`audita_sinks::sink::run`]: journal, analytics tables, reports,
 /// index) into `out_dir` until stopped/idle or until `expect` incidents arrived,
 /// calling `on_verdict` with every new record (verdict or abstention). The tables'
-/// record origin is the one kept in `out_dir/verdicts/record-origin.json` (else the
-/// first time the sink opens the directory).
+/// record origin is the deployment's (`[clock]`), else the one kept in
+/// `out_dir/verdicts/record-origin.json` (else the first time the sink opens the
+/// directory); a deployment's that contradicts the kept one is an error.
 #[allow(clippy::too_many_arguments)]
 pub fn run_sink(
     d: &Deployment,
@@ -183,7 +184,7 @@ pub fn run_sink(
         .map_err(|e| Error::Invalid(format!("creating {}: {e}", out_dir.display())))?;
     let sink = VerdictSink::open(
         out_dir,
-        None,
+        d.record_origin,
         Rotation::default(),
         audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
     )?;

@@ -553,12 +553,22 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
     let mut page = base(record, origin);
     // No actuation anchor: the outcome is exogenous to the record. The slice's
     // principals may still be listed, each exonerated (ρ = [0, 0]).
+    // Unless a principal issued a command to the subject the record does not show
+    // realised: then the outcome's production is unknown, not exogenous.
+    let unshown: Vec<(&String, &audita_topics::FindingView)> = v
+        .principals
+        .iter()
+        .filter(|(_, f)| f.flags.iter().any(|x| x == "unrealised_command"))
+        .collect();
     let no_cause = v.anchors.is_empty()
+        && unshown.is_empty()
         && v.principals
             .values()
             .all(|f| !f.culpable && f.rho_hi == 0.0);
     page.kind = if v.status == "abstained" {
         "abstained"
+    } else if !unshown.is_empty() && v.anchors.is_empty() {
+        "unresolved"
     } else if no_cause {
         "no-cause"
     } else if v.principals.values().any(|f| f.culpable) {
@@ -583,7 +593,37 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
         .collect();
     // Summary.
     let standard = page.standard.clone();
-    if no_cause {
+    if page.kind == "unresolved" {
+        page.summary.push(format!(
+            "Unresolved: the declaration names no actuation anchor for {} at {}, but {} \
+             issued commands to {} that the record does not show realised. They are not \
+             anchors, and the record cannot exclude that they produced the outcome, so \
+             nobody is exonerated: {}.",
+            v.outcome,
+            page.t_wall,
+            unshown
+                .iter()
+                .map(|(p, _)| p.as_str())
+                .collect::<Vec<_>>()
+                .join(" and "),
+            record
+                .declaration
+                .as_ref()
+                .and_then(|d| d["targets"].as_array())
+                .map(|t| t
+                    .iter()
+                    .filter_map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default(),
+            unshown
+                .iter()
+                .flat_map(|(_, f)| f.notes.iter().filter(|n| n.contains("not shown realised")))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    } else if no_cause {
         page.summary.push(format!(
             "No principal is responsible for {} at {}: the declaration names no actuation \
              anchor, so the outcome is exogenous to the certified record (an event no \
@@ -1136,6 +1176,8 @@ pub fn render_index(rows: &[&IncidentRow], origin: &RecordOrigin, build: &Build)
         .map(|r| {
             let status = if r.status == "abstained" {
                 "abstained"
+            } else if r.unresolved > 0 && r.culpable == 0 {
+                "unresolved"
             } else if r.principals == 0 {
                 "no cause"
             } else if r.culpable > 0 {
@@ -1154,6 +1196,7 @@ pub fn render_index(rows: &[&IncidentRow], origin: &RecordOrigin, build: &Build)
                     "culpable" => "st-culpable",
                     "abstained" => "st-abstained",
                     "no cause" => "st-nocause",
+                    "unresolved" => "st-unresolved",
                     _ => "st-cleared",
                 },
                 culpable: if r.culpable_principals.is_empty() {

@@ -60,7 +60,7 @@ pub const INCIDENTS_SCHEMA: &str = "audita.incidents/v1";
 /// Schema id of the findings table.
 pub const FINDINGS_SCHEMA: &str = "audita.findings/v1";
 /// Additive version within the schema id (bumped when columns are appended).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 /// Files at least this large are not compacted again.
 pub const SMALL_FILE_BYTES: u64 = 64 << 20;
 /// File holding the record origin in a tables directory.
@@ -236,6 +236,9 @@ pub struct IncidentRow {
     pub culpable_principals: Vec<String>,
     /// Missing, suspect and unresolved items the verdict names.
     pub evidence_items: u32,
+    /// Principals whose finding is `unresolved` (neither exonerated nor cleared: a
+    /// missing item, a command to the subject not shown realised).
+    pub unresolved: u32,
 }
 
 /// One row of the findings table.
@@ -318,6 +321,7 @@ pub fn rows_of(
         culpable: 0,
         culpable_principals: Vec::new(),
         evidence_items: 0,
+        unresolved: 0,
     };
     let v = match view {
         None => return (inc, Vec::new()),
@@ -346,6 +350,11 @@ pub fn rows_of(
         .collect();
     inc.culpable = inc.culpable_principals.len() as u32;
     inc.evidence_items = v.completions.items.len() as u32;
+    inc.unresolved = v
+        .principals
+        .values()
+        .filter(|f| f.status == "unresolved")
+        .count() as u32;
     let findings = v
         .principals
         .iter()
@@ -421,6 +430,7 @@ pub fn incidents_schema() -> Arc<Schema> {
         list_field("culpable_principals"),
         Field::new("evidence_items", DataType::UInt32, false),
         Field::new("under_witnessed", DataType::Boolean, true),
+        Field::new("unresolved", DataType::UInt32, true),
     ]))
 }
 
@@ -501,6 +511,9 @@ pub fn incidents_batch(rows: &[IncidentRow]) -> Result<RecordBatch, SinkError> {
         u32s(|r| r.evidence_items),
         Arc::new(BooleanArray::from(
             rows.iter().map(|r| r.under_witnessed).collect::<Vec<_>>(),
+        )),
+        Arc::new(UInt32Array::from(
+            rows.iter().map(|r| Some(r.unresolved)).collect::<Vec<_>>(),
         )),
     ];
     RecordBatch::try_new(incidents_schema(), columns).map_err(enc)

@@ -63,6 +63,7 @@ fn write_all(dir: &Path, rotation: Rotation) -> Vec<PathBuf> {
             &[
                 ("p1", "culpable", 0.5, 1.0),
                 ("p2", "involved_cleared", 0.5, 0.5),
+                ("p3", "unresolved", 0.0, 1.0),
             ],
         ),
         1_000,
@@ -109,8 +110,10 @@ fn pyarrow_reads_both_tables_with_timestamps_partitions_and_metadata() {
     assert_eq!(row("inc-a")["t_star"], "2026-03-01 23:00:00+00:00");
     assert_eq!(row("inc-a")["t_star_ms"], 3_600_000);
     assert_eq!(row("inc-a")["status"], "graded");
-    assert_eq!(row("inc-a")["principals"], 2);
+    assert_eq!(row("inc-a")["principals"], 3);
     assert_eq!(row("inc-a")["culpable"], 1);
+    assert_eq!(row("inc-a")["unresolved"], 1, "p3's finding is unresolved");
+    assert_eq!(row("inc-nocause")["unresolved"], 0);
     assert_eq!(
         row("inc-a")["culpable_principals"],
         serde_json::json!(["p1"])
@@ -128,11 +131,11 @@ fn pyarrow_reads_both_tables_with_timestamps_partitions_and_metadata() {
     assert_eq!(row("inc-unknown")["predicate"], Value::Null);
     let meta = &inc["meta"];
     assert_eq!(meta["audita.schema"], "audita.incidents/v1");
-    assert_eq!(meta["audita.schema_version"], "2");
+    assert_eq!(meta["audita.schema_version"], "3");
     assert_eq!(meta["audita.record_origin"], "2026-03-01T22:00:00.000Z");
     let f = &v["findings"];
     let frows = f["rows"].as_array().unwrap();
-    assert_eq!(frows.len(), 2, "one row per incident × principal");
+    assert_eq!(frows.len(), 3, "one row per incident × principal");
     let p1 = frows.iter().find(|r| r["principal"] == "p1").unwrap();
     assert_eq!(p1["t_star"], "2026-03-01 23:00:00+00:00");
     assert_eq!(p1["status"], "culpable");
@@ -170,7 +173,7 @@ fn a_reopened_table_writes_no_incident_twice() {
     assert!(inc.values().all(|n| *n == 1), "{inc:?}");
     assert_eq!(inc.len(), 5);
     let fin = incidents_in(&dir.path().join("findings")).unwrap();
-    assert_eq!(fin.get("inc-a"), Some(&2));
+    assert_eq!(fin.get("inc-a"), Some(&3));
     assert_eq!(fin.get("inc-b"), Some(&1));
 }
 

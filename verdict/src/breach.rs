@@ -255,6 +255,19 @@ pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach
             }
         }
     }
+    // VDA 5050 duties in the incident's scope (their target named by it): an order
+    // to another vehicle is another incident's.
+    for (holder, d) in duties.all() {
+        if matches!(
+            d,
+            Duty::Vda5050EdgeRelease { .. } | Duty::Vda5050EdgeSpeed { .. }
+        ) && slice.scope.duty_in_scope(holder, d)
+        {
+            for v in vda5050_violations(slice, duties, holder, d) {
+                push(&mut out, holder, v);
+            }
+        }
+    }
     // Only an absence the record establishes is a breach: one left open by a
     // completion item (a deleted trigger, a deleted halt of the holder) is not the
     // holder's certified conduct; the item is named in the finding instead.
@@ -272,6 +285,167 @@ pub fn breaches(slice: &Slice, duties: &DutyRegistry) -> BTreeMap<String, Breach
                 ),
             },
         );
+    }
+    out
+}
+
+/// The violations of one VDA 5050 duty of `holder` over the certified window
+/// (`crate::duty` module docs).
+fn vda5050_violations(
+    slice: &Slice,
+    duties: &DutyRegistry,
+    holder: &str,
+    d: &Duty,
+) -> Vec<Violation> {
+    let certified = |n: &&Node| !slice.suspect_nodes.contains_key(&n.id);
+    let both = || vec![Standard::Specification, Standard::ReasonableAgent];
+    let order_of = |n: &Node| match &n.payload {
+        Payload::AgentText { text } => audita_vda5050::OrderView::parse(text),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    match d {
+        Duty::Vda5050EdgeRelease {
+            id,
+            target,
+            zone,
+            max_mm_per_s,
+        } => {
+            let Some(z) = duties.zone(zone) else {
+                return out;
+            };
+            let mut nodes: Vec<&Node> = slice
+                .window
+                .values()
+                .filter(certified)
+                .filter(|n| n.id.author.as_str() == holder && n.destination == *target)
+                .collect();
+            nodes.sort_by_key(|n| (n.timestamp, n.leaf));
+            for n in nodes {
+                let Some(order) = order_of(n) else { continue };
+                for e in order.edges.iter().filter(|e| e.released) {
+                    let Some(path) = order.path(e) else { continue };
+                    let other_map = match (&z.map_id, order.map_of(e)) {
+                        (Some(want), Some(have)) => want != have,
+                        _ => false,
+                    };
+                    if other_map || !z.rect().meets_polyline(&path) {
+                        continue;
+                    }
+                    let released = e.max_speed_mm_per_s;
+                    if released
+                        .is_some_and(|v| v <= i64::try_from(*max_mm_per_s).unwrap_or(i64::MAX))
+                    {
+                        continue;
+                    }
+                    out.push(Violation {
+                        duty: id.clone(),
+                        standards: both(),
+                        evidence: vec![crate::adverse::id_string(&n.id)],
+                        detail: format!(
+                            "edge {} (sequenceId {}) of order {} update {} to {target} meets zone {zone} \
+                             released with {} (bound {max_mm_per_s} mm/s)",
+                            e.edge_id,
+                            e.seq,
+                            order.order_id,
+                            order.update_id,
+                            match released {
+                                Some(v) => format!("maxSpeed {v} mm/s"),
+                                None => "no maxSpeed (unbounded)".into(),
+                            }
+                        ),
+                    });
+                }
+            }
+        }
+        Duty::Vda5050EdgeSpeed {
+            id,
+            target,
+            tolerance_mm_per_s,
+        } => {
+            // The orders addressed to the vehicle, by orderId.
+            let orders: Vec<(audita_vda5050::OrderView, &Node)> = slice
+                .window
+                .values()
+                .filter(certified)
+                .filter(|n| n.destination == *target)
+                .filter_map(|n| order_of(n).map(|o| (o, n)))
+                .collect();
+            let mut states: Vec<&Node> = slice
+                .window
+                .values()
+                .filter(certified)
+                .filter(|n| n.id.author.as_str() == holder)
+                .filter(|n| {
+                    matches!(&n.payload, Payload::SensorReport { sensor, .. } if sensor == "vda5050.state")
+                })
+                .collect();
+            states.sort_by_key(|n| (n.timestamp, n.leaf));
+            let mut over: Vec<(&Node, &Node, String)> = Vec::new();
+            for n in states {
+                let Payload::SensorReport { reading, .. } = &n.payload else {
+                    continue;
+                };
+                let Some(state) = audita_vda5050::StateView::parse(reading) else {
+                    continue;
+                };
+                let Some(edge_seq) = audita_vda5050::progress(&state)
+                    .and_then(|p| p.edge)
+                    .map(|e| e.1)
+                else {
+                    continue;
+                };
+                let Some(speed) = state.speed_mm_per_s else {
+                    continue;
+                };
+                let released = audita_vda5050::first_release(
+                    orders
+                        .iter()
+                        .filter(|(o, _)| o.order_id == state.order_id)
+                        .map(|(o, n)| (o, *n)),
+                    edge_seq,
+                    |u| u <= state.update_id,
+                );
+                let Some((order, order_node)) = released else {
+                    continue;
+                };
+                let Some(max) = order
+                    .released_edge(edge_seq)
+                    .and_then(|e| e.max_speed_mm_per_s)
+                else {
+                    continue;
+                };
+                if speed
+                    > max.saturating_add(i64::try_from(*tolerance_mm_per_s).unwrap_or(i64::MAX))
+                {
+                    over.push((
+                        n,
+                        order_node,
+                        format!(
+                            "{holder} at {speed} mm/s on edge sequenceId {edge_seq} of order {} released \
+                             with maxSpeed {max} mm/s (tolerance {tolerance_mm_per_s} mm/s)",
+                            order.order_id
+                        ),
+                    ));
+                }
+            }
+            if let Some((state, order, detail)) = over.first() {
+                out.push(Violation {
+                    duty: id.clone(),
+                    standards: both(),
+                    evidence: vec![
+                        crate::adverse::id_string(&state.id),
+                        crate::adverse::id_string(&order.id),
+                    ],
+                    detail: if over.len() > 1 {
+                        format!("{detail}; {} states in all", over.len())
+                    } else {
+                        detail.clone()
+                    },
+                });
+            }
+        }
+        _ => {}
     }
     out
 }

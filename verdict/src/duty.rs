@@ -28,6 +28,21 @@
 //!   halt is a duty-indexed absence variable `absent.<id>`), `aggregation` (`target`,
 //!   `rule` `min`|`max`|`copy`: a command on the target must carry the declared
 //!   aggregate of the values of its consumed certified inputs on that target).
+//! - VDA 5050 duties, over orders as master control sends them (the exact payload,
+//!   read by `audita_vda5050`): `vda5050_edge_release` (`target` vehicle, `zone`,
+//!   `max_mm_per_s`: every edge a certified order of the holder to the target
+//!   **releases** whose path may cross the zone — the straight segment between its
+//!   nodes, or its trajectory's control polygon — must carry `maxSpeed` ≤ the bound;
+//!   an absent `maxSpeed` is unbounded, a violation; horizon edges are not released
+//!   and not judged; an edge without node positions cannot be judged and is named,
+//!   never passed) and `vda5050_edge_speed` (`target` vehicle, the holder itself;
+//!   optional `tolerance_mm_per_s`: every certified state of the holder that shows it
+//!   on a released edge must report a speed ≤ that edge's `maxSpeed` as first
+//!   released by a certified order to it with the state's `orderId`, plus the
+//!   tolerance).
+//! - `zones` names rectangles (`min_mm`, `max_mm`, optional `map_id`) once, for the
+//!   duties and for the predicate file's `speed_in_zone`, which refers to them by
+//!   name: one zone definition for what is detected and what is judged.
 //! - `reference` lists forbidden-conduct rules; a certified message of the principal
 //!   matching any rule is a *deviation* (a selector variable of the blame-shift
 //!   certificate). A rule matches when every given field matches. Reference conduct
@@ -139,6 +154,51 @@ pub enum Duty {
         /// The rule.
         rule: AggregationRule,
     },
+    /// VDA 5050 master control: edges an order to the target releases through the
+    /// zone carry `maxSpeed` ≤ the bound.
+    Vda5050EdgeRelease {
+        /// Duty id.
+        id: String,
+        /// The vehicle the orders are addressed to.
+        target: String,
+        /// A zone of the registry's `zones`.
+        zone: String,
+        /// Upper bound on the released `maxSpeed` (mm/s).
+        max_mm_per_s: u64,
+    },
+    /// A VDA 5050 vehicle keeps to the `maxSpeed` of the edge it is on.
+    Vda5050EdgeSpeed {
+        /// Duty id.
+        id: String,
+        /// The vehicle (the holder).
+        target: String,
+        /// Speed allowed above `maxSpeed` (mm/s; measurement resolution).
+        #[serde(default)]
+        tolerance_mm_per_s: u64,
+    },
+}
+
+/// A named zone: a rectangle, on a map when `map_id` is given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Zone {
+    /// Lower corner `[x, y]` (mm).
+    pub min_mm: [i64; 2],
+    /// Upper corner `[x, y]` (mm).
+    pub max_mm: [i64; 2],
+    /// The map the rectangle is on (a VDA 5050 `mapId`); any map when absent.
+    #[serde(default)]
+    pub map_id: Option<String>,
+}
+
+impl Zone {
+    /// The rectangle.
+    pub fn rect(&self) -> audita_vda5050::Rect {
+        audita_vda5050::Rect {
+            min_mm: self.min_mm,
+            max_mm: self.max_mm,
+        }
+    }
 }
 
 impl Duty {
@@ -148,7 +208,9 @@ impl Duty {
             Duty::SafetyEnvelope { id, .. }
             | Duty::ReviewRequired { id, .. }
             | Duty::HaltAuthority { id, .. }
-            | Duty::Aggregation { id, .. } => id,
+            | Duty::Aggregation { id, .. }
+            | Duty::Vda5050EdgeRelease { id, .. }
+            | Duty::Vda5050EdgeSpeed { id, .. } => id,
         }
     }
 }
@@ -216,6 +278,9 @@ pub struct DutyRegistry {
     /// Duties per principal name.
     #[serde(default)]
     pub principals: BTreeMap<String, PrincipalDuties>,
+    /// Named zones (duties and the predicate file refer to them by name).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub zones: BTreeMap<String, Zone>,
 }
 
 impl DutyRegistry {
@@ -227,8 +292,16 @@ impl DutyRegistry {
         Ok(reg)
     }
 
-    /// Checks duty ids (unique identifiers) and numeric fields.
+    /// Checks duty ids (unique identifiers), numeric fields and zone references.
     pub fn validate(&self) -> Result<(), VerdictError> {
+        for (name, z) in &self.zones {
+            if z.min_mm[0] > z.max_mm[0] || z.min_mm[1] > z.max_mm[1] {
+                return Err(VerdictError::Duties(format!(
+                    "zone {name:?}: min_mm {:?} exceeds max_mm {:?}",
+                    z.min_mm, z.max_mm
+                )));
+            }
+        }
         let mut seen = BTreeSet::new();
         for (p, d) in &self.principals {
             for duty in &d.duties {
@@ -253,9 +326,29 @@ impl DutyRegistry {
                         )));
                     }
                 }
+                if let Duty::Vda5050EdgeRelease { zone, .. } = duty {
+                    if !self.zones.contains_key(zone) {
+                        return Err(VerdictError::Duties(format!(
+                            "duty {id}: no zone {zone:?} in the registry's zones"
+                        )));
+                    }
+                }
+                if let Duty::Vda5050EdgeSpeed { target, .. } = duty {
+                    if target != p {
+                        return Err(VerdictError::Duties(format!(
+                            "duty {id}: a vda5050_edge_speed duty binds its target vehicle \
+                             itself ({target}), not {p}"
+                        )));
+                    }
+                }
             }
         }
         Ok(())
+    }
+
+    /// The zone named `name`.
+    pub fn zone(&self, name: &str) -> Option<&Zone> {
+        self.zones.get(name)
     }
 
     /// Duties held by `principal`.

@@ -43,7 +43,9 @@ pub use adverse::{
 };
 pub use blame::{certificate, BlameCertificate, Framer};
 pub use breach::{Breach, Violation};
-pub use duty::{AggregationRule, Counterpart, Duty, DutyRegistry, PrincipalDuties, Rule, Standard};
+pub use duty::{
+    AggregationRule, Counterpart, Duty, DutyRegistry, PrincipalDuties, Rule, Standard, Zone,
+};
 pub use slice::{Edge, EdgeKind, Evidence, KeptInEveryScope, Node, Outside, Slice};
 pub use verdict::{
     verdict, verdict_with, Claim, ClaimLevel, DeclarationView, Finding, FindingStatus, Flag,

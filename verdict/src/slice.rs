@@ -653,6 +653,14 @@ impl Slice {
         });
         edges.sort();
         edges.dedup();
+        // Without an anchor, the authors of commands declared issued but not shown
+        // realised are in scope: the record cannot exclude that they produced the
+        // outcome, so they are judged (never silently left out, never exonerated).
+        let unshown: &[MessageId] = if adverse.anchors.is_empty() {
+            &adverse.unrealised
+        } else {
+            &[]
+        };
         let scope = Scope::of(
             &*evidence.outside,
             duties,
@@ -660,6 +668,7 @@ impl Slice {
             &closure,
             &items,
             &adverse.decl.targets,
+            unshown,
         );
         let halts: Vec<&Duty> = duties
             .all()
@@ -965,9 +974,11 @@ impl Scope {
         closure: &BTreeSet<MessageId>,
         items: &BTreeMap<MessageId, Item>,
         declared: &[String],
+        unshown: &[MessageId],
     ) -> Scope {
         let mut targets: BTreeSet<String> = declared.iter().cloned().collect();
-        let mut principals = BTreeSet::new();
+        let mut principals: BTreeSet<String> =
+            unshown.iter().map(|u| u.author.to_string()).collect();
         for id in closure {
             principals.insert(id.author.to_string());
             let Some(n) = all.get(id) else { continue };
@@ -1007,7 +1018,9 @@ impl Scope {
         match duty {
             Duty::SafetyEnvelope { target, .. }
             | Duty::HaltAuthority { target, .. }
-            | Duty::Aggregation { target, .. } => self.targets.contains(target),
+            | Duty::Aggregation { target, .. }
+            | Duty::Vda5050EdgeRelease { target, .. }
+            | Duty::Vda5050EdgeSpeed { target, .. } => self.targets.contains(target),
             Duty::ReviewRequired { .. } => false,
         }
     }
@@ -1053,7 +1066,7 @@ fn known_to(author: &str, all: &BTreeMap<MessageId, Node>) -> BTreeSet<MessageId
 }
 
 /// `seeds` and their certified ancestors in `all`.
-fn ancestors(
+pub(crate) fn ancestors(
     seeds: impl IntoIterator<Item = MessageId>,
     all: &BTreeMap<MessageId, Node>,
 ) -> BTreeSet<MessageId> {

@@ -112,6 +112,10 @@ pub enum Flag {
     EvidenceSuspect,
     /// A cause of it was not confirmed by replay.
     Abstained,
+    /// It issued a command to the outcome's subject that the record does not show
+    /// realised, and nothing anchors the outcome: the record cannot exclude that the
+    /// command produced it (never a silent exoneration).
+    UnrealisedCommand,
 }
 
 impl Flag {
@@ -124,6 +128,7 @@ impl Flag {
             Flag::EvidenceMissing => "evidence_missing",
             Flag::EvidenceSuspect => "evidence_suspect",
             Flag::Abstained => "abstained",
+            Flag::UnrealisedCommand => "unrealised_command",
         }
     }
 }
@@ -844,6 +849,80 @@ pub fn verdict_with(
         let b = breach.under(duties.standard);
         let culpable = b && rho_lo > 0.0 && level == ClaimLevel::Causal;
         let withheld = rho_hi == 0.0 && orphan && !touching.is_empty();
+        // No anchor, and p issued commands to the subject the record does not show
+        // realised: the outcome's production is unknown, not exogenous.
+        // Its own, or one it led to: a command p's message was relayed into (p's
+        // message an ancestor of the unrealised one) is p's too.
+        let unshown: Vec<(&MessageId, Option<MessageId>)> =
+            if slice.anchors.is_empty() && adverse.anchors.is_empty() {
+                slice
+                    .unrealised
+                    .iter()
+                    .filter_map(|u| {
+                        if u.author.as_str() == p {
+                            return Some((u, None));
+                        }
+                        crate::slice::ancestors([u.clone()], &slice.window)
+                            .into_iter()
+                            .find(|a| a.author.as_str() == p)
+                            .map(|a| (u, Some(a)))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        // A halt p owed the subject and omitted, while commands to it are not shown
+        // realised: had one moved it, the halt would have stopped it.
+        let omitted: Vec<&crate::slice::Absence> = if slice.anchors.is_empty()
+            && adverse.anchors.is_empty()
+            && !slice.unrealised.is_empty()
+        {
+            slice
+                .absences
+                .iter()
+                .filter(|a| a.holder == *p && adverse.decl.targets.contains(&a.target))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for a in &omitted {
+            flags.insert(Flag::UnrealisedCommand);
+            f_notes.push(format!(
+                "{}: the halt of {} owed after {} was {}omitted while commands to it are not \
+                 shown realised; the record cannot exclude that one moved it and the halt would \
+                 have stopped it",
+                a.duty,
+                a.target,
+                id_string(&a.trigger),
+                if a.certain { "" } else { "possibly " }
+            ));
+        }
+        let withheld = withheld || !unshown.is_empty() || !omitted.is_empty();
+        if !unshown.is_empty() {
+            flags.insert(Flag::UnrealisedCommand);
+            for (u, via) in &unshown {
+                let detail = adverse
+                    .decl
+                    .facts
+                    .iter()
+                    .find(|f| {
+                        f.fact == crate::FactKind::Unrealised
+                            && f.message.as_deref() == Some(id_string(u).as_str())
+                    })
+                    .map(|f| f.detail.clone())
+                    .unwrap_or_else(|| "declared unrealised".into());
+                let via = via
+                    .as_ref()
+                    .map(|a| format!(" (relaying {})", id_string(a)))
+                    .unwrap_or_default();
+                f_notes.push(format!(
+                    "{}{via} issued to {}: {detail}; not shown realised, so it is no anchor, and the \
+                     record cannot exclude that it produced the outcome",
+                    id_string(u),
+                    adverse.decl.targets.join(", ")
+                ));
+            }
+        }
         let status = if culpable {
             FindingStatus::Culpable
         } else if rho_hi == 0.0 && !withheld && items.is_empty() {

@@ -1,24 +1,30 @@
-//! A VDA 5050 incident end to end (issue 14): a third-party VDA 5050 implementation
-//! — the npm package `vda-5050-lib` 1.4.0, its `MasterController`, `AgvController`s
-//! and `VirtualAgvAdapter` (simulated vehicle motion), driven by
-//! `tests/vda5050/incident.js` — runs two vehicles and a master control over a real
-//! Mosquitto; three `audita bridge vda5050` sidecars, each its own process with its
-//! own key (one per vehicle, one for master control), record the fleet into a real
-//! Kafka broker; ingest, sealer, slicer, monitor and an engine worker judge it (the
-//! pipeline library, as `audita demo` runs it, over Kafka).
+//! A VDA 5050 fleet end to end (issues 14, 33): a third-party VDA 5050
+//! implementation — the npm package `vda-5050-lib` 1.4.0, its `MasterController`,
+//! `AgvController`s and `VirtualAgvAdapter` (simulated vehicle motion), driven by
+//! `tests/vda5050/fleet.js` — runs seven vehicles and a master control over a real
+//! Mosquitto, on an interface name of its own; one `audita bridge vda5050` sidecar
+//! per principal, each its own process with its own key, records the fleet into a
+//! real Kafka broker; ingest, sealer, slicer, monitor and an engine worker judge it
+//! (the pipeline library, as `audita demo` runs it, over Kafka), with a duty registry
+//! of VDA 5050 duties and the predicate file naming its zone.
 //!
-//! Master control sends `acme/agv1` through a human work zone with no speed limit
-//! on its edge (the virtual vehicle drives at 2 m/s) and `acme/agv2` through the same
-//! zone limited to 0.8 m/s. The deployment's predicate — over 1 m/s inside the zone
-//! — fires on agv1's recorded state, and on nothing of agv2's; the verdict names
-//! master control, whose order (citing the state of agv1 it reacted to) is the
-//! anchor. An independent MQTT subscriber sees every message the broker carried, and
-//! each one is either certified in the sealed record or quarantined with its reason.
+//! Every vehicle drives through a human aisle (x in [2, 6] m; over 1 m/s there is an
+//! incident) on an order of an ordinary shape (`fleet.js` describes each), and each
+//! gets the verdict its case states:
+//! - a `drop` at the last node only, no actions at all, no `maxSpeed`: order progress
+//!   is the actuation, the releasing order is the anchor, **master control is
+//!   culpable** (its `vda5050_edge_release` duty breached), the vehicle is not;
+//! - an order update that re-routes: the anchor is the update that released the edge
+//!   the vehicle is on, and its release is the breach;
+//! - a vehicle that exceeds its edge's `maxSpeed` on its own: its own progress report
+//!   on the edge is a second anchor, **the vehicle is culpable**
+//!   (`vda5050_edge_speed`), master control is involved and cleared;
+//! - a compliant release and a cancelled order: no incident; the cancel (written the
+//!   library's way, `instantActions`) is certified, not quarantined.
 //!
-//! Protocol versions: vda-5050-lib 1.4.0 speaks VDA 5050 1.1.0 and 2.0.0 (not 2.1
-//! or 3.0); the fleet runs 2.0.0 on `uagv/v2`, and the bridge checks every 2.x
-//! message against the official 2.1.0 schemas (`bridge/src/schema.rs`). Its
-//! 2.0.0 messages pass them: the test asserts that nothing is quarantined.
+//! Record time is Unix ms (the deployment's clock), so every date in the tables and
+//! reports is the run's own. An independent MQTT subscriber sees every message the
+//! broker carried, and each one is certified in the sealed record.
 //!
 //! Needs `node` and `npm ci` in `tests/vda5050` (`.ci/run` does both).
 
@@ -36,15 +42,54 @@ use audita_evidence::{verify_record, Payload, PrincipalRegistry};
 use audita_topics::names as topics;
 use serde_json::Value;
 
+/// The predicate file: the aisle is named, defined once in the duty registry.
 const PREDICATES: &str = r#"{"version": 1, "realisation_deadline_ms": 3000,
-  "entities": {"acme.agv1": {"class": "robot", "mass_kg": 400},
-               "acme.agv2": {"class": "robot", "mass_kg": 400}},
+  "entities": {"heldout.s1": {"class": "robot", "mass_kg": 400},
+               "heldout.s2": {"class": "robot", "mass_kg": 400},
+               "heldout.s3": {"class": "robot", "mass_kg": 400},
+               "heldout.s4": {"class": "robot", "mass_kg": 400},
+               "heldout.s5": {"class": "robot", "mass_kg": 400},
+               "heldout.s6": {"class": "robot", "mass_kg": 400},
+               "heldout.s7": {"class": "robot", "mass_kg": 400}},
   "predicates": [{"name": "human_zone_overspeed", "kind": "speed_in_zone",
-    "entity": {"class": "robot"},
-    "zone": {"min_mm": [2000, -1000], "max_mm": [6000, 4000]},
+    "entity": {"class": "robot"}, "zone": "aisle",
     "above_mm_per_s": 1000,
     "severity": {"kinetic": {"speed_field": "speed_mm_per_s"}},
     "lookback_ms": 60000}]}"#;
+
+/// The vehicles of `fleet.js`, in lane order.
+const VEHICLES: [&str; 7] = ["s1", "s2", "s3", "s4", "s5", "s6", "s7"];
+
+/// The duty registry: master control releases aisle edges at ≤ 1 m/s to every
+/// vehicle; every vehicle keeps to its edges' maxSpeed.
+fn duties() -> String {
+    let release: Vec<String> = VEHICLES
+        .iter()
+        .map(|v| {
+            format!(
+                r#"{{"kind": "vda5050_edge_release", "id": "release-{v}", "target": "heldout.{v}", "zone": "aisle", "max_mm_per_s": 1000}}"#
+            )
+        })
+        .collect();
+    let vehicles: Vec<String> = VEHICLES
+        .iter()
+        .map(|v| {
+            format!(
+                r#""heldout.{v}": {{"duties": [{{"kind": "vda5050_edge_speed", "id": "speed-{v}", "target": "heldout.{v}"}}]}}"#
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"standard": "specification",
+  "zones": {{"aisle": {{"min_mm": [2000, -1000], "max_mm": [6000, 15000], "map_id": "hall-1"}}}},
+  "principals": {{"master-control": {{"duties": [{}]}}, {}}}}}"#,
+        release.join(", "),
+        vehicles.join(", ")
+    )
+}
+
+/// The fleet's interface name (not `uagv`).
+const INTERFACE: &str = "fleet";
 
 fn driver_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vda5050")
@@ -61,7 +106,12 @@ fn sidecar(
 ) -> Child {
     Command::new(env!("CARGO_BIN_EXE_audita"))
         .current_dir(dir)
-        .args(["bridge", "vda5050", "--interface", "uagv/v2"])
+        .args([
+            "bridge",
+            "vda5050",
+            "--interface",
+            &format!("{INTERFACE}/v2"),
+        ])
         .args(role)
         .args(["--principal", principal, "--master", "master-control"])
         .arg("--key")
@@ -92,7 +142,7 @@ fn metrics(dir: &Path, principal: &str) -> BTreeMap<String, u64> {
 }
 
 /// Sidecar processes, killed if the test fails before it stops them.
-struct Sidecars(Vec<(&'static str, Child)>);
+struct Sidecars(Vec<(String, Child)>);
 
 impl Drop for Sidecars {
     fn drop(&mut self) {
@@ -171,9 +221,30 @@ fn explain(
     }
 }
 
+/// The certified envelope of `id` (`author:hex`).
+fn envelope<'a>(
+    partition: &'a audita_evidence::Partition,
+    id: &str,
+) -> &'a audita_evidence::Envelope {
+    partition
+        .certified
+        .iter()
+        .find(|(mid, _)| audita_verdict::id_string(mid) == id)
+        .map(|(_, c)| c.envelope.envelope())
+        .unwrap_or_else(|| panic!("{id} is not certified"))
+}
+
+fn order_text(e: &audita_evidence::Envelope) -> Value {
+    match &e.payload {
+        Payload::AgentText { text } => serde_json::from_str(text).unwrap(),
+        p => panic!("not an order: {p:?}"),
+    }
+}
+
 #[test]
-fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_order() {
+fn a_third_party_fleets_ordinary_orders_get_the_verdicts_their_cases_state() {
     let started = Instant::now();
+    let started_ms = audita_sinks::tables::now_ms();
     assert!(
         driver_dir()
             .join("node_modules/vda-5050-lib/package.json")
@@ -185,16 +256,13 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     let mq = Mosquitto::start(dir).expect("mosquitto");
-    let prefix = unique_name("vda-incident.") + ".";
+    let prefix = unique_name("vda-fleet.") + ".";
 
-    // The deployment: master control and two vehicles, each key in its own file.
-    let principals = [
-        ("master-control", "master-control"),
-        ("acme.agv1", "vehicle"),
-        ("acme.agv2", "vehicle"),
-    ];
+    // The deployment: master control and seven vehicles, each key in its own file.
+    let mut principals: Vec<(String, &str)> = vec![("master-control".into(), "master-control")];
+    principals.extend(VEHICLES.iter().map(|v| (format!("heldout.{v}"), "vehicle")));
     let mut registry = PrincipalRegistry::default();
-    for (name, role) in principals {
+    for (name, role) in &principals {
         let key = audita_deploy::keys::generate();
         audita_deploy::keys::write(&dir.join(format!("keys/{name}.key")), name, &key, false)
             .unwrap();
@@ -203,14 +271,19 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
             .unwrap();
     }
     std::fs::write(dir.join("principals.json"), registry.to_json_pretty()).unwrap();
+    let duties = audita_verdict::DutyRegistry::from_json(&duties()).expect("duties");
     let mut d = audita_pipeline::Deployment::ephemeral(
         registry.key_registry().unwrap(),
-        audita_verdict::DutyRegistry::default(),
+        duties.clone(),
         &prefix,
         &["keeper.test/vda5050"],
     )
     .unwrap();
-    d.predicates = Some(audita_monitor::Predicates::from_json(PREDICATES).unwrap());
+    d.predicates =
+        Some(audita_monitor::Predicates::from_json_with_zones(PREDICATES, &duties.zones).unwrap());
+    // Record time is what the bridge stamps: Unix ms.
+    d.record_origin =
+        Some(audita_sinks::tables::RecordOrigin::parse("1970-01-01T00:00:00Z").unwrap());
     let d = Arc::new(d);
     let bus = Bus::Kafka(KafkaBus::new(kafka.bootstrap()).unwrap());
     let out = dir.join("out");
@@ -221,6 +294,7 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
         .unwrap();
     let mut witnessed = Vec::new();
     let mut summaries = BTreeMap::new();
+    let mut fleet_events: Vec<Value> = Vec::new();
 
     let collected = audita_pipeline::run_all(
         d.clone(),
@@ -230,18 +304,22 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
         &audita_pipeline::metrics::Metrics::new(),
         |_| {
             // The stages are up and the topics exist: start the sidecars.
-            let roles: [(&'static str, Vec<&str>); 3] = [
-                ("master-control", vec!["--master-control"]),
-                ("acme.agv1", vec!["--vehicle", "acme/agv1"]),
-                ("acme.agv2", vec!["--vehicle", "acme/agv2"]),
-            ];
+            let mut roles: Vec<(String, Vec<String>)> =
+                vec![("master-control".into(), vec!["--master-control".into()])];
+            roles.extend(VEHICLES.iter().map(|v| {
+                (
+                    format!("heldout.{v}"),
+                    vec!["--vehicle".into(), format!("heldout/{v}")],
+                )
+            }));
             let mut children = Sidecars(
                 roles
                     .iter()
                     .map(|(p, role)| {
+                        let role: Vec<&str> = role.iter().map(String::as_str).collect();
                         (
-                            *p,
-                            sidecar(dir, role, p, mq.port(), kafka.bootstrap(), &prefix),
+                            p.clone(),
+                            sidecar(dir, &role, p, mq.port(), kafka.bootstrap(), &prefix),
                         )
                     })
                     .collect(),
@@ -259,16 +337,17 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
             );
             // The witness subscribes before the fleet starts.
             let recorder = rt.block_on(async {
-                let r = MqttRecorder::connect(mq.port(), "witness", "uagv/#");
+                let r = MqttRecorder::connect(mq.port(), "witness", &format!("{INTERFACE}/#"));
                 assert!(r.wait_subscribed(Duration::from_secs(10)).await);
                 r
             });
 
-            // The fleet: vda-5050-lib's master control and two virtual vehicles.
+            // The fleet: vda-5050-lib's master control and seven virtual vehicles.
             let fleet = Command::new("node")
                 .current_dir(driver_dir())
-                .arg("incident.js")
+                .arg("fleet.js")
                 .arg(mq.port().to_string())
+                .arg(INTERFACE)
                 .stderr(Stdio::inherit())
                 .output()
                 .expect("node runs (install Node.js; .ci/run does)");
@@ -278,6 +357,10 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
                 "the fleet failed: {fleet_out}\n{}",
                 mq.log_tail()
             );
+            fleet_events = fleet_out
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
             assert!(fleet_out.contains("\"done\":true"), "{fleet_out}");
 
             eprintln!("fleet done at {:.1} s", started.elapsed().as_secs_f64());
@@ -285,18 +368,21 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
             // they signed or quarantined is delivered to Kafka (stable for 1.5 s).
             // What each sidecar must have taken: every message the witness saw for
             // master control, its own vehicle's topics for a vehicle's.
-            let want = |seen: &[audita_bridge::testing::Received]| -> BTreeMap<&str, u64> {
+            let want = |seen: &[audita_bridge::testing::Received]| -> BTreeMap<String, u64> {
                 let on = |serial: &str| {
                     seen.iter()
-                        .filter(|m| m.topic.starts_with(&format!("uagv/v2/acme/{serial}/")))
+                        .filter(|m| {
+                            m.topic
+                                .starts_with(&format!("{INTERFACE}/v2/heldout/{serial}/"))
+                        })
                         .count() as u64
                 };
-                [
-                    ("master-control", seen.len() as u64),
-                    ("acme.agv1", on("agv1")),
-                    ("acme.agv2", on("agv2")),
-                ]
-                .into()
+                let mut w: BTreeMap<String, u64> =
+                    [("master-control".to_string(), seen.len() as u64)].into();
+                for v in VEHICLES {
+                    w.insert(format!("heldout.{v}"), on(v));
+                }
+                w
             };
             let taken = |m: &BTreeMap<String, u64>| -> u64 {
                 ["recorded", "quarantined", "peer"]
@@ -317,13 +403,13 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
                         + g("audita_bridge_receipts_total")
                         + g("audita_bridge_mqtt_messages_total{outcome=\"quarantined\"}")
             };
-            let deadline = Instant::now() + Duration::from_secs(60);
+            let deadline = Instant::now() + Duration::from_secs(90);
             let mut last = BTreeMap::new();
             let mut stable_since = Instant::now();
             loop {
-                let now: BTreeMap<&str, BTreeMap<String, u64>> = principals
+                let now: BTreeMap<String, BTreeMap<String, u64>> = principals
                     .iter()
-                    .map(|(p, _)| (*p, metrics(dir, p)))
+                    .map(|(p, _)| (p.clone(), metrics(dir, p)))
                     .collect();
                 witnessed = recorder.received();
                 let wanted = want(&witnessed);
@@ -349,7 +435,7 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
             );
             for (p, c) in std::mem::take(&mut children.0) {
                 let t = Instant::now();
-                summaries.insert(p, stop(c));
+                summaries.insert(p.clone(), stop(c));
                 // Regression: a stopping sidecar waited out its whole delivery
                 // timeout (30 s) while its citation index still held a sender.
                 assert!(
@@ -358,85 +444,186 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
                     t.elapsed()
                 );
             }
-            eprintln!(
-                "sidecars settled and stopped at {:.1} s",
-                started.elapsed().as_secs_f64()
-            );
-            Ok(1)
+            // Five of the seven shapes are incidents.
+            Ok(5)
         },
         |_| {},
     )
     .expect("the pipeline runs");
 
     eprintln!("pipeline done at {:.1} s", started.elapsed().as_secs_f64());
+    let finished_ms = audita_sinks::tables::now_ms();
     let (record, keys) = audita_record::read_record(&out.join("record")).expect("the record reads");
     let partition = verify_record(&record, &keys);
     assert!(partition.suspect.is_empty(), "{:?}", partition.suspect);
-
-    // One incident: agv1 over 1 m/s in the zone; agv2 (0.8 m/s) fired nothing.
     if !collected.abstained.is_empty() {
         explain(&bus, &d, &record, &keys);
     }
     assert_eq!(collected.abstained, BTreeMap::new(), "no abstention");
+
+    // One incident per shape that drives too fast through the aisle, none for the
+    // compliant release and the cancelled order.
+    let by_vehicle: BTreeMap<String, &Value> = collected
+        .verdicts
+        .iter()
+        .map(|(incident, rec)| {
+            let vehicle = incident
+                .strip_prefix("human_zone_overspeed-heldout.")
+                .and_then(|r| r.split('-').next())
+                .unwrap_or_else(|| panic!("{incident}"))
+                .to_string();
+            (vehicle, rec.verdict.as_ref().expect("a verdict"))
+        })
+        .collect();
     assert_eq!(
-        collected.verdicts.len(),
-        1,
-        "{:?}",
+        by_vehicle.keys().map(String::as_str).collect::<Vec<_>>(),
+        vec!["s1", "s2", "s4", "s5", "s6"],
+        "incidents: {:?}",
         collected.verdicts.keys()
     );
-    let (incident, rec) = collected.verdicts.iter().next().unwrap();
-    assert!(
-        incident.starts_with("human_zone_overspeed-acme.agv1-"),
-        "{incident}"
-    );
-    let v = rec.verdict.as_ref().expect("a verdict");
-    assert_eq!(v["declaration"]["declarer"]["kind"], "monitor", "{v}");
-    let anchors = v["anchors"].as_array().expect("anchors");
-    assert_eq!(anchors.len(), 1, "{v}");
-    let anchor = anchors[0].as_str().unwrap();
-    assert!(
-        anchor.starts_with("master-control:"),
-        "the anchor is master control's: {anchor}"
-    );
-    let order = partition
+    let finding = |v: &Value, p: &str| v["principals"][p].clone();
+    let violated = |f: &Value| -> Vec<String> {
+        f["breach"]["violations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| x["duty"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let anchors = |v: &Value| -> Vec<String> {
+        v["anchors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    // Master control released an aisle edge too fast (2.0 m/s, or no limit): its
+    // order is the anchor, realised by the vehicle's progress (a drop at the last
+    // node, or no action at all, realises nothing before the aisle); it is culpable.
+    for s in ["s1", "s2", "s5"] {
+        let v = by_vehicle[s];
+        let a = anchors(v);
+        assert_eq!(a.len(), 1, "{s}: {v}");
+        let order = envelope(&partition, &a[0]);
+        assert_eq!(order.author.as_str(), "master-control", "{s}");
+        assert_eq!(order_text(order)["orderId"], format!("order-{s}"), "{s}");
+        let mc = finding(v, "master-control");
+        assert_eq!(mc["culpable"], true, "{s}: {mc}");
+        assert_eq!(
+            (mc["rho_lo"].as_f64(), mc["rho_hi"].as_f64()),
+            (Some(1.0), Some(1.0)),
+            "{s}: {mc}"
+        );
+        assert_eq!(violated(&mc), vec![format!("release-{s}")], "{s}: {mc}");
+        let veh = finding(v, &format!("heldout.{s}"));
+        assert_eq!(veh["culpable"], false, "{s}: {veh}");
+        assert!(violated(&veh).is_empty(), "{s}: {veh}");
+        assert_eq!(v["replay"][0]["certified"], true, "{s}: {v}");
+        assert_eq!(
+            v["severity_j"].as_f64(),
+            Some(800.0),
+            "{s}: ½ · 400 kg · (2 m/s)²"
+        );
+    }
+    // The re-route: the anchor is the update that released the edge the vehicle was
+    // on (update 1's B-D), and its release is the breach; update 0's horizon edge
+    // crossed the aisle at 1.0 unreleased, which is no breach.
+    {
+        let v = by_vehicle["s4"];
+        let a = anchors(v);
+        assert_eq!(a.len(), 1, "s4: {v}");
+        let update = order_text(envelope(&partition, &a[0]));
+        assert_eq!(
+            update["orderUpdateId"], 1,
+            "s4: the anchor is update 1: {v}"
+        );
+        let mc = finding(v, "master-control");
+        assert_eq!(mc["culpable"], true, "s4: {mc}");
+        let evidence: Vec<&str> = mc["breach"]["violations"][0]["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            evidence,
+            vec![a[0].as_str()],
+            "s4: the breach is update 1's release"
+        );
+    }
+    // The vehicle that ignored its edge's maxSpeed: its progress report on the edge
+    // is a second anchor; it is culpable, master control (released 1.0) is cleared.
+    {
+        let v = by_vehicle["s6"];
+        let a = anchors(v);
+        assert_eq!(a.len(), 2, "s6: {v}");
+        let authors: Vec<&str> = a
+            .iter()
+            .map(|x| envelope(&partition, x).author.as_str())
+            .collect();
+        assert!(
+            authors.contains(&"master-control") && authors.contains(&"heldout.s6"),
+            "s6: {v}"
+        );
+        let veh = finding(v, "heldout.s6");
+        assert_eq!(veh["culpable"], true, "s6: {veh}");
+        assert_eq!(violated(&veh), vec!["speed-s6".to_string()], "s6: {veh}");
+        let mc = finding(v, "master-control");
+        assert_eq!(mc["culpable"], false, "s6: {mc}");
+        assert_eq!(mc["status"], "involved_cleared", "s6: {mc}");
+    }
+    // The cancel is certified (vda-5050-lib's `instantActions` spelling) as a halt.
+    let cancel = partition
         .certified
         .values()
-        .map(|c| &c.envelope)
-        .find(|e| audita_verdict::id_string(e.id()) == anchor)
-        .expect("the anchor is certified");
-    assert!(
-        matches!(&order.envelope().payload, Payload::AgentText { text } if text.contains("agv1-A-B")),
-        "the anchor is agv1's order"
-    );
-    // Its committed effect: agv1 at the goal node within the order's 0.1 m, spelt
-    // `allowedDeviationXy` as vda-5050-lib (after the 2.0.0 schema) spells it.
+        .map(|c| c.envelope.envelope())
+        .find(|e| matches!(&e.payload, Payload::AgentText { text } if text.contains("cancelOrder")))
+        .expect("the cancel is certified");
     assert_eq!(
-        order.envelope().effect,
-        audita_evidence::Effect::AtPosition {
-            target: "acme.agv1".into(),
-            x_mm: 8000,
-            y_mm: 0,
-            tolerance_mm: 100
+        cancel.effect,
+        audita_evidence::Effect::Halted {
+            target: "heldout.s7".into()
         }
     );
-    // Master control's order caused it (no duty is registered here, so the verdict
-    // says "involved, cleared"); the vehicle that drove as ordered is exonerated.
-    let principal = |p: &str| &v["principals"][p];
-    assert_eq!(
-        principal("master-control")["rho_lo"].as_f64(),
-        Some(1.0),
-        "{v}"
-    );
-    assert_eq!(principal("acme.agv1")["rho_hi"].as_f64(), Some(0.0), "{v}");
-    assert_eq!(v["replay"][0]["certified"], true, "{v}");
-    assert_eq!(
-        v["severity_j"].as_f64(),
-        Some(800.0),
-        "½ · 400 kg · (2 m/s)²"
+    assert!(
+        fleet_events
+            .iter()
+            .any(|e| e["vehicle"] == "s7" && e["event"] == "processed" && e["canceled"] == true),
+        "the library reports s7's order cancelled"
     );
 
+    // Dates: record time is Unix ms, so every incident's wall-clock t* lies in this
+    // run, in the tables and in the reports (not 2083).
+    let rows = audita_sinks::tables::rows_of(
+        collected.verdicts.values().next().unwrap(),
+        &d.record_origin.unwrap(),
+        finished_ms,
+    );
+    let t_star = rows.0.t_star.unwrap();
+    assert!(
+        (started_ms..=finished_ms).contains(&t_star),
+        "t* {} outside the run [{}, {}]",
+        audita_sinks::tables::rfc3339(t_star),
+        audita_sinks::tables::rfc3339(started_ms),
+        audita_sinks::tables::rfc3339(finished_ms)
+    );
+    let today = &audita_sinks::tables::rfc3339(started_ms)[..10];
+    for incident in collected.verdicts.keys() {
+        let html = std::fs::read_to_string(
+            out.join("reports")
+                .join(audita_sinks::report::file_name(incident)),
+        )
+        .unwrap();
+        assert!(
+            html.contains(today),
+            "{incident}: the report's date is not {today}"
+        );
+    }
+
     // Every MQTT message the witness saw is certified in the sealed record (the
-    // exact payload, signed by its author's sidecar, receipted) or quarantined.
+    // exact payload, signed by its author's sidecar, receipted); nothing is
+    // quarantined.
     let mut certified: BTreeMap<String, String> = BTreeMap::new();
     for c in partition.certified.values() {
         let env = c.envelope.envelope();
@@ -458,38 +645,39 @@ fn a_third_party_fleets_overspeed_in_a_human_zone_is_blamed_on_master_controls_o
             quarantined.insert(q.bytes_hex.clone(), q.reason.clone());
         }
     }
-    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    assert!(
+        quarantined.is_empty(),
+        "vda-5050-lib's 2.0.0 messages pass the 2.1.0 schemas: {quarantined:?}"
+    );
     let mut by_topic: BTreeMap<String, usize> = BTreeMap::new();
     for m in &witnessed {
         let kind = m.topic.rsplit('/').next().unwrap().to_string();
         *by_topic.entry(kind).or_default() += 1;
         let text = String::from_utf8_lossy(&m.payload).to_string();
         assert!(
-            certified.contains_key(&text) || quarantined.contains_key(&hex(&m.payload)),
-            "{} neither certified nor quarantined: {text}",
+            certified.contains_key(&text),
+            "{} not certified: {text}",
             m.topic
         );
     }
-    assert!(
-        quarantined.is_empty(),
-        "vda-5050-lib's 2.0.0 messages pass the 2.1.0 schemas: {quarantined:?}"
-    );
-    assert_eq!(by_topic.get("order"), Some(&2), "{by_topic:?}");
-    assert!(
-        by_topic.get("state").is_some_and(|n| *n >= 40),
-        "{by_topic:?}"
-    );
+    // Seven orders, one update, one cancel.
+    assert_eq!(by_topic.get("order"), Some(&8), "{by_topic:?}");
+    assert_eq!(by_topic.get("instantActions"), Some(&1), "{by_topic:?}");
     for (p, s) in &summaries {
         assert_eq!(s["quarantined"], 0, "{p}: {s}");
+        assert_eq!(
+            s["uncited_progress"], 0,
+            "{p}: every progress report cites its order: {s}"
+        );
     }
-    assert_eq!(summaries["master-control"]["recorded"], 2, "{summaries:?}");
     assert_eq!(
         summaries["master-control"]["cited_no_state"], 0,
         "{summaries:?}"
     );
     eprintln!(
-        "{} MQTT messages ({by_topic:?}) all certified; incident {incident}; {:.1} s",
+        "{} MQTT messages ({by_topic:?}) all certified; {} incidents; {:.1} s",
         witnessed.len(),
+        collected.verdicts.len(),
         started.elapsed().as_secs_f64()
     );
 }

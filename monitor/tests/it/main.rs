@@ -2,5 +2,6 @@
 //! one binary links the crate and its dependencies once instead of once per file.
 
 mod planted;
+mod refusal;
 mod sites;
 mod stale;

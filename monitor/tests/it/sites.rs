@@ -142,7 +142,8 @@ fn stream(seed: u64, steps: u64) -> Vec<Verified<SignedEnvelope>> {
     out
 }
 
-fn derive(messages: &[&Verified<SignedEnvelope>], file: &Predicates) -> Derivation {
+/// The monitor's derivation over `messages` in the order given.
+pub(crate) fn derive(messages: &[&Verified<SignedEnvelope>], file: &Predicates) -> Derivation {
     let mut m = Monitor::new(file.clone());
     let mut alerts = Vec::new();
     for msg in messages {
