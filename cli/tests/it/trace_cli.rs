@@ -356,22 +356,9 @@ fn post_files(base: &str, requests: &[(&str, String)]) -> Vec<String> {
 fn receiver_joins_genai_log_records_posted_to_v1_logs() {
     // openai-v2 with the v1.28–v1.36 conventions: the messages are log records only,
     // exported to /v1/logs beside the spans; one file holds the run.
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run.jsonl");
-    let mut child = audita()
-        .args(["trace", "serve", "--listen", "127.0.0.1:0", "--out"])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _server = Server(child);
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    let base = url.strip_suffix("/v1/traces").unwrap();
+    let receiver = crate::trace_frameworks::receiver();
+    let out = receiver.out.clone();
+    let base = receiver.url.strip_suffix("/v1/traces").unwrap();
     let spans = testdata("frameworks/openai_v2_events-injected.json");
     let logs = testdata("frameworks/openai_v2_events-injected.logs.json");
     let said = post_files(

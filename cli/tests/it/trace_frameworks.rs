@@ -35,10 +35,12 @@ fn frameworks(name: &str) -> PathBuf {
 }
 
 /// A running `audita trace serve` on a free port, killed on drop.
-struct Receiver {
+pub(crate) struct Receiver {
     child: Child,
-    url: String,
-    out: PathBuf,
+    /// Its `/v1/traces` URL.
+    pub(crate) url: String,
+    /// The file it writes.
+    pub(crate) out: PathBuf,
     dir: tempfile::TempDir,
 }
 
@@ -49,7 +51,8 @@ impl Drop for Receiver {
     }
 }
 
-fn receiver() -> Receiver {
+/// Starts `audita trace serve` writing into a fresh directory.
+pub(crate) fn receiver() -> Receiver {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.jsonl");
     let mut child = audita()
