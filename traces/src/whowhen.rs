@@ -299,6 +299,29 @@ pub struct Attribution {
     pub rule: &'static str,
 }
 
+impl Attribution {
+    /// The attribution of `agent` at `step` with responsibility shared in proportion
+    /// to `weights` (normalised to sum 1, rounded to thousandths).
+    pub(crate) fn weighted(
+        agent: String,
+        step: usize,
+        weights: BTreeMap<String, f64>,
+        rule: &'static str,
+    ) -> Attribution {
+        let total: f64 = weights.values().sum();
+        let responsibility = weights
+            .into_iter()
+            .map(|(k, w)| (k, (w / total * 1000.0).round() / 1000.0))
+            .collect();
+        Attribution {
+            agent,
+            step,
+            responsibility,
+            rule,
+        }
+    }
+}
+
 /// Whether a turn is a tool's (the code executor's) reply.
 pub(crate) fn is_tool(t: &Turn) -> bool {
     t.content.trim_start().starts_with("exitcode:")
@@ -351,17 +374,7 @@ pub fn attribute(history: &[Turn]) -> Option<Attribution> {
         }
     }
     weights.entry(first.name.clone()).or_insert(0.25);
-    let total: f64 = weights.values().sum();
-    let responsibility = weights
-        .into_iter()
-        .map(|(k, w)| (k, (w / total * 1000.0).round() / 1000.0))
-        .collect();
-    Some(Attribution {
-        agent,
-        step,
-        responsibility,
-        rule,
-    })
+    Some(Attribution::weighted(agent, step, weights, rule))
 }
 
 /// Which half of the Algorithm-Generated subset a file belongs to: `true` for the

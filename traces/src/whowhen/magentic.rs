@@ -225,17 +225,7 @@ pub fn attribute(history: &[Turn]) -> Option<Attribution> {
     if history.iter().any(|t| t.name == ORCHESTRATOR) {
         weights.entry(ORCHESTRATOR.to_string()).or_insert(0.25);
     }
-    let total: f64 = weights.values().sum();
-    let responsibility = weights
-        .into_iter()
-        .map(|(k, w)| (k, (w / total * 1000.0).round() / 1000.0))
-        .collect();
-    Some(Attribution {
-        agent,
-        step,
-        responsibility,
-        rule,
-    })
+    Some(Attribution::weighted(agent, step, weights, rule))
 }
 
 #[cfg(test)]
