@@ -19,7 +19,7 @@ SEEDS="${SEEDS:-}"
 BIN=fuzz/target/x86_64-unknown-linux-gnu/release
 LOGS="${LOGS:-/tmp/audita-fuzz-logs}"
 mkdir -p "$LOGS"
-targets="${TARGETS:-envelope_decode checkpoint_parse proof_verify model_json duties_json adverse_json record_verify proven_verify record_dir}"
+targets="${TARGETS:-envelope_decode checkpoint_parse proof_verify model_json duties_json adverse_json vda5050_read record_verify proven_verify record_dir}"
 for t in $targets; do
   case $t in record_verify|proven_verify|record_dir) secs=$SLOW_SECONDS ;; *) secs=$SECONDS_PER_TARGET ;; esac
   corpus="fuzz/corpus/$t"

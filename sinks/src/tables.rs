@@ -565,6 +565,10 @@ pub struct Rotation {
     pub max_rows: usize,
     /// Close open files older than this.
     pub max_age: Duration,
+    /// Close open files once no row was written for this long, so a query sees a
+    /// verdict seconds after the sink took it, not at the next rotation; a steady
+    /// stream still fills files up to `max_age` (and compaction merges the small ones).
+    pub max_quiet: Duration,
     /// Compact a partition once it holds this many completed files (0: never).
     pub compact_files: usize,
 }
@@ -574,6 +578,7 @@ impl Default for Rotation {
         Rotation {
             max_rows: 100_000,
             max_age: Duration::from_secs(300),
+            max_quiet: Duration::from_secs(2),
             compact_files: 8,
         }
     }
@@ -923,6 +928,8 @@ pub struct Tables {
     findings: Table,
     rotation: Rotation,
     opened: Option<Instant>,
+    /// When the last row was written to the open files.
+    last_row: Option<Instant>,
     /// A file was completed (or the tables opened) since the last compaction pass.
     compact_due: bool,
     /// The record origin the tables are written under.
@@ -949,6 +956,7 @@ impl Tables {
             )?,
             rotation,
             opened: None,
+            last_row: None,
             compact_due: true,
             origin,
         })
@@ -984,8 +992,9 @@ impl Tables {
                 .write(&date, &incident, &incidents_batch(&[inc])?)?;
             n += 1;
         }
-        if n > 0 && self.opened.is_none() {
-            self.opened = Some(Instant::now());
+        if n > 0 {
+            self.opened.get_or_insert_with(Instant::now);
+            self.last_row = Some(Instant::now());
         }
         Ok(n)
     }
@@ -998,16 +1007,20 @@ impl Tables {
         self.findings.close()?;
         self.incidents.close()?;
         self.opened = None;
+        self.last_row = None;
         Ok(())
     }
 
-    /// Call when idle: closes files older than the rotation age, then, if a file
-    /// was completed since the last pass, compacts partitions that have gathered
-    /// enough small files. Returns partitions merged.
+    /// Call when idle: closes files older than the rotation age or quiet for
+    /// `max_quiet`, then, if a file was completed since the last pass, compacts
+    /// partitions that have gathered enough small files. Returns partitions merged.
     pub fn tick(&mut self) -> Result<usize, SinkError> {
         if self
             .opened
             .is_some_and(|t| t.elapsed() >= self.rotation.max_age)
+            || self
+                .last_row
+                .is_some_and(|t| t.elapsed() >= self.rotation.max_quiet)
         {
             self.close()?;
         }

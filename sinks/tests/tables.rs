@@ -244,6 +244,7 @@ fn small_files_of_a_partition_are_compacted_into_one_with_every_row() {
     let rotation = Rotation {
         max_rows: 1,
         max_age: Duration::from_secs(3600),
+        max_quiet: Duration::from_secs(3600),
         compact_files: 4,
     };
     let mut t = Tables::open(
@@ -295,6 +296,7 @@ fn an_interrupted_compaction_is_finished_or_dropped_on_open_never_duplicated() {
         let no_compact = Rotation {
             max_rows: 1,
             max_age: Duration::from_secs(3600),
+            max_quiet: Duration::from_secs(3600),
             compact_files: 0,
         };
         let mut t = Tables::open(dir.path(), origin(), no_compact).unwrap();
@@ -414,4 +416,43 @@ fn schema_evolution_is_additive_only() {
             std::fs::write(&path, serde_json::to_vec_pretty(&current).unwrap()).unwrap();
         }
     }
+}
+
+#[test]
+fn a_verdict_reaches_the_tables_once_the_stream_is_quiet_not_at_the_next_rotation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Tables::open(
+        dir.path(),
+        origin(),
+        Rotation {
+            max_rows: 100_000,
+            max_age: Duration::from_secs(3600),
+            max_quiet: Duration::from_millis(500),
+            compact_files: 0,
+        },
+    )
+    .unwrap();
+    t.write(&verdict("inc-0", 1000, &[("p", "culpable", 1.0, 1.0)]), 1)
+        .unwrap();
+    t.tick().unwrap();
+    assert_eq!(
+        parquet_count(&dir.path().join("incidents")),
+        0,
+        "a file stays open while rows may follow"
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    t.tick().unwrap();
+    assert_eq!(parquet_count(&dir.path().join("incidents")), 1);
+    assert_eq!(parquet_count(&dir.path().join("findings")), 1);
+    assert_eq!(
+        incidents_in(&dir.path().join("incidents")).unwrap().len(),
+        1
+    );
+    // The next row opens a new file; closing without a tick still writes it.
+    t.write(&verdict("inc-1", 1001, &[]), 1).unwrap();
+    t.finish().unwrap();
+    assert_eq!(
+        incidents_in(&dir.path().join("incidents")).unwrap().len(),
+        2
+    );
 }

@@ -188,7 +188,7 @@ impl OrderView {
         };
         Some((
             at(edge.seq.checked_sub(1)?, &edge.start_node_id)?,
-            at(edge.seq + 1, &edge.end_node_id)?,
+            at(edge.seq.checked_add(1)?, &edge.end_node_id)?,
         ))
     }
 
@@ -352,7 +352,7 @@ pub fn progress(s: &StateView) -> Option<Progress> {
     let edge = s
         .edge_states
         .iter()
-        .find(|e| e.seq == k + 1 && e.released)
+        .find(|e| Some(e.seq) == k.checked_add(1) && e.released)
         .filter(|_| s.driving)
         .map(|e| (e.id.clone(), e.seq));
     Some(Progress {

@@ -245,3 +245,31 @@ fn a_refused_order_is_read_from_the_states_errors_and_never_progresses() {
     .unwrap();
     assert!(rejections(&v).is_empty());
 }
+
+#[test]
+fn sequence_ids_at_the_top_of_the_range_read_without_overflow() {
+    // A sender may write any JSON unsigned integer as a sequence id; the reading is
+    // total (found while writing the vda5050_read fuzz target).
+    let max = u64::MAX;
+    let order = OrderView::parse(&format!(
+        r#"{{"orderId": "o", "nodes": [{{"nodeId": "a", "sequenceId": {}, "released": true,
+             "nodePosition": {{"x": 0, "y": 0, "mapId": "m"}}}}],
+            "edges": [{{"edgeId": "e", "sequenceId": {max}, "startNodeId": "a",
+             "endNodeId": "b", "released": true}}]}}"#,
+        max - 1
+    ))
+    .unwrap();
+    assert_eq!(
+        order.endpoints(&order.edges[0]),
+        None,
+        "no node after u64::MAX"
+    );
+    assert_eq!(order.path(&order.edges[0]), None);
+    let state = StateView::parse(&format!(
+        r#"{{"orderId": "o", "lastNodeId": "a", "lastNodeSequenceId": {max},
+            "nodeStates": [], "edgeStates": [], "driving": true}}"#
+    ))
+    .unwrap();
+    let p = progress(&state).unwrap();
+    assert_eq!((p.node.1, p.edge), (max, None));
+}

@@ -13,6 +13,7 @@ mod keeper_evidence;
 mod limits;
 mod monitor_pipeline;
 mod pipeline;
+mod readme_vda5050;
 mod report_screens;
 mod republished_epoch;
 mod tlog_interop;

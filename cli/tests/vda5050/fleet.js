@@ -19,7 +19,9 @@
 //   s7 "cancel"     one edge released at 2.0 m/s, cancelled by a `cancelOrder`
 //                   instant action before the vehicle reaches the aisle (no incident).
 //
-// Usage: node fleet.js MQTT_PORT INTERFACE [SHAPE...]   (default: every shape)
+// Usage: node fleet.js MQTT_PORT INTERFACE [SHAPE[=SERIAL]...]   (default: every shape;
+// a vehicle's serial number is s1..s7 by lane unless SERIAL names it, as the README's
+// walkthrough does with heldout/001)
 // Prints one JSON line per event of the library's own view (order processed, node
 // traversed, edge traversing, cancel state), then `{"done": true, ...}`; exit 0 when
 // every order ended as its shape expects, 1 otherwise (message on stderr).
@@ -44,7 +46,14 @@ const clientOptions = {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const SHAPES = ["lastdrop", "noactions", "compliant", "reroute", "nolimit", "selfspeed", "cancel"];
-const wanted = process.argv.length > 4 ? process.argv.slice(4) : SHAPES;
+const wanted = (process.argv.length > 4 ? process.argv.slice(4) : SHAPES).map((w) => {
+    const [shape, serial] = w.split("=");
+    if (!SHAPES.includes(shape)) {
+        console.error(`unknown shape ${shape}; one of ${SHAPES.join(", ")}`);
+        process.exit(2);
+    }
+    return { shape, serial };
+});
 
 function node(id, seq, x, y, actions = [], released = true) {
     return { nodeId: id, sequenceId: seq, released, nodePosition: { x, y, mapId: MAP }, actions };
@@ -72,8 +81,8 @@ function drop(serial) {
 }
 
 // One vehicle per shape, lane y = 2 * index.
-function plan(shape, index) {
-    const serial = `s${index + 1}`;
+function plan(shape, index, serialNumber) {
+    const serial = serialNumber || `s${index + 1}`;
     const y = 2 * index;
     const p = (id) => `${serial}-${id}`;
     const through = (maxSpeed, actions = []) => ({
@@ -124,7 +133,7 @@ function emit(line) {
 }
 
 async function main() {
-    const fleet = wanted.map((s) => plan(s, SHAPES.indexOf(s)));
+    const fleet = wanted.map((w) => plan(w.shape, SHAPES.indexOf(w.shape), w.serial));
     const agvs = fleet.map(
         (v) =>
             new AgvController(
