@@ -27,6 +27,10 @@
 //!   sealer's `Config::log_key` must load the deployment's key, every other stage's
 //!   must fail (no key in its pod).
 //!
+//! - The PrometheusRule passes `promtool check rules`, and `promtool test rules` with
+//!   `ci/alerts-test.yaml`: every alert has a case where it fires (labels and
+//!   annotations checked) and one where it stays silent.
+//!
 //! The test fails, never skips, when `helm` or `kubernetes-validate` is missing:
 //! `.ci/run` installs both.
 
@@ -848,6 +852,67 @@ fn the_prometheus_rule_passes_promtool() {
     assert!(
         out.status.success(),
         "promtool check rules: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every alert of the chart's PrometheusRule, rendered as a cluster gets it, passes
+/// the promtool unit tests of `ci/alerts-test.yaml`, which give each alert a case where
+/// it fires (with its labels and annotations) and one where it stays silent.
+#[test]
+fn every_alert_fires_when_it_should_and_stays_silent_when_it_should_not() {
+    let d = deployment();
+    let (_, all) = full(&d, false);
+    let rule = all
+        .iter()
+        .find(|v| kind(v) == "PrometheusRule")
+        .expect("full values enable the PrometheusRule");
+    let groups = &rule["spec"]["groups"];
+    let alerts: BTreeSet<String> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .filter_map(|r| r["alert"].as_str().map(str::to_string))
+        .collect();
+    let tests_file = chart().join("ci/alerts-test.yaml");
+    let text = std::fs::read_to_string(&tests_file).unwrap();
+    let tests: Value = serde_yaml_ng::from_str(&text).unwrap();
+    // (alert, fires) for every evaluation of every case.
+    let mut cases: BTreeSet<(String, bool)> = BTreeSet::new();
+    for t in tests["tests"].as_array().unwrap() {
+        for a in t["alert_rule_test"].as_array().into_iter().flatten() {
+            let fires = a["exp_alerts"].as_array().is_some_and(|e| !e.is_empty());
+            cases.insert((a["alertname"].as_str().unwrap().to_string(), fires));
+        }
+    }
+    for alert in &alerts {
+        for fires in [true, false] {
+            assert!(
+                cases.contains(&(alert.clone(), fires)),
+                "{alert} has no case where it {} in {}",
+                if fires { "fires" } else { "stays silent" },
+                tests_file.display()
+            );
+        }
+    }
+    let tested: BTreeSet<String> = cases.into_iter().map(|(a, _)| a).collect();
+    assert_eq!(tested, alerts, "cases for alerts the rule does not have");
+    std::fs::write(
+        d.dir.join("rules.json"),
+        serde_json::json!({ "groups": groups }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(d.dir.join("alerts-test.yaml"), &text).unwrap();
+    let out = Command::new("promtool")
+        .args(["test", "rules", "alerts-test.yaml"])
+        .current_dir(&d.dir)
+        .output()
+        .expect("promtool on PATH (.ci/run installs Debian's prometheus package)");
+    assert!(
+        out.status.success(),
+        "promtool test rules: {}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
