@@ -89,8 +89,6 @@ pub struct Metrics {
     pub sinks_rows: IntCounter,
     /// Incidents the sink recorded, by `outcome` (`verdict`, `abstained`).
     pub sinks_incidents: IntCounterVec,
-    /// Sends refused by back-pressure, by `stage`.
-    pub backpressure: IntCounterVec,
     /// Alerts the monitor raised, by `kind` (`fired`, `near_miss`).
     pub monitor_alerts: IntCounterVec,
     /// Adverse declarations the monitor published.
@@ -241,14 +239,6 @@ impl Metrics {
                 &["outcome"],
             )
             .expect("static metric name"),
-            backpressure: IntCounterVec::new(
-                Opts::new(
-                    "audita_bus_backpressure_total",
-                    "Sends refused by back-pressure, by stage",
-                ),
-                &["stage"],
-            )
-            .expect("static metric name"),
             monitor_alerts: IntCounterVec::new(
                 Opts::new(
                     "audita_monitor_alerts_total",
@@ -304,13 +294,24 @@ impl Metrics {
             Box::new(m.engine_judge.clone()),
             Box::new(m.sinks_rows.clone()),
             Box::new(m.sinks_incidents.clone()),
-            Box::new(m.backpressure.clone()),
             Box::new(m.monitor_alerts.clone()),
             Box::new(m.monitor_declarations.clone()),
             Box::new(m.monitor_pending.clone()),
             Box::new(m.monitor_alert_latency.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ];
+        // Every label value a counter can take exists from the start at 0, so a
+        // dashboard's `rate()` or `increase()` has a series before the first event
+        // (and an alert's first event is an increase, not a new series).
+        for (v, values) in [
+            (&m.ingest_envelopes, &["accepted", "suspect"][..]),
+            (&m.sinks_incidents, &["verdict", "abstained"][..]),
+            (&m.monitor_alerts, &["fired", "near_miss"][..]),
+        ] {
+            for value in values {
+                v.with_label_values(&[value]);
+            }
+        }
         for c in collectors {
             let name = c
                 .desc()

@@ -73,7 +73,6 @@ fn touch(m: &Metrics) {
     m.sinks_incidents.with_label_values(&["abstained"]).inc();
     m.monitor_alerts.with_label_values(&["fired"]).inc();
     m.monitor_alert_latency.observe(0.002);
-    m.backpressure.with_label_values(&["ingest"]).inc();
 }
 
 /// The `audita_*` metric names a text refers to (PromQL expressions in the chart).

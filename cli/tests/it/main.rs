@@ -7,6 +7,7 @@ mod attribute;
 mod bench_stages;
 mod bridge_vda5050;
 mod contracts;
+mod dashboard;
 mod deployment;
 mod dsse_interop;
 mod keeper_evidence;

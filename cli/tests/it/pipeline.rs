@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const CELLS: &str = "8";
-const SEED: &str = "3";
+pub(crate) const CELLS: &str = "8";
+pub(crate) const SEED: &str = "3";
 
 fn audita() -> Command {
     Command::new(env!("CARGO_BIN_EXE_audita"))
@@ -56,7 +56,7 @@ fn embedded_run() -> tempfile::TempDir {
 /// A deployment for the Kafka runs, made as an operator makes one (`audita init`,
 /// `audita fleet register`), on the same seed-derived keys as [`embedded_run`]'s
 /// throw-away deployment, so both runs sign identical bytes; topics under `prefix`.
-fn deployment(work: &Path, prefix: &str) -> std::path::PathBuf {
+pub(crate) fn deployment(work: &Path, prefix: &str) -> std::path::PathBuf {
     let dir = work.join("deployment");
     let origin = format!("audita.demo/seed-{SEED}");
     let ok = |c: &mut Command| {
