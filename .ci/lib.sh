@@ -56,6 +56,24 @@ ensure_nextest() {
   export PATH="$root/bin:$PATH"
 }
 
+# The cargo-cyclonedx image/build.sh writes the image's SBOM with, built from the
+# crate registry into the cache when it is not there (a debug build: it reads
+# `cargo metadata`, nothing of it is hot).
+cyclonedx_version="0.5.9"
+ensure_cyclonedx() {
+  local root="$ci_cache/cargo-cyclonedx-$cyclonedx_version"
+  if ! "$root/bin/cargo-cyclonedx" cyclonedx --version 2>/dev/null | grep -q " $cyclonedx_version\$"; then
+    echo "building cargo-cyclonedx $cyclonedx_version into $root"
+    local log; log="$(mktemp)"
+    CARGO_TARGET_DIR="$ci_cache/cargo-cyclonedx-build" \
+      cargo install --locked --quiet --debug cargo-cyclonedx --version "$cyclonedx_version" \
+        --root "$root" >"$log" 2>&1 \
+      || { cat "$log"; return 1; }
+    rm -rf "$log" "$ci_cache/cargo-cyclonedx-build"
+  fi
+  export PATH="$root/bin:$PATH"
+}
+
 # The target directory cargo uses (CARGO_TARGET_DIR when set).
 target_dir() {
   cargo metadata --format-version 1 --no-deps 2>/dev/null \

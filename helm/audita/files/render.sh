@@ -23,7 +23,9 @@ if grep -q '^predicates = ' "$src/audita.toml"; then
   [ -r "$reg/predicates.json" ] || fail "cannot read $reg/predicates.json (monitor.enabled needs the predicate file)"
   cp "$reg/predicates.json" "$out/predicates.json.new"
 fi
-cp "$src/audita.toml" "$out/audita.toml.new"
+# cat, not cp: the copy must be writable (the password is appended) whatever the
+# mode of the mounted source file.
+cat "$src/audita.toml" > "$out/audita.toml.new"
 if [ -n "${AUDITA_KAFKA_SASL_PASSWORD_FILE:-}" ]; then
   [ -r "$AUDITA_KAFKA_SASL_PASSWORD_FILE" ] || fail "cannot read the Kafka SASL password file $AUDITA_KAFKA_SASL_PASSWORD_FILE"
   # Command substitution drops trailing newlines (kubectl --from-file keeps them).

@@ -57,7 +57,7 @@ app.kubernetes.io/component: {{ .component }}
 
 {{- define "audita.renderImage" -}}
 {{- if .Values.renderImage.repository -}}
-{{- printf "%s:%s" .Values.renderImage.repository (.Values.renderImage.tag | default "latest") -}}
+{{- printf "%s:%s" .Values.renderImage.repository (.Values.renderImage.tag | default .Chart.AppVersion) -}}
 {{- else -}}
 {{- include "audita.image" . -}}
 {{- end -}}
