@@ -5,7 +5,9 @@
 //! stage uses): it links no transport, so an offline verifier (`audita verify`, a
 //! fuzz target, a third party's tool) depends on it without the pipeline.
 //!
-//! Design constraints (format `audita-record v1`):
+//! Design constraints (format `audita-record v1`; how versions change and which old
+//! records every reader must keep reading: `record/FORMAT.md`, with the fixtures in
+//! `record/fixtures/`):
 //! ```text
 //! DIR/FORMAT                         "audita-record v1\n" (exactly)
 //! DIR/keys/principals.txt            "<name> <base64 Ed25519 public key>\n" per principal
