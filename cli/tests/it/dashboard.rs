@@ -11,7 +11,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use audita_bus::testing::{unique_name, KafkaBroker};
@@ -81,17 +81,6 @@ fn scalar(port: u16, expr: &str) -> f64 {
         .ok()
         .and_then(|d| d["result"][0]["value"][1].as_str()?.parse().ok())
         .unwrap_or(0.0)
-}
-
-struct Processes(Vec<(String, Child)>);
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for (_, c) in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 #[test]
@@ -169,7 +158,7 @@ fn every_dashboard_expression_returns_data_from_a_prometheus_scraping_a_real_run
         ("sink", vec!["--dir".into(), sink_dir.display().to_string()]),
     ];
     let mut targets = Vec::new();
-    let mut procs = Processes(Vec::new());
+    let mut procs = crate::pipeline::Stages(Vec::new());
     for (name, extra) in &stages {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_audita"))

@@ -105,7 +105,8 @@ fn abstentions(journal: &Path) -> Vec<(String, String)> {
         .collect()
 }
 
-struct Stages(Vec<(String, Child)>);
+/// Child processes killed (and reaped) when dropped, a test's failure included.
+pub(crate) struct Stages(pub(crate) Vec<(String, Child)>);
 
 impl Drop for Stages {
     fn drop(&mut self) {
