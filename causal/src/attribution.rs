@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::deadline::{Deadline, NoDeadline};
 use crate::general::{Search, Stop};
 use crate::model::{Model, VarId};
 
@@ -48,30 +49,6 @@ pub enum Path {
     General,
     /// Minimal causes in order of grade on a SAT solver.
     Optimisation,
-}
-
-/// A caller-supplied stop condition, polled while a query runs. The engine has no
-/// clock: a binary passes a wall-clock deadline (see `audita attribute --timeout-ms`),
-/// a library caller may pass anything (a cancellation flag, a step counter).
-pub trait Deadline {
-    /// Whether the query must stop now.
-    fn expired(&self) -> bool;
-}
-
-/// The deadline that never expires.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoDeadline;
-
-impl Deadline for NoDeadline {
-    fn expired(&self) -> bool {
-        false
-    }
-}
-
-impl<F: Fn() -> bool> Deadline for F {
-    fn expired(&self) -> bool {
-        self()
-    }
 }
 
 /// Knobs of an attribution query.

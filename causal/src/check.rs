@@ -18,7 +18,8 @@
 //! - The grade of a cause counts same-author conjunctive groups once when contraction
 //!   is on (as [`crate::attribute`] does).
 
-use crate::attribution::{AttributeError, AttributeOptions, Deadline};
+use crate::attribution::{AttributeError, AttributeOptions};
+use crate::deadline::Deadline;
 use crate::model::{Model, VarId};
 use crate::optimise::{falsifies, Encoding, Halt, Limits};
 

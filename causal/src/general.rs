@@ -23,7 +23,7 @@
 //!   enumerated sets) and a cap on the causes found; the caller's deadline is polled
 //!   every 1,024 units. Stopping is a [`Stop`], never a guess.
 
-use crate::attribution::Deadline;
+use crate::deadline::Deadline;
 use crate::model::{Model, Op};
 
 /// A cause set with one smallest witness, as variable indices.

@@ -41,6 +41,7 @@ mod attribution;
 pub mod certify;
 mod check;
 pub mod contract;
+mod deadline;
 pub mod expr;
 mod family;
 pub mod general;
@@ -51,9 +52,10 @@ pub mod optimise;
 
 pub use attribution::{
     attribute, attribute_until, attribute_with, AttributeError, AttributeOptions, Attribution,
-    Cause, Deadline, NoDeadline, Path,
+    Cause, Path,
 };
 pub use certify::{CertifyConfig, Replayer};
 pub use check::{check_cause, CauseCheck};
+pub use deadline::{Deadline, NoDeadline};
 pub use expr::{Expr, ParseError, ParseErrorKind};
 pub use model::{Location, Mechanism, Model, ModelBuilder, ModelError, VarId, Variable};

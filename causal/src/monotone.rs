@@ -19,7 +19,7 @@
 //!   never exceed the caller's byte bound ([`Stop::Memory`]); the caller's deadline is
 //!   polled once per variable ([`Stop::Deadline`]).
 
-use crate::attribution::Deadline;
+use crate::deadline::Deadline;
 use crate::family::{Family, TooLarge};
 use crate::model::{Model, Node};
 

@@ -31,7 +31,7 @@
 //!   literals are bounded. Hitting a bound is a [`Halt`], never a guess.
 //! - Every reported `(X, W)` is re-evaluated on the model itself before it is returned.
 
-use crate::attribution::Deadline;
+use crate::deadline::Deadline;
 use crate::model::{Model, Node};
 
 /// Why the optimisation path stopped without an answer.
