@@ -69,6 +69,13 @@ fn default_candidate() -> bool {
     true
 }
 
+impl Model {
+    /// Parses a model from SPEC §7 JSON.
+    pub fn from_json(text: &str) -> Result<Model, ModelError> {
+        parse_model(text)
+    }
+}
+
 pub(crate) fn parse_model(text: &str) -> Result<Model, ModelError> {
     let doc: ModelDoc = serde_json::from_str(text).map_err(|e| ModelError::Json {
         line: e.line(),

@@ -246,11 +246,6 @@ pub struct Model {
 }
 
 impl Model {
-    /// Parses a model from SPEC §7 JSON.
-    pub fn from_json(text: &str) -> Result<Model, ModelError> {
-        crate::json::parse_model(text)
-    }
-
     /// Looks a variable up by name.
     pub fn var(&self, name: &str) -> Option<VarId> {
         self.index.get(name).map(|&i| VarId(i))
