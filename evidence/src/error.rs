@@ -154,12 +154,32 @@ pub enum SignatureError {
         /// The signing time it claims (ms).
         at_ms: u64,
         /// Why the key does not cover it.
-        validity: crate::principal::KeyValidity,
+        validity: KeyValidity,
     },
 }
 
-fn validity_text(v: &crate::principal::KeyValidity) -> String {
-    use crate::principal::KeyValidity::*;
+/// Why a key did not cover a signing time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyValidity {
+    /// Signed before the key's window opened.
+    NotYetValid {
+        /// Start of the window.
+        from_ms: u64,
+    },
+    /// Signed after a rotated key's window closed.
+    Expired {
+        /// End of the window.
+        until_ms: u64,
+    },
+    /// Signed after the key was revoked.
+    Revoked {
+        /// Revocation instant.
+        at_ms: u64,
+    },
+}
+
+fn validity_text(v: &KeyValidity) -> String {
+    use KeyValidity::*;
     match v {
         NotYetValid { from_ms } => format!("not valid before {from_ms} ms"),
         Expired { until_ms } => format!("retired at {until_ms} ms"),

@@ -16,6 +16,8 @@ use std::fmt;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest as _, Sha256};
 
+/// Re-exported from [`crate::error`], where it lives beside the errors that carry it.
+pub use crate::error::KeyValidity;
 use crate::error::NameError;
 
 /// Maximum length of a principal or key name in bytes.
@@ -89,26 +91,6 @@ pub struct KeyWindow {
     pub until_ms: Option<u64>,
     /// Whether the window was closed by revocation (compromise), not rotation.
     pub revoked: bool,
-}
-
-/// Why a key did not cover a signing time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyValidity {
-    /// Signed before the key's window opened.
-    NotYetValid {
-        /// Start of the window.
-        from_ms: u64,
-    },
-    /// Signed after a rotated key's window closed.
-    Expired {
-        /// End of the window.
-        until_ms: u64,
-    },
-    /// Signed after the key was revoked.
-    Revoked {
-        /// Revocation instant.
-        at_ms: u64,
-    },
 }
 
 impl KeyWindow {
