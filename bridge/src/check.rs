@@ -26,6 +26,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::schema::{Release, Schemas};
+pub use crate::text::one_line;
 use crate::topic::{self, Interface, Topic};
 
 /// Default bound of one MQTT payload (256 KiB); a factsheet or a long order is
@@ -51,23 +52,6 @@ impl Rejection {
             detail: one_line(detail.as_ref(), 400),
         }
     }
-}
-
-/// `s` on one line (control characters as spaces), at most `max` bytes.
-pub fn one_line(s: &str, max: usize) -> String {
-    let mut out: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if out.len() > max {
-        let mut cut = max;
-        while !out.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        out.truncate(cut);
-        out.push('…');
-    }
-    out
 }
 
 /// A checked VDA 5050 message.

@@ -96,6 +96,7 @@
 
 mod bounded;
 pub mod check;
+mod error;
 pub mod map;
 pub mod peers;
 pub mod quarantine;
@@ -103,6 +104,7 @@ pub mod receipts;
 pub mod schema;
 pub mod sidecar;
 pub mod testing;
+mod text;
 pub mod topic;
 
 pub use check::{Intake, Message, Rejection};

@@ -230,7 +230,7 @@ pub fn spawn_feeder(
         "audita-bridge-index.{}.{}.{}",
         config.name,
         std::process::id(),
-        crate::sidecar::now_ms()
+        crate::error::now_ms()
     );
     c.set("bootstrap.servers", &config.bootstrap)
         .set("group.id", &group)
@@ -293,7 +293,7 @@ fn assign_from(consumer: &BaseConsumer, topic: &str, lookback: Duration) -> Resu
     if t.error().is_some() || t.partitions().is_empty() {
         return Err(format!("topic not ready: {:?}", t.error()));
     }
-    let since = crate::sidecar::now_ms().saturating_sub(lookback.as_millis() as u64) as i64;
+    let since = crate::error::now_ms().saturating_sub(lookback.as_millis() as u64) as i64;
     let mut want = TopicPartitionList::new();
     for p in t.partitions() {
         want.add_partition_offset(topic, p.id(), Offset::Offset(since))

@@ -22,7 +22,7 @@ use rdkafka::util::Timeout;
 use rdkafka::ClientConfig;
 
 use crate::check::Rejection;
-use crate::sidecar::BridgeError;
+use crate::error::BridgeError;
 
 /// Most payload bytes a quarantine record keeps.
 pub const MAX_KEPT_BYTES: usize = 64 << 10;

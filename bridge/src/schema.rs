@@ -202,7 +202,7 @@ impl Schemas {
                 if more == 64 { "+" } else { "" }
             ));
         }
-        Err(Violation(crate::check::one_line(&line, 400)))
+        Err(Violation(crate::text::one_line(&line, 400)))
     }
 }
 

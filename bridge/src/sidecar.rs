@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use audita_client::{ClientError, Principal, Publisher, PublisherConfig, Receipt, SignedEnvelope};
+use audita_client::{Principal, Publisher, PublisherConfig, Receipt, SignedEnvelope};
 use audita_evidence::{sha256, Envelope, Hash, KeyRegistry, MessageId, PrincipalId};
 use audita_topics::names as topics;
 use rumqttc::{
@@ -55,18 +55,13 @@ use rumqttc::{
 
 use crate::bounded::Bounded;
 use crate::check::{Intake, Message, Rejection};
+pub use crate::error::{now_ms, BridgeError};
 use crate::map::{self, ActionMemory, VehicleNames};
 use crate::peers::{FeedConfig, Peers};
 use crate::quarantine::{self, SuspectSink};
 use crate::receipts::Receipts;
 use crate::schema::Schemas;
 use crate::topic::{self, Interface, Kind, Side};
-
-/// Milliseconds since the Unix epoch (the fallback time of a message without a
-/// `timestamp`, and the index's look-back).
-pub fn now_ms() -> u64 {
-    audita_client::unix_ms()
-}
 
 /// A backlog (messages taken from MQTT, not yet processed) worth a warning.
 const BACKLOG_WARN: u64 = 10_000;
@@ -91,23 +86,6 @@ pub enum Role {
     },
     /// The sidecar of master control.
     MasterControl,
-}
-
-/// Why a sidecar could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum BridgeError {
-    /// The configuration is inconsistent (one line naming the setting).
-    #[error("config: {0}")]
-    Config(String),
-    /// The client library (spool, key) failed.
-    #[error("{0}")]
-    Client(ClientError),
-    /// A Kafka client could not be created.
-    #[error("kafka: {0}")]
-    Kafka(String),
-    /// A defect of the bridge itself (never input).
-    #[error("internal: {0}")]
-    Internal(String),
 }
 
 /// A sidecar's settings, validated by [`run`].
