@@ -34,7 +34,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use audita_causal::{attribute, ModelBuilder};
-use audita_evidence::{MessageId, Partition, Payload, Record};
+use audita_evidence::{MessageId, Partition, Record};
 use serde::Serialize;
 
 use crate::adverse::{id_string, Adverse};
@@ -98,21 +98,6 @@ pub struct BlameCertificate {
     pub framers: BTreeMap<String, Framer>,
 }
 
-pub(crate) fn matches(rule: &Rule, payload: &Payload, cites: &[MessageId]) -> bool {
-    rule.kind.as_ref().is_none_or(|k| k == payload.kind())
-        && rule
-            .target
-            .as_ref()
-            .is_none_or(|t| payload.target() == Some(t.as_str()))
-        && rule
-            .cites_author
-            .as_ref()
-            .is_none_or(|a| cites.iter().any(|c| c.author.as_str() == a))
-        && rule.min_mm_per_s.is_none_or(
-            |min| matches!(payload, Payload::SetSpeed { mm_per_s, .. } if *mm_per_s >= min),
-        )
-}
-
 /// The deviations of the slice window (sorted by id).
 pub fn deviations(slice: &Slice, duties: &DutyRegistry) -> Vec<MessageId> {
     slice
@@ -132,7 +117,7 @@ fn rules_of<'a>(duties: &'a DutyRegistry, node: &crate::slice::Node) -> Vec<&'a 
         .map(|d| {
             d.reference
                 .iter()
-                .filter(|r| matches(r, &node.payload, &node.cites))
+                .filter(|r| r.matches(&node.payload, &node.cites))
                 .collect()
         })
         .unwrap_or_default()

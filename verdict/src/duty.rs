@@ -61,6 +61,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use audita_evidence::{MessageId, Payload};
 use serde::{Deserialize, Serialize};
 
 use crate::VerdictError;
@@ -364,5 +365,23 @@ impl DutyRegistry {
         self.principals
             .iter()
             .flat_map(|(p, d)| d.duties.iter().map(move |x| (p.as_str(), x)))
+    }
+}
+
+impl Rule {
+    /// Whether a message with this payload and these citations is one the rule names.
+    pub(crate) fn matches(&self, payload: &Payload, cites: &[MessageId]) -> bool {
+        self.kind.as_ref().is_none_or(|k| k == payload.kind())
+            && self
+                .target
+                .as_ref()
+                .is_none_or(|t| payload.target() == Some(t.as_str()))
+            && self
+                .cites_author
+                .as_ref()
+                .is_none_or(|a| cites.iter().any(|c| c.author.as_str() == a))
+            && self.min_mm_per_s.is_none_or(
+                |min| matches!(payload, Payload::SetSpeed { mm_per_s, .. } if *mm_per_s >= min),
+            )
     }
 }

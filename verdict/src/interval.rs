@@ -34,12 +34,7 @@ use crate::reading::{Built, Production, Reading};
 use crate::slice::Slice;
 use crate::VerdictError;
 
-/// Largest base-2 logarithm of the number of readings enumerated.
-pub const MAX_BITS: usize = 16;
-
-/// Most touching items a slice can have within [`MAX_BITS`]: each has at least three
-/// choices (absent, external, origin), `log2 3 ≈ 1.58` bits, so eleven exceed it.
-pub const MAX_TOUCHING: usize = 10;
+pub use crate::slice::{MAX_BITS, MAX_TOUCHING};
 
 /// The choices of one touching item, `None` = absent, in enumeration order.
 fn choices(inputs: &[MessageId]) -> Vec<Option<Production>> {

@@ -123,6 +123,13 @@ use serde::Serialize;
 use crate::adverse::Adverse;
 use crate::duty::{Duty, DutyRegistry};
 
+/// Largest base-2 logarithm of the number of readings enumerated.
+pub const MAX_BITS: usize = 16;
+
+/// Most touching items a slice can have within [`MAX_BITS`]: each has at least three
+/// choices (absent, external, origin), `log2 3 ≈ 1.58` bits, so eleven exceed it.
+pub const MAX_TOUCHING: usize = 10;
+
 /// How a message's presence depends on its citations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -733,7 +740,7 @@ impl Slice {
                 .values()
                 .filter(|i| i.touches && i.kind != ItemKind::Claimed)
                 .count();
-            if touching > crate::interval::MAX_TOUCHING {
+            if touching > MAX_TOUCHING {
                 break;
             }
             for id in pending {
@@ -1096,7 +1103,7 @@ fn realises_outcome_when_reverted(n: &Node, duties: &DutyRegistry) -> bool {
             .is_some_and(|d| {
                 d.reference.iter().any(|r| {
                     r.counterpart.as_ref().is_some_and(|c| c.realises_outcome)
-                        && crate::blame::matches(r, &n.payload, &n.cites)
+                        && r.matches(&n.payload, &n.cites)
                 })
             })
 }
@@ -1191,7 +1198,7 @@ impl KeptInEveryScope {
             policy_of(env) != Policy::Root
                 && rules
                     .iter()
-                    .any(|r| crate::blame::matches(r, &env.payload, &env.citations))
+                    .any(|r| r.matches(&env.payload, &env.citations))
         })
     }
 }
