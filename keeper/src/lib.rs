@@ -32,6 +32,7 @@
 pub mod client;
 pub mod config;
 pub mod evidence;
+mod fault;
 pub mod protocol;
 pub mod server;
 pub mod state;

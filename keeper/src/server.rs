@@ -43,25 +43,9 @@ use thiserror::Error;
 
 use crate::config::{KeeperConfig, Limits};
 use crate::evidence::{ConflictKind, ConflictRecord, EVIDENCE_FORMAT};
+pub use crate::fault::{FaultHook, FaultPoint};
 use crate::protocol::{parse_request, AddCheckpoint, SIZE_CONTENT_TYPE};
 use crate::state::{StateDir, StateError};
-
-/// Points of the co-signing path where a fault hook is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultPoint {
-    /// Checks passed and the cosignature is made; nothing written yet.
-    BeforePersist,
-    /// The new state's temp file is written and synced, not yet renamed.
-    AfterTempWrite,
-    /// Renamed over the old state, directory not yet synced.
-    AfterRename,
-    /// Durable; the 200 answer is not sent yet.
-    AfterPersist,
-}
-
-/// A fault-injection hook (tests abort the process from it to simulate `kill
-/// -9` at each point); production keepers have none.
-pub type FaultHook = Arc<dyn Fn(FaultPoint) + Send + Sync>;
 
 /// What the keeper answers a request.
 #[derive(Debug, Clone, PartialEq, Eq)]

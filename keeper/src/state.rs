@@ -82,7 +82,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
 pub fn write_atomic(
     path: &Path,
     bytes: &[u8],
-    hook: Option<&crate::server::FaultHook>,
+    hook: Option<&crate::fault::FaultHook>,
 ) -> Result<(), StateError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = path.as_os_str().to_owned();
@@ -94,11 +94,11 @@ pub fn write_atomic(
         f.sync_all().map_err(io_err(&tmp))?;
     }
     if let Some(h) = hook {
-        h(crate::server::FaultPoint::AfterTempWrite);
+        h(crate::fault::FaultPoint::AfterTempWrite);
     }
     std::fs::rename(&tmp, path).map_err(io_err(path))?;
     if let Some(h) = hook {
-        h(crate::server::FaultPoint::AfterRename);
+        h(crate::fault::FaultPoint::AfterRename);
     }
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
@@ -217,7 +217,7 @@ impl StateDir {
     pub fn store(
         &self,
         note: &SignedCheckpoint,
-        hook: Option<&crate::server::FaultHook>,
+        hook: Option<&crate::fault::FaultHook>,
     ) -> Result<(), StateError> {
         let path = self.log_path(&note.checkpoint().origin);
         write_atomic(&path, note.to_text().as_bytes(), hook)
