@@ -16,9 +16,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::blueprint::{arrival_tick, Aisle, Builder, Family, Planted, HORIZON};
 use crate::oracle::{minimal_causes, truth_given, OracleError};
-use crate::scenario::{arrival_tick, Builder, Planted};
-use crate::world::{Action, CommandId, Point, Role, WorldSpec};
+use crate::world::{Action, CommandId, Point, PrincipalId, Role, WorldSpec};
 
 /// Largest number of deviations the certificate tabulates.
 pub const MAX_DEVIATIONS: usize = 10;
@@ -116,9 +116,61 @@ fn s(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 
-pub(crate) fn build(family: crate::scenario::Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
-    use crate::scenario::Family;
-    let mut b = Builder::new(crate::scenario::HORIZON);
+/// Inevitability rigging: adds agv-2 with insider-1's innocuous deviation (parking it)
+/// and the declared reference plan that would have sent it through the crossing ahead
+/// of agv-1.
+fn rig_reference_plan(b: &mut Builder, a: &Aisle, i1: PrincipalId, lag: u32) {
+    let t0 = a.t0;
+    let hit = arrival_tick(
+        a.crossing_x,
+        a.slow,
+        t0 + 3,
+        &[(t0 + lag + 2, a.fast)],
+        HORIZON,
+    )
+    .unwrap_or(HORIZON);
+    let pass = hit.saturating_sub(10);
+    let ahead = i64::from(pass.saturating_sub(t0));
+    let x2 = a.crossing_x - 80 * ahead;
+    b.spec.robots.push(crate::world::Robot {
+        name: "agv-2".into(),
+        kind: crate::world::RobotKind::Agv,
+        mass_kg: 400,
+        pos: Point::new(x2, -1000),
+        target: None,
+        speed: 80,
+    });
+    let agv2 = crate::world::RobotId((b.spec.robots.len() - 1) as u16);
+    let park = Action::MoveTo {
+        robot: agv2,
+        to: Point::new(x2 - 5000, -1000),
+    };
+    let through = Action::MoveTo {
+        robot: agv2,
+        to: Point::new(a.crossing_x + 20_000, -1000),
+    };
+    let dev = b.command(
+        i1,
+        t0,
+        crate::world::Destination::Actuator,
+        park,
+        Vec::new(),
+        crate::world::Derivation::Origin,
+    );
+    b.cmd_mut(dev).deviation = true;
+    let reference = b.command(
+        i1,
+        t0,
+        crate::world::Destination::Actuator,
+        through,
+        Vec::new(),
+        crate::world::Derivation::Origin,
+    );
+    b.cmd_mut(reference).reference_for = Some(dev);
+}
+
+pub(crate) fn build(family: Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted) {
+    let mut b = Builder::new(HORIZON);
     let a = b.aisle(rng, false, false);
     let victim = b.principal("planner-1", Role::Planner);
     let d = b.principal("dispatcher", Role::Dispatcher);
@@ -167,52 +219,7 @@ pub(crate) fn build(family: crate::scenario::Family, rng: &mut ChaCha8Rng) -> (W
             // the outcome and is no cause of it, yet it makes the harm hinge on the victim.
             let x = b.origin(i2, t0 + lag, r, fast);
             b.relay(r, t0 + lag + 1, None, fast, vec![x], false);
-            let hit = arrival_tick(
-                a.crossing_x,
-                a.slow,
-                t0 + 3,
-                &[(t0 + lag + 2, a.fast)],
-                crate::scenario::HORIZON,
-            )
-            .unwrap_or(crate::scenario::HORIZON);
-            let pass = hit.saturating_sub(10);
-            let ahead = i64::from(pass.saturating_sub(t0));
-            let x2 = a.crossing_x - 80 * ahead;
-            b.spec.robots.push(crate::world::Robot {
-                name: "agv-2".into(),
-                kind: crate::world::RobotKind::Agv,
-                mass_kg: 400,
-                pos: Point::new(x2, -1000),
-                target: None,
-                speed: 80,
-            });
-            let agv2 = crate::world::RobotId((b.spec.robots.len() - 1) as u16);
-            let park = Action::MoveTo {
-                robot: agv2,
-                to: Point::new(x2 - 5000, -1000),
-            };
-            let through = Action::MoveTo {
-                robot: agv2,
-                to: Point::new(a.crossing_x + 20_000, -1000),
-            };
-            let dev = b.command(
-                i1,
-                t0,
-                crate::world::Destination::Actuator,
-                park,
-                Vec::new(),
-                crate::world::Derivation::Origin,
-            );
-            b.cmd_mut(dev).deviation = true;
-            let reference = b.command(
-                i1,
-                t0,
-                crate::world::Destination::Actuator,
-                through,
-                Vec::new(),
-                crate::world::Derivation::Origin,
-            );
-            b.cmd_mut(reference).reference_for = Some(dev);
+            rig_reference_plan(&mut b, &a, i1, lag);
             Planted {
                 adverse: true,
                 causal: p(&[
@@ -262,9 +269,9 @@ pub(crate) fn build(family: crate::scenario::Family, rng: &mut ChaCha8Rng) -> (W
         a.slow,
         t0 + 3,
         &[(t0 + lag + 2, a.fast)],
-        crate::scenario::HORIZON,
+        HORIZON,
     )
-    .unwrap_or(crate::scenario::HORIZON);
+    .unwrap_or(HORIZON);
     b.crossing_worker(a.crossing_x, hit);
     (b.spec, planted)
 }

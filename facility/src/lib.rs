@@ -28,6 +28,7 @@
 //!   edit space of the random arm, the verdict-guided edit, harm after an edit.
 #![warn(missing_docs)]
 
+mod blueprint;
 pub mod conduct;
 pub mod generator;
 pub mod model;

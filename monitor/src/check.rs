@@ -56,6 +56,97 @@ fn sev(s: &Option<Severity>) -> String {
     }
 }
 
+/// The derived declaration `decl` speaks of: the record's incident for its predicate
+/// (and subject, when it names one), at its `t*` or the latest before it.
+fn find_derived<'a>(
+    decl: &AdverseDecl,
+    derived: &'a Derivation,
+) -> Result<&'a AdverseDecl, Refusal> {
+    let refuse = |s: String| Err(Refusal(s));
+    let mine: Vec<&AdverseDecl> = derived
+        .declarations
+        .iter()
+        .filter(|d| d.outcome == decl.outcome)
+        .collect();
+    let targets: BTreeSet<&String> = decl.targets.iter().collect();
+    let candidates: Vec<&AdverseDecl> = if targets.is_empty() {
+        mine.clone()
+    } else {
+        mine.iter()
+            .copied()
+            .filter(|d| d.targets.iter().collect::<BTreeSet<_>>() == targets)
+            .collect()
+    };
+    match candidates.as_slice() {
+        [] => refuse(format!(
+            "{} never holds{} in the certified record",
+            decl.outcome,
+            if targets.is_empty() {
+                String::new()
+            } else {
+                format!(" for {}", decl.targets.join(", "))
+            }
+        )),
+        [one] => Ok(*one),
+        many => Ok(match many.iter().find(|d| d.t_star_ms == decl.t_star_ms) {
+            Some(d) => *d,
+            None => *many
+                .iter()
+                .rfind(|d| d.t_star_ms <= decl.t_star_ms)
+                .unwrap_or(&many[0]),
+        }),
+    }
+}
+
+/// The declared anchors are exactly the derived ones: none dropped, none added.
+fn check_anchors(decl: &AdverseDecl, found: &AdverseDecl) -> Result<(), Refusal> {
+    let refuse = |s: String| Err(Refusal(s));
+    let (want, have) = (ids(&found.anchors)?, ids(&decl.anchors)?);
+    if let Some(a) = want.difference(&have).next() {
+        let why = found
+            .facts
+            .iter()
+            .find(|f| f.message.as_deref() == Some(a.as_str()))
+            .map(|f| f.detail.clone())
+            .unwrap_or_default();
+        return refuse(format!("anchor {a} dropped ({why})"));
+    }
+    if let Some(a) = have.difference(&want).next() {
+        return refuse(format!(
+            "{a} is declared an anchor but is no realised actuation establishing the state {} reads at t*",
+            decl.outcome
+        ));
+    }
+    Ok(())
+}
+
+/// The declared unrealised commands are exactly the derived ones.
+fn check_unrealised(decl: &AdverseDecl, found: &AdverseDecl) -> Result<(), Refusal> {
+    let refuse = |s: String| Err(Refusal(s));
+    let (want, have) = (ids(&found.unrealised)?, ids(&decl.unrealised)?);
+    if let Some(u) = have.difference(&want).next() {
+        let realised = found.facts.iter().find(|f| {
+            f.fact == audita_verdict::FactKind::Realised && f.message.as_deref() == Some(u.as_str())
+        });
+        return refuse(match realised {
+            Some(f) => format!(
+                "{u} is declared unrealised but the record shows its effect realised (actuation report {})",
+                f.evidence.join(", ")
+            ),
+            None => format!(
+                "{u} is declared unrealised but is no actuating command on {} past its realisation deadline",
+                found.targets.join(", ")
+            ),
+        });
+    }
+    if let Some(u) = want.difference(&have).next() {
+        return refuse(format!(
+            "{u} never realised its effect by t* but is not declared unrealised"
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `decl` against what the monitor derived from the record; returns the
 /// checked declaration (declarer, incident name and δ kept, facts as derived).
 pub fn check(
@@ -73,41 +164,8 @@ pub fn check(
             decl.outcome
         ));
     }
-    let mine: Vec<&AdverseDecl> = derived
-        .declarations
-        .iter()
-        .filter(|d| d.outcome == decl.outcome)
-        .collect();
     let targets: BTreeSet<&String> = decl.targets.iter().collect();
-    let candidates: Vec<&AdverseDecl> = if targets.is_empty() {
-        mine.clone()
-    } else {
-        mine.iter()
-            .copied()
-            .filter(|d| d.targets.iter().collect::<BTreeSet<_>>() == targets)
-            .collect()
-    };
-    let found = match candidates.as_slice() {
-        [] => {
-            return refuse(format!(
-                "{} never holds{} in the certified record",
-                decl.outcome,
-                if targets.is_empty() {
-                    String::new()
-                } else {
-                    format!(" for {}", decl.targets.join(", "))
-                }
-            ))
-        }
-        [one] => *one,
-        many => match many.iter().find(|d| d.t_star_ms == decl.t_star_ms) {
-            Some(d) => *d,
-            None => *many
-                .iter()
-                .rfind(|d| d.t_star_ms <= decl.t_star_ms)
-                .unwrap_or(&many[0]),
-        },
-    };
+    let found = find_derived(decl, derived)?;
     let evidence_of = |kind: audita_verdict::FactKind| {
         found
             .facts
@@ -141,43 +199,8 @@ pub fn check(
             decl.combine, found.combine
         ));
     }
-    let (want, have) = (ids(&found.anchors)?, ids(&decl.anchors)?);
-    if let Some(a) = want.difference(&have).next() {
-        let why = found
-            .facts
-            .iter()
-            .find(|f| f.message.as_deref() == Some(a.as_str()))
-            .map(|f| f.detail.clone())
-            .unwrap_or_default();
-        return refuse(format!("anchor {a} dropped ({why})"));
-    }
-    if let Some(a) = have.difference(&want).next() {
-        return refuse(format!(
-            "{a} is declared an anchor but is no realised actuation establishing the state {} reads at t*",
-            decl.outcome
-        ));
-    }
-    let (want, have) = (ids(&found.unrealised)?, ids(&decl.unrealised)?);
-    if let Some(u) = have.difference(&want).next() {
-        let realised = found.facts.iter().find(|f| {
-            f.fact == audita_verdict::FactKind::Realised && f.message.as_deref() == Some(u.as_str())
-        });
-        return refuse(match realised {
-            Some(f) => format!(
-                "{u} is declared unrealised but the record shows its effect realised (actuation report {})",
-                f.evidence.join(", ")
-            ),
-            None => format!(
-                "{u} is declared unrealised but is no actuating command on {} past its realisation deadline",
-                found.targets.join(", ")
-            ),
-        });
-    }
-    if let Some(u) = want.difference(&have).next() {
-        return refuse(format!(
-            "{u} never realised its effect by t* but is not declared unrealised"
-        ));
-    }
+    check_anchors(decl, found)?;
+    check_unrealised(decl, found)?;
     let severity_ok = match (&decl.severity, &found.severity) {
         (None, None) => true,
         (Some(a), Some(b)) => {

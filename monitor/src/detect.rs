@@ -56,9 +56,12 @@ use audita_verdict::{
 };
 use serde::Serialize;
 
-use crate::predicate::{Condition, Predicates, SeverityRule};
+use crate::predicate::{Condition, Predicates, Selector, SeverityRule};
 use crate::telemetry::{self, Value};
 use crate::vda5050;
+
+/// One predicate's finding on one subject: (subject, holds, near, other party, detail).
+type Finding = (String, bool, bool, Option<String>, String);
 
 /// Commands remembered per actuator.
 pub const MAX_COMMANDS_PER_TARGET: usize = 4096;
@@ -460,81 +463,95 @@ impl Monitor {
         }
     }
 
+    /// Separation verdicts: for each fresh subject matching `a`, the nearest-first
+    /// other party matching `b` on its site that is within `below_mm` (or, failing
+    /// that, the first within the near-miss `margin`); updated subjects without one
+    /// get a clear verdict.
+    fn separation_verdicts(
+        &self,
+        updated: &[String],
+        ts: u64,
+        (a, b): (&Selector, &Selector),
+        below_mm: f64,
+        margin: f64,
+    ) -> Vec<Finding> {
+        let mut verdicts = Vec::new();
+        // Subjects: updated ones first (report order), then the others
+        // that are still fresh.
+        // Fresh: within `stale_after_ms` of this report either way — a
+        // stream sealed across partitions may deliver another author's
+        // later reports first, and those are no more "here now" than
+        // stale ones (regression: a 64-cell demo paired one cell's robot
+        // with another cell's worker).
+        let stale = self.file.stale_after_ms;
+        let order: Vec<String> = updated
+            .iter()
+            .cloned()
+            .chain(
+                self.latest
+                    .iter()
+                    .filter(|(k, l)| !updated.contains(k) && l.ts.abs_diff(ts) <= stale)
+                    .map(|(k, _)| k.clone()),
+            )
+            .collect();
+        for s in &order {
+            let Some(ls) = self.latest.get(s) else {
+                continue;
+            };
+            if !a.matches(s, &ls.class) {
+                continue;
+            }
+            let s_updated = updated.contains(s);
+            let mut best: Option<(bool, bool, String, f64)> = None;
+            for o in &order {
+                if o == s || !(s_updated || updated.contains(o)) {
+                    continue;
+                }
+                let Some(lo) = self.latest.get(o) else {
+                    continue;
+                };
+                if !b.matches(o, &lo.class) || !self.same_site(s, o) {
+                    continue;
+                }
+                let Some(d) = self.distance(s, o) else {
+                    continue;
+                };
+                let holds = d < below_mm;
+                let near = d < below_mm + margin;
+                if holds {
+                    best = Some((true, true, o.clone(), d));
+                    break;
+                }
+                if near && best.is_none() {
+                    best = Some((false, true, o.clone(), d));
+                }
+            }
+            if !s_updated && best.is_none() {
+                continue;
+            }
+            match best {
+                Some((h, n, o, d)) => verdicts.push((
+                    s.clone(),
+                    h,
+                    n,
+                    Some(o.clone()),
+                    format!("separation {d:.0} mm between {s} and {o} (threshold {below_mm} mm)"),
+                )),
+                None => verdicts.push((s.clone(), false, false, None, String::new())),
+            }
+        }
+        verdicts
+    }
+
     fn evaluate(&mut self, updated: &[String], ts: u64) -> Vec<Alert> {
         let mut alerts = Vec::new();
         for pi in 0..self.file.predicates.len() {
             let pred = self.file.predicates[pi].clone();
-            // (subject, holds, near, other party, detail)
-            let mut verdicts: Vec<(String, bool, bool, Option<String>, String)> = Vec::new();
+            let mut verdicts: Vec<Finding> = Vec::new();
             match &pred.condition {
                 Condition::Separation { a, b, below_mm } => {
                     let margin = pred.near_miss_margin.unwrap_or(0.0);
-                    // Subjects: updated ones first (report order), then the others
-                    // that are still fresh.
-                    // Fresh: within `stale_after_ms` of this report either way — a
-                    // stream sealed across partitions may deliver another author's
-                    // later reports first, and those are no more "here now" than
-                    // stale ones (regression: a 64-cell demo paired one cell's robot
-                    // with another cell's worker).
-                    let stale = self.file.stale_after_ms;
-                    let order: Vec<String> = updated
-                        .iter()
-                        .cloned()
-                        .chain(
-                            self.latest
-                                .iter()
-                                .filter(|(k, l)| !updated.contains(k) && l.ts.abs_diff(ts) <= stale)
-                                .map(|(k, _)| k.clone()),
-                        )
-                        .collect();
-                    for s in &order {
-                        let Some(ls) = self.latest.get(s) else {
-                            continue;
-                        };
-                        if !a.matches(s, &ls.class) {
-                            continue;
-                        }
-                        let s_updated = updated.contains(s);
-                        let mut best: Option<(bool, bool, String, f64)> = None;
-                        for o in &order {
-                            if o == s || !(s_updated || updated.contains(o)) {
-                                continue;
-                            }
-                            let Some(lo) = self.latest.get(o) else {
-                                continue;
-                            };
-                            if !b.matches(o, &lo.class) || !self.same_site(s, o) {
-                                continue;
-                            }
-                            let Some(d) = self.distance(s, o) else {
-                                continue;
-                            };
-                            let holds = d < *below_mm;
-                            let near = d < below_mm + margin;
-                            if holds {
-                                best = Some((true, true, o.clone(), d));
-                                break;
-                            }
-                            if near && best.is_none() {
-                                best = Some((false, true, o.clone(), d));
-                            }
-                        }
-                        if !s_updated && best.is_none() {
-                            continue;
-                        }
-                        match best {
-                            Some((h, n, o, d)) => verdicts.push((
-                                s.clone(),
-                                h,
-                                n,
-                                Some(o.clone()),
-                                format!(
-                                    "separation {d:.0} mm between {s} and {o} (threshold {below_mm} mm)"
-                                ),
-                            )),
-                            None => verdicts.push((s.clone(), false, false, None, String::new())),
-                        }
-                    }
+                    verdicts = self.separation_verdicts(updated, ts, (a, b), *below_mm, margin);
                 }
                 Condition::SpeedInZone {
                     entity,
@@ -772,59 +789,7 @@ impl Monitor {
                 None => {}
             }
         }
-        // The last realised command of each kind (halts latch; they are no anchor).
-        let mut last: BTreeMap<&'static str, (&Actuating, &Realisation)> = BTreeMap::new();
-        for &(c, r) in &realised {
-            if c.kind == "halt" {
-                continue;
-            }
-            let newer = last
-                .get(c.kind)
-                .is_none_or(|(_, q)| (r.ts, r.seq) > (q.ts, q.seq));
-            if newer {
-                last.insert(c.kind, (c, r));
-            }
-        }
-        let mut anchors: Vec<(MessageId, Fact)> = Vec::new();
-        for (kind, (c, r)) in last {
-            let obs = &p.subject_obs;
-            let num = |f: &str| obs.fields.get(f).and_then(Value::as_f64);
-            let superseded = match &c.effect {
-                Effect::Speed { mm_per_s, .. } => {
-                    num("speed_mm_per_s").is_some_and(|v| v > 0.0 && v != *mm_per_s as f64)
-                }
-                Effect::Param { name, value, .. } => {
-                    num(name.as_str()).is_some_and(|v| v != *value as f64)
-                }
-                _ => false,
-            };
-            if superseded {
-                continue;
-            }
-            let mut evidence = vec![id_string(&c.id), id_string(&r.report)];
-            let corroborated = matches!(c.effect, Effect::Speed { .. } | Effect::Param { .. });
-            if corroborated {
-                evidence.push(id_string(&obs.evidence));
-            }
-            anchors.push((
-                c.id.clone(),
-                Fact {
-                    fact: FactKind::Anchor,
-                    message: Some(id_string(&c.id)),
-                    evidence,
-                    detail: format!(
-                        "last realised {kind} of {} by t* (actuation report at {} ms){}",
-                        p.subject,
-                        r.ts,
-                        if corroborated {
-                            "; its effect is what the telemetry at t* reports"
-                        } else {
-                            ""
-                        }
-                    ),
-                },
-            ));
-        }
+        let mut anchors = state_anchors(p, &realised);
         anchors.extend(self.deviation_anchor(p, &realised));
         anchors.sort_by(|a, b| a.0.cmp(&b.0));
         realised.sort_by(|a, b| a.0.id.cmp(&b.0.id));
@@ -879,6 +844,65 @@ impl Monitor {
             facts,
         }
     }
+}
+
+/// The state anchors of a pending incident: the last realised command of each kind on
+/// its subject by `t*`, unless the telemetry at `t*` shows its effect superseded.
+fn state_anchors(p: &Pending, realised: &[(&Actuating, &Realisation)]) -> Vec<(MessageId, Fact)> {
+    // The last realised command of each kind (halts latch; they are no anchor).
+    let mut last: BTreeMap<&'static str, (&Actuating, &Realisation)> = BTreeMap::new();
+    for &(c, r) in realised {
+        if c.kind == "halt" {
+            continue;
+        }
+        let newer = last
+            .get(c.kind)
+            .is_none_or(|(_, q)| (r.ts, r.seq) > (q.ts, q.seq));
+        if newer {
+            last.insert(c.kind, (c, r));
+        }
+    }
+    let mut anchors: Vec<(MessageId, Fact)> = Vec::new();
+    for (kind, (c, r)) in last {
+        let obs = &p.subject_obs;
+        let num = |f: &str| obs.fields.get(f).and_then(Value::as_f64);
+        let superseded = match &c.effect {
+            Effect::Speed { mm_per_s, .. } => {
+                num("speed_mm_per_s").is_some_and(|v| v > 0.0 && v != *mm_per_s as f64)
+            }
+            Effect::Param { name, value, .. } => {
+                num(name.as_str()).is_some_and(|v| v != *value as f64)
+            }
+            _ => false,
+        };
+        if superseded {
+            continue;
+        }
+        let mut evidence = vec![id_string(&c.id), id_string(&r.report)];
+        let corroborated = matches!(c.effect, Effect::Speed { .. } | Effect::Param { .. });
+        if corroborated {
+            evidence.push(id_string(&obs.evidence));
+        }
+        anchors.push((
+            c.id.clone(),
+            Fact {
+                fact: FactKind::Anchor,
+                message: Some(id_string(&c.id)),
+                evidence,
+                detail: format!(
+                    "last realised {kind} of {} by t* (actuation report at {} ms){}",
+                    p.subject,
+                    r.ts,
+                    if corroborated {
+                        "; its effect is what the telemetry at t* reports"
+                    } else {
+                        ""
+                    }
+                ),
+            },
+        ));
+    }
+    anchors
 }
 
 impl Monitor {

@@ -830,31 +830,7 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
         record_size: record.epochs.iter().map(|e| e.leaves.len() as u64).sum(),
         ..TileReport::default()
     };
-    let problem = |report: &mut TileReport, code, path: &str, detail: String| {
-        report.problems.push(TileProblem {
-            code,
-            path: path.to_owned(),
-            detail,
-        })
-    };
-    let (logs, keepers) = vkey_files(keys);
-    for (name, want) in [("keys/log.vkey", logs), ("keys/keepers.vkey", keepers)] {
-        match read_bounded(
-            &dir.join(name),
-            crate::DEFAULT_FRAME_BYTES,
-            Limit::FrameBytes,
-        ) {
-            Ok(b) if b == want.as_bytes() => {}
-            Ok(_) => problem(
-                &mut report,
-                "vkey_mismatch",
-                name,
-                "does not hold the record's keys (keys/*.txt)".into(),
-            ),
-            Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => problem(&mut report, "vkey_mismatch", name, e.to_string()),
-        }
-    }
+    check_vkeys(dir, keys, &mut report);
     let cp_path = dir.join("checkpoint");
     let note = match read_bounded(&cp_path, crate::DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
         Ok(b) => Some(b),
@@ -896,40 +872,7 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
     };
     let (size, root) = (held.checkpoint().size, held.checkpoint().root);
     report.size = size;
-    // The same tree as one of the record's checkpoints, signed by the log; its
-    // cosignature lines may differ (keepers that co-signed later add theirs).
-    let in_record = record
-        .checkpoints
-        .iter()
-        .any(|c| SignedCheckpoint::parse(c).is_ok_and(|c| c.checkpoint() == held.checkpoint()));
-    if !in_record {
-        problem(
-            &mut report,
-            "checkpoint_not_in_record",
-            "checkpoint",
-            "states a tree (origin, size, root) that no checkpoint of the record states".into(),
-        );
-    }
-    if let Err(e) = held.verify_log(keys) {
-        problem(
-            &mut report,
-            "checkpoint_unsigned",
-            "checkpoint",
-            e.to_string(),
-        );
-    }
-    // Every other line must be a valid cosignature of one of the record's keepers.
-    for line in held.classify(keys) {
-        use audita_evidence::SignatureLine as L;
-        if let L::Unknown { name } | L::Invalid { name } = line {
-            problem(
-                &mut report,
-                "checkpoint_bad_signature",
-                "checkpoint",
-                format!("signature line of {name} is not a valid log or keeper signature"),
-            );
-        }
-    }
+    check_checkpoint_signatures(&held, record, keys, &mut report);
     if size > report.record_size {
         let have = report.record_size;
         problem(
@@ -940,6 +883,83 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
         );
         return report;
     }
+    check_tile_files(dir, record, size, root, &mut report);
+    report
+}
+
+/// Records one problem found by [`check_tiles`].
+fn problem(report: &mut TileReport, code: &'static str, path: &str, detail: String) {
+    report.problems.push(TileProblem {
+        code,
+        path: path.to_owned(),
+        detail,
+    })
+}
+
+/// The `keys/*.vkey` files, when present, hold the record's keys.
+fn check_vkeys(dir: &Path, keys: &KeyRegistry, report: &mut TileReport) {
+    let (logs, keepers) = vkey_files(keys);
+    for (name, want) in [("keys/log.vkey", logs), ("keys/keepers.vkey", keepers)] {
+        match read_bounded(
+            &dir.join(name),
+            crate::DEFAULT_FRAME_BYTES,
+            Limit::FrameBytes,
+        ) {
+            Ok(b) if b == want.as_bytes() => {}
+            Ok(_) => problem(
+                report,
+                "vkey_mismatch",
+                name,
+                "does not hold the record's keys (keys/*.txt)".into(),
+            ),
+            Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => problem(report, "vkey_mismatch", name, e.to_string()),
+        }
+    }
+}
+
+/// The held checkpoint states a tree of the record, is signed by the log, and every
+/// other signature line is a valid keeper cosignature.
+fn check_checkpoint_signatures(
+    held: &SignedCheckpoint,
+    record: &Record,
+    keys: &KeyRegistry,
+    report: &mut TileReport,
+) {
+    // The same tree as one of the record's checkpoints, signed by the log; its
+    // cosignature lines may differ (keepers that co-signed later add theirs).
+    let in_record = record
+        .checkpoints
+        .iter()
+        .any(|c| SignedCheckpoint::parse(c).is_ok_and(|c| c.checkpoint() == held.checkpoint()));
+    if !in_record {
+        problem(
+            report,
+            "checkpoint_not_in_record",
+            "checkpoint",
+            "states a tree (origin, size, root) that no checkpoint of the record states".into(),
+        );
+    }
+    if let Err(e) = held.verify_log(keys) {
+        problem(report, "checkpoint_unsigned", "checkpoint", e.to_string());
+    }
+    // Every other line must be a valid cosignature of one of the record's keepers.
+    for line in held.classify(keys) {
+        use audita_evidence::SignatureLine as L;
+        if let L::Unknown { name } | L::Invalid { name } = line {
+            problem(
+                report,
+                "checkpoint_bad_signature",
+                "checkpoint",
+                format!("signature line of {name} is not a valid log or keeper signature"),
+            );
+        }
+    }
+}
+
+/// Every tile of the first `size` leaves on disk is the one recomputed from the
+/// record's leaves, and they reproduce the checkpoint's `root`.
+fn check_tile_files(dir: &Path, record: &Record, size: u64, root: Hash, report: &mut TileReport) {
     let mut edge = Edge::new();
     let compare = |report: &mut TileReport, id: TileId, bytes: &[u8]| {
         report.files_checked += 1;
@@ -961,30 +981,29 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
     for leaf in leaves.take(size as usize) {
         if leaf.len() > MAX_ENTRY_BYTES {
             problem(
-                &mut report,
+                report,
                 "tile_mismatch",
                 "tile/entries",
                 format!("leaf {} is too long for an entry bundle", edge.size()),
             );
-            return report;
+            return;
         }
         let _ = edge.append(leaf, &mut |id, bytes| {
-            compare(&mut report, id, &bytes);
+            compare(report, id, &bytes);
             Ok::<(), ()>(())
         });
     }
     for (id, bytes) in edge.partials() {
-        compare(&mut report, id, &bytes);
+        compare(report, id, &bytes);
     }
     if edge.root() != root {
         problem(
-            &mut report,
+            report,
             "checkpoint_root_mismatch",
             "checkpoint",
             "the record's leaves do not reproduce its root".into(),
         );
     }
-    report
 }
 
 /// Checks every `<N>.p/<W>` file of tile `id` (whose bytes at the checked size

@@ -562,6 +562,68 @@ struct Facts {
     derived_input: bool,
 }
 
+/// The context mutations a span folds in: its `audita.context.mutation.output.hash`
+/// attribute, then its `audita.context.mutation` events, in order.
+fn folded_mutations(span: &Span, id: &str, a: &Attrs) -> Result<Vec<FoldedMutation>, OtlpError> {
+    let bad = |problem: String| OtlpError::Span {
+        span: id.to_string(),
+        problem,
+    };
+    let mut folded = Vec::new();
+    if let Some(h) = a.hash("audita.context.mutation.output.hash")? {
+        folded.push(FoldedMutation {
+            output_hash: h,
+            input_parts: Vec::new(),
+            kind: None,
+        });
+    }
+    for ev in span
+        .events
+        .iter()
+        .filter(|e| e.name == "audita.context.mutation")
+    {
+        let ea = Attrs::new(id, &ev.attributes);
+        let output_hash = ea.hash("audita.mutation.output.hash")?.ok_or_else(|| {
+            bad("event audita.context.mutation without audita.mutation.output.hash".into())
+        })?;
+        let kind = ea
+            .string("audita.mutation.kind")?
+            .and_then(MutationKind::parse);
+        folded.push(FoldedMutation {
+            output_hash,
+            input_parts: ea.hashes("audita.mutation.input.parts")?,
+            kind,
+        });
+    }
+    Ok(folded)
+}
+
+/// A span's links, with their declared basis and similarity.
+fn read_links(span: &Span, id: &str) -> Result<Vec<Link>, OtlpError> {
+    let bad = |problem: String| OtlpError::Span {
+        span: id.to_string(),
+        problem,
+    };
+    let mut links = Vec::new();
+    for l in &span.links {
+        let target = SpanId::parse(&l.span_id)
+            .ok_or_else(|| bad(format!("link spanId {:?} is not 16 hex digits", l.span_id)))?;
+        let la = Attrs::new(id, &l.attributes);
+        let basis = la.string("audita.link.basis")?.map(|b| match b {
+            "framework" => LinkBasis::Framework,
+            "embedding_similarity" => LinkBasis::EmbeddingSimilarity,
+            other => LinkBasis::Other(other.to_string()),
+        });
+        links.push(Link {
+            span_id: target,
+            basis,
+            similarity: la.double("audita.link.similarity")?,
+        });
+    }
+    Ok(links)
+}
+
+/// Reads one OTLP span into its node and the facts the post-passes need of it.
 fn read_span(
     span: &Span,
     position: usize,
@@ -647,48 +709,10 @@ fn read_span(
             ))
         })?),
     };
-    if let Some(h) = a.hash("audita.context.mutation.output.hash")? {
-        node.folded.push(FoldedMutation {
-            output_hash: h,
-            input_parts: Vec::new(),
-            kind: None,
-        });
-    }
-    for ev in span
-        .events
-        .iter()
-        .filter(|e| e.name == "audita.context.mutation")
-    {
-        let ea = Attrs::new(&id, &ev.attributes);
-        let output_hash = ea.hash("audita.mutation.output.hash")?.ok_or_else(|| {
-            bad("event audita.context.mutation without audita.mutation.output.hash".into())
-        })?;
-        let kind = ea
-            .string("audita.mutation.kind")?
-            .and_then(MutationKind::parse);
-        node.folded.push(FoldedMutation {
-            output_hash,
-            input_parts: ea.hashes("audita.mutation.input.parts")?,
-            kind,
-        });
-    }
+    node.folded.extend(folded_mutations(span, &id, &a)?);
     node.write_set = a.entries("audita.write_set")?;
     node.read_set = a.entries("audita.read_set")?;
-    for l in &span.links {
-        let target = SpanId::parse(&l.span_id)
-            .ok_or_else(|| bad(format!("link spanId {:?} is not 16 hex digits", l.span_id)))?;
-        let la = Attrs::new(&id, &l.attributes);
-        let basis = la.string("audita.link.basis")?.map(|b| match b {
-            "framework" => LinkBasis::Framework,
-            "embedding_similarity" => LinkBasis::EmbeddingSimilarity,
-            other => LinkBasis::Other(other.to_string()),
-        });
-        node.links.push(Link {
-            span_id: target,
-            basis,
-            similarity: la.double("audita.link.similarity")?,
-        });
-    }
+    node.links.extend(read_links(span, &id)?);
     let declared_in = a.map.contains_key("audita.input.parts");
     let declared_out =
         a.map.contains_key("audita.output.hash") || a.map.contains_key("audita.output.parts");
