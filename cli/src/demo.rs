@@ -22,9 +22,13 @@
 
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::Bus;
+use audita_deploy::Config;
+use audita_evidence::Partition;
 use audita_load_tests::client;
+use audita_load_tests::fleet::Fleet;
 use audita_pipeline::metrics::Metrics;
-use audita_pipeline::Deployment;
+use audita_pipeline::{Collected, Deployment};
+use audita_sinks::VerdictRow;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -224,7 +228,30 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     )?;
     let keepers = keepers.start(&cfg)?;
     let fleet = client::fleet_of(&cfg, &shape)?;
-    let mut d = Deployment::from_config(&cfg, true)?;
+    let d = Arc::new(deployment(args, &cfg, &fleet)?);
+    let collected = run_fleet(args, &d, &fleet)?;
+    for k in keepers {
+        k.shutdown();
+    }
+    let rows = collected.rows();
+    write_outputs(args, &fleet, &collected, &rows)?;
+    let partition = verify_written(args)?;
+    print_summary(args, &fleet, &collected, &rows, &partition, started);
+    Ok(
+        if partition.is_clean()
+            && collected.verdicts.len() + collected.abstained.len() == fleet.incidents()
+        {
+            0
+        } else {
+            1
+        },
+    )
+}
+
+/// The demo's deployment as its stages see it: `cfg` with the command line's slice and
+/// epoch sizes, monitoring the fleet's adverse predicates.
+fn deployment(args: &DemoArgs, cfg: &Config, fleet: &Fleet) -> anyhow::Result<Deployment> {
+    let mut d = Deployment::from_config(cfg, true)?;
     if let Some(n) = args.max_slice_bytes {
         d.max_slice_bytes = n;
     }
@@ -238,7 +265,12 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     d.predicates = Some(audita_monitor::Predicates::from_json(
         &fleet.predicates_json,
     )?);
-    let d = Arc::new(d);
+    Ok(d)
+}
+
+/// Runs the whole pipeline over the embedded bus with the fleet publishing its
+/// messages, a progress bar unless `--quiet`; returns what the sink collected.
+fn run_fleet(args: &DemoArgs, d: &Arc<Deployment>, fleet: &Fleet) -> anyhow::Result<Collected> {
     let total = fleet.messages() as u64;
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -256,7 +288,7 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let mut verdicts = 0usize;
     let expect = fleet.incidents();
     let collected = audita_pipeline::run_all(
-        d.clone(),
+        Arc::clone(d),
         &bus,
         &args.out,
         args.workers,
@@ -276,14 +308,18 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         },
     )?;
     bar.finish_and_clear();
-    for k in keepers {
-        k.shutdown();
-    }
-    let rows = collected.rows();
-    std::fs::write(
-        args.out.join("rows.json"),
-        serde_json::to_vec_pretty(&rows)?,
-    )?;
+    Ok(collected)
+}
+
+/// Writes what the verdicts can be re-checked with offline: the rows, the duty and
+/// predicate files, each incident's declaration and verdict, the planted profiles.
+fn write_outputs(
+    args: &DemoArgs,
+    fleet: &Fleet,
+    collected: &Collected,
+    rows: &[VerdictRow],
+) -> anyhow::Result<()> {
+    std::fs::write(args.out.join("rows.json"), serde_json::to_vec_pretty(rows)?)?;
     std::fs::write(args.out.join("duties.json"), &fleet.duties_json)?;
     std::fs::write(args.out.join("predicates.json"), &fleet.predicates_json)?;
     // What each verdict was judged on and what it said, for re-checking offline.
@@ -308,13 +344,31 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         args.out.join("planted.json"),
         serde_json::to_vec_pretty(&planted)?,
     )?;
+    Ok(())
+}
+
+/// Verifies the record the run wrote, as `audita verify` would.
+fn verify_written(args: &DemoArgs) -> anyhow::Result<Partition> {
     let dir = audita_record::read_dir(&args.out.join("record"), &audita_record::Limits::default())?;
-    let partition = audita_evidence::verify_record_with(
+    Ok(audita_evidence::verify_record_with(
         &dir.record,
         &dir.keys,
         &audita_evidence::Policy::default(),
         dir.payloads.as_ref(),
-    );
+    ))
+}
+
+/// Prints the run's summary: the record, the verdicts and abstentions, the culpable
+/// findings and where everything was written.
+fn print_summary(
+    args: &DemoArgs,
+    fleet: &Fleet,
+    collected: &Collected,
+    rows: &[VerdictRow],
+    partition: &Partition,
+    started: Instant,
+) {
+    let expect = fleet.incidents();
     let culpable: Vec<String> = rows
         .iter()
         .filter(|r| r.culpable)
@@ -346,11 +400,4 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         args.out.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(
-        if partition.is_clean() && collected.verdicts.len() + collected.abstained.len() == expect {
-            0
-        } else {
-            1
-        },
-    )
 }

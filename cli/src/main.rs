@@ -7,18 +7,14 @@
 use clap::{Parser, Subcommand};
 
 mod attribute;
-mod bench;
-mod bench_perimeter;
-mod bench_pipeline;
-mod bench_stages;
 mod bridge;
 mod demo;
 mod deployment;
 mod export;
+mod harness;
 mod inputs;
 mod keeper;
 mod keeper_evidence;
-mod load;
 mod proof;
 mod query;
 mod sample_record;
@@ -43,10 +39,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Pipeline benchmark: end-to-end msg/s vs the Ed25519 limit, verdict latency, memory.
-    BenchPipeline(bench_pipeline::BenchPipelineArgs),
+    BenchPipeline(audita_load_tests::bench_pipeline::BenchPipelineArgs),
     /// Sustained fleet load over Kafka, every stage its own process: msg/s vs the
     /// Ed25519 limit, adverse-to-verdict latency, RSS of each stage over time.
-    Load(load::LoadArgs),
+    Load(audita_load_tests::kafka_run::LoadArgs),
     /// The main job: the whole pipeline over the embedded bus on a simulated fleet.
     Demo(demo::DemoArgs),
     /// Create a new deployment (fresh keys, empty registries).
@@ -63,7 +59,7 @@ enum Command {
     /// Publish the simulated fleet's commands to Apache Kafka.
     Feed(stage::FeedArgs),
     /// Evaluation benchmarks (attribution accuracy on the facility register).
-    Bench(bench::BenchArgs),
+    Bench(harness::BenchArgs),
     /// Graded actual-causality attribution of a structural model (SPEC §7 JSON).
     Attribute(attribute::AttributeArgs),
     /// Verify an on-disk sealed record offline (public keys only); JSON summary.
@@ -115,8 +111,8 @@ fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Demo(args) => demo::run(args),
-        Command::BenchPipeline(args) => bench_pipeline::run(args),
-        Command::Load(args) => load::run(args),
+        Command::BenchPipeline(args) => harness::bench_pipeline(args),
+        Command::Load(args) => harness::load(args),
         Command::Stage(args) => stage::run_stage(args),
         Command::Tail(args) => tail::run(args),
         Command::Topics(args) => tail::run_topics(args),
@@ -125,7 +121,7 @@ fn main() {
         Command::Init(args) => deployment::run_init(args),
         Command::Principal(args) => deployment::run_principal(args),
         Command::Fleet(args) => deployment::run_fleet(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => harness::bench(args),
         Command::Attribute(args) => attribute::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Verdict(args) => verdict::run(args),

@@ -11,7 +11,7 @@
 //! - `trace serve --listen ADDR --out FILE` is an OTLP/HTTP receiver (`POST
 //!   /v1/traces` and `POST /v1/logs`, OTLP/JSON) that appends each accepted export as
 //!   one line to FILE (spans and the GenAI events logged as log records of one run
-//!   in one file), which `trace import` reads;
+//!   in one file), which `trace import` reads (`audita_serve::otlp`);
 //! - `trace seal FILE --config DEPLOYMENT --record OUT` seals a trace as evidence
 //!   (one signed message per span, [`seal`]);
 //! - `trace verdict RECORD --action SPAN --injection SPAN` judges an adverse outcome
@@ -23,25 +23,19 @@
 //!   line on stderr and exit 2. Inputs are bounded: `--max-input-bytes` and
 //!   `--max-spans`, also per request in the receiver (413/400 with the reason).
 //! - The receiver validates every request completely before appending it, so the
-//!   file only ever holds exports that import on their own; appends are serialised.
+//!   file only ever holds exports that import on their own (`audita_serve::otlp`).
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 mod seal;
 mod verdict;
 
 use audita_traces::graph::Edge;
-use audita_traces::whowhen::{self, Tally};
+use audita_traces::whowhen;
 use audita_traces::{parse_otlp_json, witness, Graph, Level, Limits, SpanId, Trace, Witness};
 use serde_json::{json, Value};
-
-/// Time limit of one receiver request.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Arguments of `audita trace`.
 #[derive(clap::Args, Debug)]
@@ -330,312 +324,22 @@ fn run_whowhen(a: &WhoWhenArgs) -> Result<i32, String> {
     Ok(0)
 }
 
-type Predictor = fn(&[whowhen::Turn]) -> Option<(String, usize)>;
-
-/// One Who&When log file of a bench directory.
-struct WhoWhenFile {
-    /// The subset directory it came from (`None`: the directory itself).
-    subset: Option<&'static str>,
-    path: PathBuf,
-    /// Its file name (`N.json`), which fixes its half.
-    name: String,
-}
-
-/// The Who&When files under `dir`: `N.json` files directly, and those of the
-/// subset directories `Algorithm-Generated/` and `Hand-Crafted/` when present.
-fn whowhen_files(dir: &Path) -> Result<Vec<WhoWhenFile>, String> {
-    let numbered = |d: &Path| -> Result<Vec<(u64, String)>, String> {
-        let mut v: Vec<(u64, String)> = std::fs::read_dir(d)
-            .map_err(|e| format!("{}: {e}", d.display()))?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter_map(|n| {
-                n.strip_suffix(".json")
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .map(|i| (i, n.clone()))
-            })
-            .collect();
-        v.sort();
-        Ok(v)
-    };
-    let mut out = Vec::new();
-    for (_, name) in numbered(dir)? {
-        out.push(WhoWhenFile {
-            subset: None,
-            path: dir.join(&name),
-            name,
-        });
-    }
-    for sub in ["Algorithm-Generated", "Hand-Crafted"] {
-        let d = dir.join(sub);
-        if d.is_dir() {
-            for (_, name) in numbered(&d)? {
-                out.push(WhoWhenFile {
-                    subset: Some(sub),
-                    path: d.join(&name),
-                    name,
-                });
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err(format!(
-            "{}: no N.json files (directly or under Algorithm-Generated/ or Hand-Crafted/)",
-            dir.display()
-        ));
-    }
-    Ok(out)
-}
-
 fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
-    let files = whowhen_files(&a.dir)?;
-    let methods: [(&str, Predictor); 3] = [
-        ("audita-static", |h| {
-            whowhen::attribute(h).map(|a| (a.agent, a.step))
-        }),
-        ("floor: first worker reply", whowhen::floor_first_worker),
-        ("floor: step 0", whowhen::floor_step_zero),
-    ];
-    // (subset, method, split) → tally
-    let mut tallies: BTreeMap<(&str, &str, &str), Tally> = BTreeMap::new();
-    // The LLM judges run only with a configured endpoint (audita_baselines::judge).
-    let endpoint = std::env::var("AUDITA_JUDGE_ENDPOINT")
-        .ok()
-        .filter(|e| !e.is_empty());
-    let mut transport = match &endpoint {
-        None => None,
-        Some(e) => {
-            let model = std::env::var("AUDITA_JUDGE_MODEL").unwrap_or_else(|_| "default".into());
-            Some(
-                audita_baselines::judge::HttpTransport::new(e, &model)
-                    .map_err(|e| e.to_string())?,
-            )
-        }
-    };
-    let mut judge_errors = 0usize;
-    let mut subsets: std::collections::BTreeSet<&str> = Default::default();
-    for WhoWhenFile {
-        subset: dir_subset,
-        path,
-        name,
-    } in &files
-    {
-        let bytes = crate::inputs::read_input(path, 16 << 20)?;
-        let c = whowhen::parse_whowhen(&bytes, &whowhen::Limits::default())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        let label = c
-            .label
-            .clone()
-            .ok_or_else(|| format!("{}: no mistake_agent/mistake_step label", path.display()))?;
-        let subset = dir_subset.unwrap_or(c.format.subset());
-        subsets.insert(subset);
-        // A file of the Hand-Crafted directory is held out whatever its shape.
-        let split_format = match dir_subset {
-            Some("Hand-Crafted") => whowhen::LogFormat::MagenticOne,
-            _ => c.format,
-        };
-        let half = if whowhen::is_development_in(split_format, name) {
-            "development"
-        } else {
-            "held-out"
-        };
-        let mut add = |m: &'static str, hits| {
-            for split in [half, "all"] {
-                tallies.entry((subset, m, split)).or_default().add(hits);
-                tallies.entry(("pooled", m, split)).or_default().add(hits);
-            }
-        };
-        for (m, f) in &methods {
-            let p = f(&c.history);
-            add(
-                m,
-                whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label),
-            );
-        }
-        if let Some(t) = transport.as_mut() {
-            use audita_baselines::judge::Transport as _;
-            for format in whowhen::judge::Format::ALL {
-                let p = whowhen::judge::judge(&c, format, &mut |prompt: &str| t.complete(prompt))
-                    .unwrap_or_else(|e| {
-                        tracing::warn!(file = %path.display(), error = %e, "judge call failed");
-                        judge_errors += 1;
-                        None
-                    });
-                add(
-                    format.name(),
-                    whowhen::score(p.as_ref().map(|(a, s)| (a.as_str(), *s)), &label),
-                );
-            }
-        }
-    }
-    let pooled = subsets.len() > 1;
-    let rows: Vec<Value> = tallies
-        .iter()
-        .filter(|((subset, _, _), _)| pooled || *subset != "pooled")
-        .map(|((subset, m, half), t)| {
-            json!({
-                "subset": subset, "method": m, "split": half, "n": t.n,
-                "agent": round3(t.rate(t.agent)), "step": round3(t.rate(t.step)),
-                "agent_strict": round3(t.rate(t.agent_strict)),
-                "step_strict": round3(t.rate(t.step_strict)),
-            })
-        })
-        .collect();
-    let judges = match &endpoint {
-        None => "not run (AUDITA_JUDGE_ENDPOINT unset)".to_string(),
-        Some(e) => format!("run against {e} ({judge_errors} failed calls counted as misses)"),
-    };
-    print(
-        &json!({"files": files.len(), "subsets": subsets, "judges": judges, "rows": rows}),
-        true,
-    );
+    let out = audita_load_tests::bench_whowhen::run(&a.dir, &crate::inputs::read_input)?;
+    print(&out, true);
     Ok(0)
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-/// The receiver's shared state: the output file and the per-request limits.
-struct Receiver {
-    out: std::sync::Mutex<std::fs::File>,
-    limits: Limits,
 }
 
 fn serve(a: &ServeArgs) -> Result<i32, String> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&a.out)
-        .map_err(|e| format!("{}: cannot open for appending: {e}", a.out.display()))?;
-    let state = Arc::new(Receiver {
-        out: std::sync::Mutex::new(file),
-        limits: Limits {
-            max_bytes: a.max_body_bytes,
-            max_spans: a.max_spans,
-        },
-    });
-    crate::serve_log::serve_http(
+    let limits = Limits {
+        max_bytes: a.max_body_bytes,
+        max_spans: a.max_spans,
+    };
+    audita_serve::serve_until_signalled(
         "trace serve",
         a.listen,
-        router(state, a.max_body_bytes),
+        audita_serve::otlp::receiver(&a.out, limits)?,
         |bound| format!("receiving OTLP/HTTP traces on http://{bound}/v1/traces"),
     )?;
     Ok(0)
-}
-
-fn router(state: Arc<Receiver>, max_body: usize) -> axum::Router {
-    use axum::http::StatusCode;
-    let logs = state.clone();
-    axum::Router::new()
-        .route(
-            "/v1/traces",
-            axum::routing::post(
-                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                    let state = state.clone();
-                    async move { receive(&state, &headers, &body, Signal::Traces) }
-                },
-            ),
-        )
-        .route(
-            "/v1/logs",
-            axum::routing::post(
-                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                    let state = logs.clone();
-                    async move { receive(&state, &headers, &body, Signal::Logs) }
-                },
-            ),
-        )
-        .layer(axum::extract::DefaultBodyLimit::max(max_body))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ))
-}
-
-/// Which OTLP signal a request carries.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Signal {
-    /// `ExportTraceServiceRequest` (`resourceSpans`).
-    Traces,
-    /// `ExportLogsServiceRequest` (`resourceLogs`): GenAI events as log records.
-    Logs,
-}
-
-fn receive(
-    state: &Receiver,
-    headers: &axum::http::HeaderMap,
-    body: &[u8],
-    signal: Signal,
-) -> (
-    axum::http::StatusCode,
-    [(axum::http::HeaderName, &'static str); 1],
-    String,
-) {
-    use axum::http::{header, StatusCode};
-    let json_type = [(header::CONTENT_TYPE, "application/json")];
-    let refuse = |code: StatusCode, msg: String| {
-        tracing::warn!(reason = %msg, "trace serve: request refused");
-        (code, json_type.clone(), json!({"error": msg}).to_string())
-    };
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    if !content_type.starts_with("application/json") {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!(
-                "content type {content_type} is not supported: send OTLP/JSON (application/json)"
-            ),
-        );
-    }
-    if let Some(enc) = headers.get(header::CONTENT_ENCODING) {
-        if enc.as_bytes() != b"identity" {
-            return refuse(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "compressed bodies are not supported: export uncompressed".into(),
-            );
-        }
-    }
-    let trace = match parse_otlp_json(body, &state.limits) {
-        Ok(t) => t,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, e.to_string()),
-    };
-    // The body is one JSON document (checked above); its top level must hold its
-    // signal's key.
-    let (key, path) = match signal {
-        Signal::Traces => ("resourceSpans", "/v1/traces"),
-        Signal::Logs => ("resourceLogs", "/v1/logs"),
-    };
-    let has_key = serde_json::from_slice::<BTreeMap<String, serde::de::IgnoredAny>>(body)
-        .is_ok_and(|top| top.contains_key(key));
-    if !has_key {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            format!("not OTLP/JSON for {path}: no {key} in the request"),
-        );
-    }
-    let mut line = body.to_vec();
-    line.retain(|&b| b != b'\n' && b != b'\r');
-    line.push(b'\n');
-    let written = state
-        .out
-        .lock()
-        .map_err(|_| "output file lock poisoned".to_string())
-        .and_then(|mut f| f.write_all(&line).map_err(|e| e.to_string()));
-    if let Err(e) = written {
-        tracing::error!(error = %e, "trace serve: cannot append");
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            json_type,
-            json!({"error": "cannot store the export"}).to_string(),
-        );
-    }
-    tracing::info!(spans = trace.len(), "trace serve: export accepted");
-    (
-        StatusCode::OK,
-        json_type,
-        json!({"partialSuccess": {}}).to_string(),
-    )
 }

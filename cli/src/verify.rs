@@ -129,10 +129,10 @@ fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
     )?;
     let found = crate::keeper_evidence::read(&args.keeper_evidence, args.limits.max_input_bytes)?;
     let partition = verify_record_with(&dir.record, &keys, &policy, dir.payloads.as_ref());
-    let evidence = crate::keeper_evidence::judge(found, &dir.record, &keys);
+    let evidence = audita_keeper::judge::judge(found, &dir.record, &keys);
     let mut summary = summarize(&partition, &trust, &tiles, args);
     if !args.keeper_evidence.is_empty() {
-        summary["keeper_evidence"] = crate::keeper_evidence::summary(&evidence, args.max_list);
+        summary["keeper_evidence"] = audita_keeper::judge::summary(&evidence, args.max_list);
         if evidence.iter().any(|j| j.is_problem()) {
             summary["clean"] = json!(false);
         }
@@ -152,7 +152,7 @@ fn run_inner(args: &VerifyArgs) -> Result<i32, String> {
             tiles.problems.len()
         ));
     }
-    failures.extend(crate::keeper_evidence::failure_line(&evidence));
+    failures.extend(audita_keeper::judge::failure_line(&evidence));
     if failures.is_empty() {
         Ok(0)
     } else {
@@ -390,6 +390,8 @@ fn tiles_json(t: &audita_record::tiles::TileReport, max: usize) -> Value {
     })
 }
 
+/// The summary `audita verify` prints (`audita.verify/v1`): counts, problem codes
+/// and every list capped at `--max-list`, what the caps left out under `more`.
 fn summarize(
     p: &Partition,
     trust: &Trust,
@@ -398,26 +400,61 @@ fn summarize(
 ) -> Value {
     let max = args.max_list;
     let mut more = Map::new();
-    let certified = capped(
-        "certified",
-        p.certified.iter(),
-        max,
-        &mut more,
-        |(id, c)| {
-            let env = c.envelope.envelope();
-            json!({
-                "id": hex32(&id.digest),
-                "author": id.author.as_str(),
-                "destination": env.destination.as_str(),
-                "kind": env.payload.kind(),
-                "timestamp": env.timestamp,
-                "citations": env.citations.len(),
-                "epoch": c.epoch,
-                "leaf": c.leaf_index,
-            })
-        },
-    );
-    let suspect = capped("suspect", p.suspect.iter(), max, &mut more, |s| {
+    let [certified, suspect, missing, receipts] = message_lists(p, max, &mut more);
+    let [epochs, registries] = epoch_lists(p, max, &mut more);
+    let [checkpoints, equivocations, held] = checkpoint_lists(p, max, &mut more);
+    let payloads = capped("payloads", p.payloads.iter(), max, &mut more, |f| {
+        json!({
+            "message": hex32(&f.message.digest),
+            "author": f.message.author.as_str(),
+            "commitment": hex32(&f.digest),
+            "status": payload_status(f),
+        })
+    });
+    let mut out = json!({
+        "schema": "audita.verify/v1",
+        "record": args.dir.display().to_string(),
+        "clean": p.is_clean() && trust.problems().is_empty() && tiles.problems.is_empty(),
+        "trust": trust.json(),
+        "counts": counts(p, trust, tiles),
+        "problem_codes": problem_codes(p, trust, tiles),
+        "suspect": suspect,
+        "missing": missing,
+        "receipt_problems": receipts,
+        "epochs": epochs,
+        "registries": registries,
+        "checkpoints": checkpoints,
+        "equivocations": equivocations,
+        "held_checkpoints": held,
+        "payloads": payloads,
+        "tiles": tiles_json(tiles, args.max_list),
+    });
+    if !args.brief {
+        out["certified"] = certified;
+    } else {
+        more.remove("certified");
+    }
+    out["more"] = Value::Object(more);
+    out
+}
+
+/// The message lists of the summary: certified, suspect, missing messages and
+/// receipt problems.
+fn message_lists(p: &Partition, max: usize, more: &mut Map<String, Value>) -> [Value; 4] {
+    let certified = capped("certified", p.certified.iter(), max, more, |(id, c)| {
+        let env = c.envelope.envelope();
+        json!({
+            "id": hex32(&id.digest),
+            "author": id.author.as_str(),
+            "destination": env.destination.as_str(),
+            "kind": env.payload.kind(),
+            "timestamp": env.timestamp,
+            "citations": env.citations.len(),
+            "epoch": c.epoch,
+            "leaf": c.leaf_index,
+        })
+    });
+    let suspect = capped("suspect", p.suspect.iter(), max, more, |s| {
         let reasons: Vec<Value> = s
             .reasons
             .iter()
@@ -437,7 +474,7 @@ fn summarize(
             "reasons_more": s.reasons.len().saturating_sub(max),
         })
     });
-    let missing = capped("missing", p.missing.iter(), max, &mut more, |m| {
+    let missing = capped("missing", p.missing.iter(), max, more, |m| {
         json!({
             "id": hex32(&m.id.digest),
             "author": m.id.author.as_str(),
@@ -451,7 +488,7 @@ fn summarize(
         "receipt_problems",
         p.receipt_problems.iter(),
         max,
-        &mut more,
+        more,
         |r| {
             json!({
                 "record_index": r.record_index,
@@ -460,8 +497,14 @@ fn summarize(
             })
         },
     );
+    [certified, suspect, missing, receipts]
+}
+
+/// The epoch lists of the summary: every epoch with its faults, and which registry
+/// (principal keys with their windows) applied to which epochs.
+fn epoch_lists(p: &Partition, max: usize, more: &mut Map<String, Value>) -> [Value; 2] {
     let mut epoch_faults_more = 0usize;
-    let epochs = capped("epochs", p.epochs.iter(), max, &mut more, |e| {
+    let epochs = capped("epochs", p.epochs.iter(), max, more, |e| {
         let h = e.header.as_ref();
         epoch_faults_more += e.faults.len().saturating_sub(max);
         json!({
@@ -496,10 +539,16 @@ fn summarize(
         "registries",
         runs.iter(),
         max,
-        &mut more,
+        more,
         |(d, from, to)| json!({"digest": d, "from_epoch": from, "to_epoch": to}),
     );
-    let checkpoints = capped("checkpoints", p.checkpoints.iter(), max, &mut more, |c| {
+    [epochs, registries]
+}
+
+/// The checkpoint lists of the summary: checkpoints, equivocations and the held
+/// (unreadable) checkpoints.
+fn checkpoint_lists(p: &Partition, max: usize, more: &mut Map<String, Value>) -> [Value; 3] {
+    let checkpoints = capped("checkpoints", p.checkpoints.iter(), max, more, |c| {
         json!({
             "record_index": c.record_index,
             "origin": c.checkpoint.as_ref().map(|c| c.origin.clone()),
@@ -511,35 +560,26 @@ fn summarize(
             "faults_more": c.faults.len().saturating_sub(max),
         })
     });
-    let equivocations = capped(
-        "equivocations",
-        p.equivocations.iter(),
-        max,
-        &mut more,
-        |e| {
-            json!({
-                "origin": e.first.checkpoint().origin,
-                "size": e.first.checkpoint().size,
-                "roots": [hex32(&e.first.checkpoint().root), hex32(&e.second.checkpoint().root)],
-                "notes": [e.first.to_text(), e.second.to_text()],
-            })
-        },
-    );
+    let equivocations = capped("equivocations", p.equivocations.iter(), max, more, |e| {
+        json!({
+            "origin": e.first.checkpoint().origin,
+            "size": e.first.checkpoint().size,
+            "roots": [hex32(&e.first.checkpoint().root), hex32(&e.second.checkpoint().root)],
+            "notes": [e.first.to_text(), e.second.to_text()],
+        })
+    });
     let held = capped(
         "held_checkpoints",
         p.held.iter(),
         max,
-        &mut more,
+        more,
         |h| json!({"index": h.index, "fault": h.fault.detail()}),
     );
-    let payloads = capped("payloads", p.payloads.iter(), max, &mut more, |f| {
-        json!({
-            "message": hex32(&f.message.digest),
-            "author": f.message.author.as_str(),
-            "commitment": hex32(&f.digest),
-            "status": payload_status(f),
-        })
-    });
+    [checkpoints, equivocations, held]
+}
+
+/// The summary's `counts` section.
+fn counts(p: &Partition, trust: &Trust, tiles: &audita_record::tiles::TileReport) -> Value {
     let stored = p
         .certified
         .values()
@@ -551,7 +591,27 @@ fn summarize(
             .filter(|f| payload_status(f) == want)
             .count()
     };
-    let problem_codes = json!({
+    json!({
+        "certified": p.certified.len(),
+        "suspect": p.suspect.len(),
+        "missing": p.missing.len(),
+        "receipt_problems": p.receipt_problems.len(),
+        "epochs": p.epochs.len(),
+        "epochs_intact": p.epochs.iter().filter(|e| e.intact()).count(),
+        "checkpoints": p.checkpoints.len(),
+        "checkpoints_valid": p.checkpoints.iter().filter(|c| c.faults.is_empty()).count(),
+        "equivocations": p.equivocations.len(),
+        "stored_payloads": stored,
+        "shredded_payloads": status_count("shredded"),
+        "missing_key_payloads": status_count("missing_key"),
+        "trust_problems": trust.problems().len(),
+        "tile_problems": tiles.problems.len(),
+    })
+}
+
+/// The summary's `problem_codes` section: each kind of problem tallied by code.
+fn problem_codes(p: &Partition, trust: &Trust, tiles: &audita_record::tiles::TileReport) -> Value {
+    json!({
         "suspect": tally(p.suspect.iter().flat_map(|s| s.reasons.iter().map(|r| r.code()))),
         "receipt_problems": tally(p.receipt_problems.iter().map(|r| receipt_fault_code(&r.fault))),
         "epoch_faults": tally(p.epochs.iter().flat_map(|e| e.faults.iter().map(epoch_fault_code))),
@@ -559,45 +619,5 @@ fn summarize(
         "payloads": tally(p.payloads.iter().map(payload_status).filter(|s| !matches!(*s, "available" | "shredded"))),
         "trust": tally(trust.problems().iter().map(|t| t.code())),
         "tiles": tally(tiles.problems.iter().map(|t| t.code)),
-    });
-    let mut out = json!({
-        "schema": "audita.verify/v1",
-        "record": args.dir.display().to_string(),
-        "clean": p.is_clean() && trust.problems().is_empty() && tiles.problems.is_empty(),
-        "trust": trust.json(),
-        "counts": {
-            "certified": p.certified.len(),
-            "suspect": p.suspect.len(),
-            "missing": p.missing.len(),
-            "receipt_problems": p.receipt_problems.len(),
-            "epochs": p.epochs.len(),
-            "epochs_intact": p.epochs.iter().filter(|e| e.intact()).count(),
-            "checkpoints": p.checkpoints.len(),
-            "checkpoints_valid": p.checkpoints.iter().filter(|c| c.faults.is_empty()).count(),
-            "equivocations": p.equivocations.len(),
-            "stored_payloads": stored,
-            "shredded_payloads": status_count("shredded"),
-            "missing_key_payloads": status_count("missing_key"),
-            "trust_problems": trust.problems().len(),
-            "tile_problems": tiles.problems.len(),
-        },
-        "problem_codes": problem_codes,
-        "suspect": suspect,
-        "missing": missing,
-        "receipt_problems": receipts,
-        "epochs": epochs,
-        "registries": registries,
-        "checkpoints": checkpoints,
-        "equivocations": equivocations,
-        "held_checkpoints": held,
-        "payloads": payloads,
-        "tiles": tiles_json(tiles, args.max_list),
-    });
-    if !args.brief {
-        out["certified"] = certified;
-    } else {
-        more.remove("certified");
-    }
-    out["more"] = Value::Object(more);
-    out
+    })
 }

@@ -41,6 +41,18 @@ pub const ENVELOPE_VERSION: u8 = 1;
 /// Length of an Ed25519 signature.
 pub const SIGNATURE_LEN: usize = 64;
 
+/// The signed part of stored bytes (`body || signature`); bytes too short to hold a
+/// signature and a version byte are refused.
+pub(crate) fn signed_body(bytes: &[u8]) -> Result<&[u8], DecodeError> {
+    if bytes.len() < SIGNATURE_LEN + 1 {
+        return Err(DecodeError::TooShort {
+            len: bytes.len(),
+            min: SIGNATURE_LEN + 1,
+        });
+    }
+    Ok(&bytes[..bytes.len() - SIGNATURE_LEN])
+}
+
 /// A SHA-256 digest.
 pub type Hash = [u8; 32];
 
@@ -728,13 +740,7 @@ impl SignedEnvelope {
     /// Decodes stored bytes (total: errors, never panics; allocations bounded by
     /// the input length). Does **not** check the signature: see [`Self::verify`].
     pub fn decode(bytes: Vec<u8>) -> Result<Self, DecodeError> {
-        if bytes.len() < SIGNATURE_LEN + 1 {
-            return Err(DecodeError::TooShort {
-                len: bytes.len(),
-                min: SIGNATURE_LEN + 1,
-            });
-        }
-        let envelope = Envelope::decode_body(&bytes[..bytes.len() - SIGNATURE_LEN])?;
+        let envelope = Envelope::decode_body(signed_body(&bytes)?)?;
         let id = MessageId {
             author: envelope.author.clone(),
             digest: sha256(&bytes),

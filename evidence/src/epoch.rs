@@ -26,7 +26,9 @@ use ed25519_dalek::SigningKey;
 use crate::checkpoint::{Checkpoint, SignedCheckpoint};
 use crate::codec::{Reader, Writer};
 use crate::dsse::{self, EPOCH_TYPE};
-use crate::envelope::{sha256, Hash, MessageId, SignedEnvelope, Verified, SIGNATURE_LEN};
+use crate::envelope::{
+    sha256, signed_body, Hash, MessageId, SignedEnvelope, Verified, SIGNATURE_LEN,
+};
 use crate::error::{DecodeError, SignatureError};
 use crate::merkle::{leaf_hash, root_from_leaf_hashes, CompactRange};
 use crate::principal::{check_name, KeyRegistry};
@@ -101,13 +103,7 @@ impl EpochHeader {
     }
     /// Decodes stored bytes (total). Does not check the signature.
     pub fn decode(bytes: Vec<u8>) -> Result<Self, DecodeError> {
-        if bytes.len() < SIGNATURE_LEN + 1 {
-            return Err(DecodeError::TooShort {
-                len: bytes.len(),
-                min: SIGNATURE_LEN + 1,
-            });
-        }
-        let mut r = Reader::new(&bytes[..bytes.len() - SIGNATURE_LEN]);
+        let mut r = Reader::new(signed_body(&bytes)?);
         let v = r.u8()?;
         if v != 1 && v != EPOCH_VERSION {
             return Err(DecodeError::UnknownVersion(v));

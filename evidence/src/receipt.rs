@@ -13,7 +13,7 @@ use ed25519_dalek::SigningKey;
 
 use crate::codec::{Reader, Writer};
 use crate::dsse::{self, RECEIPT_TYPE};
-use crate::envelope::{read_name, sha256, Hash, MessageId, SIGNATURE_LEN};
+use crate::envelope::{read_name, sha256, signed_body, Hash, MessageId, SIGNATURE_LEN};
 use crate::error::{DecodeError, SignatureError};
 use crate::principal::{KeyRegistry, PrincipalId};
 
@@ -54,13 +54,7 @@ impl Receipt {
     }
     /// Decodes stored bytes (total). Does not check the signature.
     pub fn decode(bytes: Vec<u8>) -> Result<Self, DecodeError> {
-        if bytes.len() < SIGNATURE_LEN + 1 {
-            return Err(DecodeError::TooShort {
-                len: bytes.len(),
-                min: SIGNATURE_LEN + 1,
-            });
-        }
-        let mut r = Reader::new(&bytes[..bytes.len() - SIGNATURE_LEN]);
+        let mut r = Reader::new(signed_body(&bytes)?);
         let v = r.u8()?;
         if v != RECEIPT_VERSION {
             return Err(DecodeError::UnknownVersion(v));

@@ -13,6 +13,8 @@
 //! - [`evidence`](mod@evidence): refused conflicting checkpoints the log signed, kept on disk in
 //!   the documented `audita.keeper-evidence/v1` JSON form, exported by
 //!   [`evidence()`](evidence::evidence) and checked offline against the log's key.
+//! - [`judge`]: what such evidence shows about a record, judged against its tree
+//!   (`audita verify --keeper-evidence`).
 //! - [`client`]: the blocking client a log uses ([`add_checkpoint`]).
 //! - [`config`]: the keeper's name, key file (mode 0600, C2SP note private key),
 //!   followed logs (origin + vkey) and limits.
@@ -33,6 +35,7 @@ pub mod client;
 pub mod config;
 pub mod evidence;
 mod fault;
+pub mod judge;
 pub mod protocol;
 pub mod server;
 pub mod state;

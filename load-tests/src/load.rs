@@ -483,33 +483,35 @@ impl Signer {
     }
 }
 
-/// One robot's control loop over the run: reports, commands, actuation reports and
-/// their receipts, as (at, tie-break, record).
-fn robot_traffic(
-    c: &LoadConfig,
-    incidents: &[u64],
-    i: usize,
-    out: &mut Vec<Timed>,
-    signed: &AtomicU64,
-) -> Result<(), LoadError> {
-    let robot = Signer::new(c.seed, robot_name(i))?;
-    let planner = Signer::new(c.seed, planner_name(i))?;
-    let dispatcher = Signer::new(c.seed, dispatcher_name(i))?;
-    let end = duration_ms(c);
-    let cmd_gap = 1_000.0 / c.commands_per_s;
-    let report_gap = 1_000.0 / c.reports_per_s;
-    let phase = (mix(c.seed ^ (i as u64) << 1) % (cmd_gap.max(1.0) as u64)) as f64;
-    // Actuation follows its command within the cycle.
-    let act_delay = ((cmd_gap / 2.0).floor() as u64).clamp(1, 20);
-    let mut seq = 0u64;
-    let tie = |seq: u64| ((i as u64) << 24) | seq;
-    let push = |out: &mut Vec<Timed>,
-                seq: &mut u64,
-                at: u64,
-                env: Envelope,
-                author: &Signer,
-                recipient: &Signer|
-     -> Result<MessageId, LoadError> {
+/// The principals of one robot's control loop.
+struct Crew {
+    robot: Signer,
+    planner: Signer,
+    dispatcher: Signer,
+}
+
+/// Where one robot's records go: the schedule being built, the robot's sequence
+/// number (the low bits of its tie-breaks) and the run's count of signed envelopes.
+struct RobotSchedule<'a> {
+    out: &'a mut Vec<Timed>,
+    /// The robot's index (the high bits of its tie-breaks).
+    robot: usize,
+    seq: u64,
+    signed: &'a AtomicU64,
+}
+
+impl RobotSchedule<'_> {
+    /// Signs `env` as `author` and its receipt as `recipient`, schedules the envelope
+    /// at `at` and the receipt 1 ms later, and returns the envelope's id.
+    fn push(
+        &mut self,
+        at: u64,
+        env: Envelope,
+        author: &Signer,
+        recipient: &Signer,
+    ) -> Result<MessageId, LoadError> {
+        let robot = self.robot as u64;
+        let tie = |seq: u64| (robot << 24) | seq;
         let s = env
             .sign(&author.key)
             .map_err(|e| LoadError::Config(format!("background envelope: {e}")))?;
@@ -520,9 +522,9 @@ fn robot_traffic(
             s.envelope().timestamp + 1,
             &recipient.key,
         );
-        out.push((
+        self.out.push((
             at,
-            tie(*seq),
+            tie(self.seq),
             Scheduled {
                 at_ms: at,
                 lane: Lane::Envelope,
@@ -530,9 +532,9 @@ fn robot_traffic(
                 bytes: s.into_bytes(),
             },
         ));
-        out.push((
+        self.out.push((
             at + 1,
-            tie(*seq + 1),
+            tie(self.seq + 1),
             Scheduled {
                 at_ms: at + 1,
                 lane: Lane::Receipt,
@@ -540,15 +542,94 @@ fn robot_traffic(
                 bytes: r.as_bytes().to_vec(),
             },
         ));
-        *seq += 2;
-        signed.fetch_add(1, Ordering::Relaxed);
+        self.seq += 2;
+        self.signed.fetch_add(1, Ordering::Relaxed);
         Ok(id)
+    }
+}
+
+/// The robot's `k`-th command, drawn from `h`: for odd `k` the planner's `move_to` a
+/// pose near `pose` (which it moves there) citing the latest report, for even `k` the
+/// dispatcher's `set_speed` citing the latest report and `move_to`. Returns its
+/// author, payload, expected effect and citations.
+fn command<'a>(
+    crew: &'a Crew,
+    k: u64,
+    h: u64,
+    pose: &mut (i64, i64),
+    last_report: &Option<MessageId>,
+    last_move: &Option<MessageId>,
+) -> (&'a Signer, Payload, Effect, Vec<MessageId>) {
+    let robot = &crew.robot;
+    let report = last_report.clone().into_iter();
+    let (x, y) = pose;
+    if k % 2 == 1 {
+        *x = (*x + (h % 2_001) as i64 - 1_000).clamp(0, 100_000);
+        *y = (*y + ((h >> 16) % 2_001) as i64 - 1_000).clamp(0, 40_000);
+        (
+            &crew.planner,
+            Payload::MoveTo {
+                target: robot.id.as_str().to_string(),
+                x_mm: *x,
+                y_mm: *y,
+            },
+            Effect::AtPosition {
+                target: robot.id.as_str().to_string(),
+                x_mm: *x,
+                y_mm: *y,
+                tolerance_mm: 50,
+            },
+            report.collect(),
+        )
+    } else {
+        let v = 300 + (h >> 40) % 1_200;
+        (
+            &crew.dispatcher,
+            Payload::SetSpeed {
+                target: robot.id.as_str().to_string(),
+                mm_per_s: v,
+            },
+            Effect::Speed {
+                target: robot.id.as_str().to_string(),
+                mm_per_s: v,
+            },
+            report.chain(last_move.clone()).collect(),
+        )
+    }
+}
+
+/// One robot's control loop over the run: reports, commands, actuation reports and
+/// their receipts, as (at, tie-break, record).
+fn robot_traffic(
+    c: &LoadConfig,
+    incidents: &[u64],
+    i: usize,
+    out: &mut Vec<Timed>,
+    signed: &AtomicU64,
+) -> Result<(), LoadError> {
+    let crew = Crew {
+        robot: Signer::new(c.seed, robot_name(i))?,
+        planner: Signer::new(c.seed, planner_name(i))?,
+        dispatcher: Signer::new(c.seed, dispatcher_name(i))?,
+    };
+    let (robot, planner) = (&crew.robot, &crew.planner);
+    let end = duration_ms(c);
+    let cmd_gap = 1_000.0 / c.commands_per_s;
+    let report_gap = 1_000.0 / c.reports_per_s;
+    let phase = (mix(c.seed ^ (i as u64) << 1) % (cmd_gap.max(1.0) as u64)) as f64;
+    // Actuation follows its command within the cycle.
+    let act_delay = ((cmd_gap / 2.0).floor() as u64).clamp(1, 20);
+    let mut schedule = RobotSchedule {
+        out,
+        robot: i,
+        seq: 0,
+        signed,
     };
     let mut next_report = phase;
     let mut next_cmd = phase + 1.0;
     let mut last_report: Option<MessageId> = None;
     let mut last_move: Option<MessageId> = None;
-    let (mut x, mut y) = (
+    let mut pose = (
         (mix(i as u64) % 100_000) as i64,
         (mix(!(i as u64)) % 40_000) as i64,
     );
@@ -560,6 +641,7 @@ fn robot_traffic(
             break;
         }
         if report_due || last_report.is_none() {
+            let (x, y) = pose;
             let env = Envelope::new(
                 robot.id.clone(),
                 planner.id.clone(),
@@ -569,47 +651,14 @@ fn robot_traffic(
                     reading: format!("pose {x},{y} clear"),
                 },
             );
-            last_report = Some(push(out, &mut seq, at, env, &robot, &planner)?);
+            last_report = Some(schedule.push(at, env, robot, planner)?);
             next_report += report_gap;
             continue;
         }
         k += 1;
         let h = mix(c.seed ^ ((i as u64) << 32) ^ k);
-        let report = last_report.clone().into_iter();
-        let (author, payload, effect, cites): (&Signer, Payload, Effect, Vec<MessageId>) =
-            if k % 2 == 1 {
-                x = (x + (h % 2_001) as i64 - 1_000).clamp(0, 100_000);
-                y = (y + ((h >> 16) % 2_001) as i64 - 1_000).clamp(0, 40_000);
-                (
-                    &planner,
-                    Payload::MoveTo {
-                        target: robot.id.as_str().to_string(),
-                        x_mm: x,
-                        y_mm: y,
-                    },
-                    Effect::AtPosition {
-                        target: robot.id.as_str().to_string(),
-                        x_mm: x,
-                        y_mm: y,
-                        tolerance_mm: 50,
-                    },
-                    report.collect(),
-                )
-            } else {
-                let v = 300 + (h >> 40) % 1_200;
-                (
-                    &dispatcher,
-                    Payload::SetSpeed {
-                        target: robot.id.as_str().to_string(),
-                        mm_per_s: v,
-                    },
-                    Effect::Speed {
-                        target: robot.id.as_str().to_string(),
-                        mm_per_s: v,
-                    },
-                    report.chain(last_move.clone()).collect(),
-                )
-            };
+        let (author, payload, effect, cites) =
+            command(&crew, k, h, &mut pose, &last_report, &last_move);
         let is_move = matches!(payload, Payload::MoveTo { .. });
         let kind = payload.kind();
         let cmd = Envelope::new(
@@ -620,7 +669,7 @@ fn robot_traffic(
         )
         .cite(cites)
         .with_effect(effect);
-        let cmd_id = push(out, &mut seq, at, cmd, author, &robot)?;
+        let cmd_id = schedule.push(at, cmd, author, robot)?;
         if is_move {
             last_move = Some(cmd_id.clone());
         }
@@ -635,7 +684,7 @@ fn robot_traffic(
             },
         )
         .cite([cmd_id]);
-        push(out, &mut seq, done, act, &robot, author)?;
+        schedule.push(done, act, robot, author)?;
         next_cmd += cmd_gap;
     }
     Ok(())

@@ -136,145 +136,211 @@ pub(super) fn run(a: &SealArgs) -> Result<i32, String> {
         .keys
         .clone()
         .unwrap_or_else(|| config.dir.join("keys/principals"));
-
     // Every signer resolved before anything is signed or written.
-    let collector = match &a.collector {
-        None => None,
-        Some(name) => Some(load_principal(&config, &key_dir, name)?.ok_or_else(|| {
-            format!(
-                "--collector {name}: not a registered principal with a key file in {}",
-                key_dir.display()
-            )
-        })?),
-    };
-    let mut agents: BTreeMap<String, Option<Principal>> = BTreeMap::new();
-    let mut agent_of: Vec<String> = Vec::with_capacity(steps.len());
-    for s in &steps {
-        let agent = match (&s.node.agent, &a.unattributed) {
-            (Some(x), _) | (None, Some(x)) => x.clone(),
-            (None, None) => {
-                return Err(format!(
-                    "span {} names no agent (gen_ai.agent.name on it or an enclosing span): pass --unattributed AGENT",
-                    s.node.span_id
-                ))
-            }
-        };
-        if !agents.contains_key(&agent) {
-            let p = load_principal(&config, &key_dir, &agent)?;
-            if p.is_none() && collector.is_none() {
-                return Err(format!(
-                    "agent {agent} (span {}) has no registered key in {}: register it with `audita principal add`, or pass --collector NAME to sign its steps as a conduit",
-                    s.node.span_id,
-                    key_dir.display()
-                ));
-            }
-            agents.insert(agent.clone(), p);
-        }
-        agent_of.push(agent);
-    }
-    // Sign in plan order: every cited step is signed already.
-    let mut ids: BTreeMap<String, MessageId> = BTreeMap::new();
-    let mut signed: Vec<SignedEnvelope> = Vec::with_capacity(steps.len());
-    let mut receipts: Vec<Receipt> = Vec::with_capacity(steps.len());
-    let mut listing: Vec<Value> = Vec::with_capacity(steps.len());
-    for (s, agent) in steps.iter().zip(&agent_of) {
-        let (p, conduit) = match (agents.get(agent.as_str()), &collector) {
-            (Some(Some(p)), _) => (p, false),
-            (_, Some(c)) => (c, true),
-            (_, None) => return Err(format!("internal: no signer for agent {agent}")),
-        };
-        let destination = collector.as_ref().unwrap_or(p);
-        let ts = ms(s.node.start_ns);
-        let payload = match s.production {
-            Production::Opening => Payload::ExternalInput {
-                source: "otlp".into(),
-                text: s.text.clone(),
-            },
-            _ => Payload::AgentText {
-                text: s.text.clone(),
-            },
-        };
-        let mut tools = Vec::new();
-        match s.production {
-            Production::Opening => {}
-            Production::Origin => tools.push(ToolPin {
-                name: "policy".into(),
-                version: "origin".into(),
-            }),
-            Production::RelayAll => tools.push(ToolPin {
-                name: "policy".into(),
-                version: "relay-all".into(),
-            }),
-        }
-        let mut cites = Vec::with_capacity(s.cites.len());
-        let mut cite_view = Vec::with_capacity(s.cites.len());
-        for c in &s.cites {
-            let id = ids.get(c.parent.as_str()).cloned().ok_or_else(|| {
+    let signers = Signers::resolve(a, &config, &key_dir, &steps)?;
+    let (signed, receipts, listing) = signers.sign(&steps)?;
+    let mut out = json!({"messages": signed.len(), "steps": listing});
+    deliver(a, &config, &signed, &receipts, &mut out)?;
+    println!("{}", serde_json::to_string(&out).unwrap_or_default());
+    Ok(0)
+}
+
+/// Who signs each step of the plan: its agent when the agent's key is at hand, else
+/// the collector as a conduit.
+struct Signers {
+    collector: Option<Principal>,
+    /// Agent name → its principal, `None` when its key is not at hand.
+    agents: BTreeMap<String, Option<Principal>>,
+    /// The agent of each step, in plan order.
+    agent_of: Vec<String>,
+}
+
+/// The signed steps: envelopes and their receipts in plan order, and each step's
+/// entry of the listing printed on stdout.
+type SignedSteps = (Vec<SignedEnvelope>, Vec<Receipt>, Vec<Value>);
+
+impl Signers {
+    /// Resolves the collector and every step's agent; a step with no agent (and no
+    /// `--unattributed`), or an agent with no key and no collector, is refused.
+    fn resolve(
+        a: &SealArgs,
+        config: &Config,
+        key_dir: &Path,
+        steps: &[sealed::Step],
+    ) -> Result<Signers, String> {
+        let collector = match &a.collector {
+            None => None,
+            Some(name) => Some(load_principal(config, key_dir, name)?.ok_or_else(|| {
                 format!(
-                    "internal: span {} signed before {}",
-                    s.node.span_id, c.parent
+                    "--collector {name}: not a registered principal with a key file in {}",
+                    key_dir.display()
                 )
-            })?;
-            if let Some(g) = c.grade {
-                tools.push(ToolPin {
-                    name: format!("link:{}", id_string(&id)),
-                    version: g.pin().into(),
-                });
+            })?),
+        };
+        let mut agents: BTreeMap<String, Option<Principal>> = BTreeMap::new();
+        let mut agent_of: Vec<String> = Vec::with_capacity(steps.len());
+        for s in steps {
+            let agent = match (&s.node.agent, &a.unattributed) {
+                (Some(x), _) | (None, Some(x)) => x.clone(),
+                (None, None) => {
+                    return Err(format!(
+                        "span {} names no agent (gen_ai.agent.name on it or an enclosing span): pass --unattributed AGENT",
+                        s.node.span_id
+                    ))
+                }
+            };
+            if !agents.contains_key(&agent) {
+                let p = load_principal(config, key_dir, &agent)?;
+                if p.is_none() && collector.is_none() {
+                    return Err(format!(
+                        "agent {agent} (span {}) has no registered key in {}: register it with `audita principal add`, or pass --collector NAME to sign its steps as a conduit",
+                        s.node.span_id,
+                        key_dir.display()
+                    ));
+                }
+                agents.insert(agent.clone(), p);
             }
-            cite_view.push(json!({
-                "span_id": c.parent.to_string(),
-                "message": id_string(&id),
-                "grade": c.grade.map_or("context", |g| g.as_str()),
-            }));
-            cites.push(id);
+            agent_of.push(agent);
         }
-        if conduit {
-            tools.push(ToolPin {
-                name: "conduit".into(),
-                version: agent.clone(),
-            });
-        }
-        let envelope: Envelope = p
-            .message(destination.id().as_str(), ts, payload)
-            .map_err(|e| e.to_string())?
-            .cite(cites)
-            .with_pins(ReplayPins {
-                tools,
-                ..ReplayPins::default()
-            });
-        let env = p
-            .sign(envelope)
-            .map_err(|e| format!("span {}: {e}", s.node.span_id))?;
-        let receipt = destination
-            .receipt(&env, ms(s.node.end_ns).max(ts))
-            .map_err(|e| e.to_string())?;
-        listing.push(json!({
-            "span_id": s.node.span_id.to_string(),
-            "message": id_string(env.id()),
-            "agent": agent,
-            "signer": p.id().as_str(),
-            "conduit": conduit,
-            "production": match s.production {
-                Production::Opening => "opening",
-                Production::Origin => "origin",
-                Production::RelayAll => "relay_all",
-            },
-            "cites": cite_view,
-        }));
-        ids.insert(s.node.span_id.to_string(), env.id().clone());
-        signed.push(env);
-        receipts.push(receipt);
+        Ok(Signers {
+            collector,
+            agents,
+            agent_of,
+        })
     }
 
-    let mut out = json!({"messages": signed.len(), "steps": listing});
+    /// Signs every step in plan order (every cited step is signed already), each
+    /// with its delivery receipt.
+    fn sign(&self, steps: &[sealed::Step]) -> Result<SignedSteps, String> {
+        let mut ids: BTreeMap<String, MessageId> = BTreeMap::new();
+        let mut signed: Vec<SignedEnvelope> = Vec::with_capacity(steps.len());
+        let mut receipts: Vec<Receipt> = Vec::with_capacity(steps.len());
+        let mut listing: Vec<Value> = Vec::with_capacity(steps.len());
+        for (s, agent) in steps.iter().zip(&self.agent_of) {
+            let (p, conduit) = match (self.agents.get(agent.as_str()), &self.collector) {
+                (Some(Some(p)), _) => (p, false),
+                (_, Some(c)) => (c, true),
+                (_, None) => return Err(format!("internal: no signer for agent {agent}")),
+            };
+            let destination = self.collector.as_ref().unwrap_or(p);
+            let (env, receipt, entry) = sign_step(s, agent, p, conduit, destination, &ids)?;
+            listing.push(entry);
+            ids.insert(s.node.span_id.to_string(), env.id().clone());
+            signed.push(env);
+            receipts.push(receipt);
+        }
+        Ok((signed, receipts, listing))
+    }
+}
+
+/// One step signed by `p` (as a conduit for `agent` when `conduit`), addressed to
+/// and receipted by `destination`, citing the messages `ids` holds for its parents;
+/// with its entry of the listing.
+fn sign_step(
+    s: &sealed::Step,
+    agent: &str,
+    p: &Principal,
+    conduit: bool,
+    destination: &Principal,
+    ids: &BTreeMap<String, MessageId>,
+) -> Result<(SignedEnvelope, Receipt, Value), String> {
+    let ts = ms(s.node.start_ns);
+    let payload = match s.production {
+        Production::Opening => Payload::ExternalInput {
+            source: "otlp".into(),
+            text: s.text.clone(),
+        },
+        _ => Payload::AgentText {
+            text: s.text.clone(),
+        },
+    };
+    let mut tools = Vec::new();
+    match s.production {
+        Production::Opening => {}
+        Production::Origin => tools.push(ToolPin {
+            name: "policy".into(),
+            version: "origin".into(),
+        }),
+        Production::RelayAll => tools.push(ToolPin {
+            name: "policy".into(),
+            version: "relay-all".into(),
+        }),
+    }
+    let mut cites = Vec::with_capacity(s.cites.len());
+    let mut cite_view = Vec::with_capacity(s.cites.len());
+    for c in &s.cites {
+        let id = ids.get(c.parent.as_str()).cloned().ok_or_else(|| {
+            format!(
+                "internal: span {} signed before {}",
+                s.node.span_id, c.parent
+            )
+        })?;
+        if let Some(g) = c.grade {
+            tools.push(ToolPin {
+                name: format!("link:{}", id_string(&id)),
+                version: g.pin().into(),
+            });
+        }
+        cite_view.push(json!({
+            "span_id": c.parent.to_string(),
+            "message": id_string(&id),
+            "grade": c.grade.map_or("context", |g| g.as_str()),
+        }));
+        cites.push(id);
+    }
+    if conduit {
+        tools.push(ToolPin {
+            name: "conduit".into(),
+            version: agent.to_string(),
+        });
+    }
+    let envelope: Envelope = p
+        .message(destination.id().as_str(), ts, payload)
+        .map_err(|e| e.to_string())?
+        .cite(cites)
+        .with_pins(ReplayPins {
+            tools,
+            ..ReplayPins::default()
+        });
+    let env = p
+        .sign(envelope)
+        .map_err(|e| format!("span {}: {e}", s.node.span_id))?;
+    let receipt = destination
+        .receipt(&env, ms(s.node.end_ns).max(ts))
+        .map_err(|e| e.to_string())?;
+    let entry = json!({
+        "span_id": s.node.span_id.to_string(),
+        "message": id_string(env.id()),
+        "agent": agent,
+        "signer": p.id().as_str(),
+        "conduit": conduit,
+        "production": match s.production {
+            Production::Opening => "opening",
+            Production::Origin => "origin",
+            Production::RelayAll => "relay_all",
+        },
+        "cites": cite_view,
+    });
+    Ok((env, receipt, entry))
+}
+
+/// Writes the signed steps as a new sealed record (`--record`), or publishes them to
+/// the deployment's topics (`--bootstrap`, `--spool`); says which in `out`.
+fn deliver(
+    a: &SealArgs,
+    config: &Config,
+    signed: &[SignedEnvelope],
+    receipts: &[Receipt],
+    out: &mut Value,
+) -> Result<(), String> {
     match (&a.record, &a.bootstrap, &a.spool) {
         (Some(dir), _, _) => {
-            let epochs = seal_record(&config, dir, &signed, &receipts, a.epoch_messages)?;
+            let epochs = seal_record(config, dir, signed, receipts, a.epoch_messages)?;
             out["record"] = json!(dir.display().to_string());
             out["epochs"] = json!(epochs);
         }
         (None, Some(bootstrap), Some(spool)) => {
-            publish(&config, bootstrap, spool, &signed, &receipts)?;
+            publish(config, bootstrap, spool, signed, receipts)?;
             out["published"] = json!({
                 "bootstrap": bootstrap,
                 "topic_prefix": config.topic_prefix,
@@ -284,8 +350,7 @@ pub(super) fn run(a: &SealArgs) -> Result<i32, String> {
         }
         _ => return Err("give --record OUT_DIR or --bootstrap HOST:PORT --spool DIR".into()),
     }
-    println!("{}", serde_json::to_string(&out).unwrap_or_default());
-    Ok(0)
+    Ok(())
 }
 
 /// Publishes every envelope and its receipt through the client library's durable

@@ -25,11 +25,12 @@
 //! (a weaker claim, an abstaining verdict, suspect or missing evidence, trust
 //! problems), 2 with one line on stderr for bad input.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use audita_evidence::{verify_record_with, MessageId, Payload, Policy, SignedEnvelope};
+use audita_evidence::{verify_record_with, MessageId, Partition, Payload, Policy, SignedEnvelope};
 use audita_traces::sealed::{node_from_payload, PayloadError};
-use audita_traces::{witness, Graph, Level, Trace};
+use audita_traces::{witness, Graph, Level, SpanId, Trace};
 use audita_verdict::{
     id_string, verdict, Adverse, AdverseDecl, ClaimLevel, Combine, DutyRegistry, Status, Verdict,
 };
@@ -109,44 +110,7 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
     let partition = verify_record_with(&record, &keys, &policy, dir.payloads.as_ref());
 
     // The trace, from certified messages only, in log order.
-    let mut certified: Vec<_> = partition.certified.iter().collect();
-    certified.sort_by_key(|(_, c)| c.leaf_index);
-    let mut trace = Trace::new();
-    let mut sealed: std::collections::BTreeMap<String, Sealed<'_>> = Default::default();
-    for (id, c) in certified {
-        let text = match &c.envelope.envelope().payload {
-            Payload::AgentText { text } | Payload::ExternalInput { text, .. } => text,
-            _ => continue,
-        };
-        let node = match node_from_payload(text) {
-            Ok(n) => n,
-            Err(PayloadError::NotAStep) => continue,
-            Err(e) => {
-                return Err(format!(
-                    "{}: message {}: {e}",
-                    a.dir.display(),
-                    id_string(id)
-                ))
-            }
-        };
-        let span = node.span_id.to_string();
-        trace
-            .insert(node)
-            .map_err(|n| format!("{}: span {} is sealed twice", a.dir.display(), n.span_id))?;
-        sealed.insert(
-            span,
-            Sealed {
-                id: id.clone(),
-                env: &c.envelope,
-            },
-        );
-    }
-    if trace.is_empty() {
-        return Err(format!(
-            "{}: no certified message is a sealed trace step",
-            a.dir.display()
-        ));
-    }
+    let (trace, sealed) = rebuild_trace(&a.dir, &partition)?;
     let absent = |role: &str, s: &str| {
         format!(
             "{role} span {s} is not a certified step of {}",
@@ -163,26 +127,7 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
     let w = witness(&graph, &action, &injection).map_err(|e| e.to_string())?;
 
     // The adverse outcome: the action's message, at its time.
-    let t_star = act.env.envelope().timestamp;
-    let adverse = Adverse::new(AdverseDecl {
-        incident: a
-            .incident
-            .clone()
-            .unwrap_or_else(|| format!("trace-{action}")),
-        outcome: a.outcome.clone(),
-        t_star_ms: t_star,
-        severity: None,
-        anchors: vec![id_string(&act.id)],
-        combine: Combine::Any,
-        targets: Vec::new(),
-        unrealised: Vec::new(),
-        window_start_ms: 0,
-        window_end_ms: None,
-        delta: 1.0,
-        declarer: None,
-        facts: Vec::new(),
-    })
-    .map_err(|e| e.to_string())?;
+    let adverse = action_adverse(a, &action, act)?;
     let v = match verdict(&record, &partition, &duties, &adverse) {
         Ok(v) => v,
         Err(e) if e.abstains() => {
@@ -202,24 +147,7 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
         Some(f) => w.level.min(level_of(f.claim.level)),
         None => w.level,
     };
-    let mut order: Vec<(u64, &str)> = trace
-        .nodes()
-        .map(|n| (n.start_ns, n.span_id.as_str()))
-        .collect();
-    order.sort();
-    let step_of = |span: &str| order.iter().position(|(_, s)| *s == span);
-    let who = |s: &Sealed<'_>, span: &str| {
-        let node = trace.nodes().find(|n| n.span_id.as_str() == span);
-        json!({
-            "span_id": span,
-            "step": step_of(span),
-            "name": node.map(|n| n.name.clone()),
-            "agent": node.and_then(|n| n.agent.clone()).or_else(|| s.conduit_for().map(str::to_string)),
-            "message": id_string(&s.id),
-            "signer": s.id.author.as_str(),
-            "conduit": s.conduit_for().is_some(),
-        })
-    };
+    let who = |s: &Sealed<'_>, span: &str| step_json(&trace, s, span);
     let out = json!({
         "schema": "audita.trace-verdict/v1",
         "claim": claim.as_str(),
@@ -242,5 +170,91 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
         0
     } else {
         1
+    })
+}
+
+/// The trace the record's certified messages hold (sealed steps only, in log order),
+/// and the sealed message of each span.
+fn rebuild_trace<'p>(
+    dir: &Path,
+    partition: &'p Partition,
+) -> Result<(Trace, BTreeMap<String, Sealed<'p>>), String> {
+    let mut certified: Vec<_> = partition.certified.iter().collect();
+    certified.sort_by_key(|(_, c)| c.leaf_index);
+    let mut trace = Trace::new();
+    let mut sealed: BTreeMap<String, Sealed<'p>> = BTreeMap::new();
+    for (id, c) in certified {
+        let text = match &c.envelope.envelope().payload {
+            Payload::AgentText { text } | Payload::ExternalInput { text, .. } => text,
+            _ => continue,
+        };
+        let node = match node_from_payload(text) {
+            Ok(n) => n,
+            Err(PayloadError::NotAStep) => continue,
+            Err(e) => return Err(format!("{}: message {}: {e}", dir.display(), id_string(id))),
+        };
+        let span = node.span_id.to_string();
+        trace
+            .insert(node)
+            .map_err(|n| format!("{}: span {} is sealed twice", dir.display(), n.span_id))?;
+        sealed.insert(
+            span,
+            Sealed {
+                id: id.clone(),
+                env: &c.envelope,
+            },
+        );
+    }
+    if trace.is_empty() {
+        return Err(format!(
+            "{}: no certified message is a sealed trace step",
+            dir.display()
+        ));
+    }
+    Ok((trace, sealed))
+}
+
+/// The adverse outcome a trace verdict judges: the action's message, at its time.
+fn action_adverse(a: &VerdictArgs, action: &SpanId, act: &Sealed<'_>) -> Result<Adverse, String> {
+    let t_star = act.env.envelope().timestamp;
+    Adverse::new(AdverseDecl {
+        incident: a
+            .incident
+            .clone()
+            .unwrap_or_else(|| format!("trace-{action}")),
+        outcome: a.outcome.clone(),
+        t_star_ms: t_star,
+        severity: None,
+        anchors: vec![id_string(&act.id)],
+        combine: Combine::Any,
+        targets: Vec::new(),
+        unrealised: Vec::new(),
+        window_start_ms: 0,
+        window_end_ms: None,
+        delta: 1.0,
+        declarer: None,
+        facts: Vec::new(),
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// A step of the trace as the verdict names it: span, step number (by start time),
+/// name, agent, its message and signer.
+fn step_json(trace: &Trace, s: &Sealed<'_>, span: &str) -> Value {
+    let mut order: Vec<(u64, &str)> = trace
+        .nodes()
+        .map(|n| (n.start_ns, n.span_id.as_str()))
+        .collect();
+    order.sort();
+    let step_of = |span: &str| order.iter().position(|(_, s)| *s == span);
+    let node = trace.nodes().find(|n| n.span_id.as_str() == span);
+    json!({
+    "span_id": span,
+        "step": step_of(span),
+        "name": node.map(|n| n.name.clone()),
+        "agent": node.and_then(|n| n.agent.clone()).or_else(|| s.conduit_for().map(str::to_string)),
+        "message": id_string(&s.id),
+        "signer": s.id.author.as_str(),
+        "conduit": s.conduit_for().is_some(),
     })
 }

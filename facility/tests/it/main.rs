@@ -2,7 +2,6 @@
 //! one binary links the crate and its dependencies once instead of once per file.
 
 mod families;
-mod perimeter;
 mod props;
 mod record;
 mod scope_reasons;

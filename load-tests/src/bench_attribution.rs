@@ -51,53 +51,39 @@ use audita_facility::conduct::certificate;
 use audita_facility::generator::{self, Params};
 use audita_facility::model::model_json;
 use audita_facility::oracle::{truth, Truth};
-use audita_facility::record::{
-    adverse_json, attack, registry_json, sign_record, verdict_variables, Attack,
-};
+use audita_facility::record::{adverse_json, attack, registry_json, sign_record, Attack};
 use audita_facility::replay::WorldReplayer;
 use audita_facility::scenario::{generate, Family, Scenario};
-use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options as VerdictOptions};
+use audita_verdict::{Adverse, DutyRegistry};
 use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::hosted::hosted_verdict;
 use serde_json::{json, Map, Value};
 
-/// `audita bench ...`
+/// Arguments of `audita bench attribution`.
 #[derive(clap::Args, Debug)]
-pub struct BenchArgs {
-    #[command(subcommand)]
-    what: BenchWhat,
-}
-
-#[derive(clap::Subcommand, Debug)]
-enum BenchWhat {
-    /// Attribution accuracy on the facility register (issue 4 item 6).
-    Attribution(AttributionArgs),
-    /// Per-stage CPU per envelope, each stage alone, next to Ed25519 (issue 16).
-    Stages(crate::bench_stages::StagesArgs),
-}
-
-#[derive(clap::Args, Debug)]
-struct AttributionArgs {
+pub struct AttributionArgs {
     /// Draws per family per generation seed.
     #[arg(long, default_value_t = 100)]
-    draws: u64,
+    pub draws: u64,
     /// Generation seeds (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "0,1,2")]
-    seeds: Vec<u64>,
+    pub seeds: Vec<u64>,
     /// Print the result object as JSON on stdout.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
     /// Generator draws in total (split over the seeds).
     #[arg(long, default_value_t = 1002)]
-    generator_draws: u64,
+    pub generator_draws: u64,
     /// No-cause control draws in total (split over the seeds).
     #[arg(long, default_value_t = 300)]
-    no_cause_draws: u64,
+    pub no_cause_draws: u64,
     /// Markdown file whose `## Attribution accuracy` section is rewritten.
     #[arg(long, default_value = "BENCHMARKS.md")]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Do not write BENCHMARKS.md or the plots.
     #[arg(long)]
-    no_write: bool,
+    pub no_write: bool,
     /// Sections to run (comma-separated): `accuracy` (the tables above), `perimeter`
     /// (off-bus coordination sweep) and `repair` (verdict-guided vs random repair).
     #[arg(
@@ -105,30 +91,16 @@ struct AttributionArgs {
         value_delimiter = ',',
         default_value = "accuracy,perimeter,repair"
     )]
-    sections: Vec<String>,
+    pub sections: Vec<String>,
     /// Perimeter: incidents in total, each audited at every off-bus fraction.
     #[arg(long, default_value_t = 200)]
-    perimeter_incidents: u64,
+    pub perimeter_incidents: u64,
     /// Perimeter: off-bus fractions of the principal-to-principal links.
     #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.2,0.3,0.4,0.5")]
-    fractions: Vec<f64>,
+    pub fractions: Vec<f64>,
     /// Repair: draws per population (named family or generator) per seed.
     #[arg(long, default_value_t = 25)]
-    repair_draws: u64,
-}
-
-/// Runs `audita bench`.
-pub fn run(args: &BenchArgs) -> i32 {
-    match &args.what {
-        BenchWhat::Stages(a) => crate::bench_stages::run(a),
-        BenchWhat::Attribution(a) => match attribution(a) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                2
-            }
-        },
-    }
+    pub repair_draws: u64,
 }
 
 const METHODS: [&str; 8] = [
@@ -194,32 +166,6 @@ fn audita_causal(sc: &Scenario) -> anyhow::Result<Profile> {
             (p, r)
         })
         .collect())
-}
-
-/// Audita's verdict on `record` (the signed record of a scenario, or an altered copy
-/// of it): verify, and run `audita-verdict` under `standard` with replay
-/// certification on the pinned world. `None` when the run is not adverse.
-pub(crate) fn hosted_verdict(
-    sc: &Scenario,
-    record: &audita_evidence::Record,
-    sr: &audita_facility::record::SignedRecord,
-    standard: &str,
-) -> anyhow::Result<Option<audita_verdict::Verdict>> {
-    let part = verify_record(record, &sr.keys);
-    let Some(adv) = adverse_json(sc, sr)? else {
-        return Ok(None);
-    };
-    let reg = DutyRegistry::from_json(&registry_json(sc, standard))?;
-    let adv = Adverse::from_json(&adv)?;
-    let mut rep = WorldReplayer::named(&sc.spec, None, verdict_variables(sc, sr));
-    Ok(Some(verdict_with(
-        record,
-        &part,
-        &reg,
-        &adv,
-        &VerdictOptions::default(),
-        Some(&mut rep),
-    )?))
 }
 
 /// Audita's verdict on the signed record of a scenario ([`hosted_verdict`]) as
@@ -320,55 +266,144 @@ fn evaluate(
     })
 }
 
-/// Runs the evaluation and returns the result object.
-fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
-    let seeds = if a.seeds.is_empty() {
-        vec![0]
-    } else {
-        a.seeds.clone()
-    };
-    let ns = seeds.len() as u64;
-    let gen_per_seed = a.generator_draws.div_ceil(ns);
-    let nc_per_seed = a.no_cause_draws.div_ceil(ns);
-    let named: Vec<Family> = Family::ALL
-        .iter()
-        .copied()
-        .filter(|f| *f != Family::NoCause)
-        .collect();
-    let core_attack_draws = a.draws.div_ceil(4).max(1);
-    let total = ns
-        * (named.len() as u64 * a.draws
-            + gen_per_seed
-            + nc_per_seed
-            + Family::ALL.len() as u64 * core_attack_draws);
-    let pb = ProgressBar::new(total);
-    pb.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+/// The LLM judges, when `AUDITA_JUDGE_ENDPOINT` configures them.
+type Judges = Option<judge::Judge<judge::HttpTransport>>;
 
-    let (mut judges, judge_status) = match judge::Judge::from_env() {
+/// The judges from the environment and the status the result reports for them.
+fn judges_from_env() -> (Judges, String) {
+    match judge::Judge::from_env() {
         None => (None, "not run (AUDITA_JUDGE_ENDPOINT unset)".to_string()),
         Some(Ok(j)) => (Some(j), "run".to_string()),
         Some(Err(e)) => (None, format!("not run ({e})")),
-    };
+    }
+}
 
-    let mut cells: Cells = BTreeMap::new();
-    let mut agree = (0u64, 0u64);
-    let mut no_cause: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    let mut conduct: BTreeMap<&str, [u64; 5]> = BTreeMap::new();
-    let mut wall: BTreeMap<usize, (f64, f64, f64, u64)> = BTreeMap::new();
-    let mut gen_adverse = (0u64, 0u64);
-    let mut duty: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
-    let mut attacks: BTreeMap<&str, [u64; 5]> = BTreeMap::new();
-    let mut hosted: BTreeMap<&str, [f64; 4]> = BTreeMap::new();
+/// What one evaluation draws: its generation seeds and, per seed, the draws of each
+/// part.
+struct Plan {
+    seeds: Vec<u64>,
+    /// Every family but `no_cause`, drawn `draws` times each.
+    named: Vec<Family>,
+    draws: u64,
+    /// No-cause control draws.
+    no_cause: u64,
+    /// Generator draws.
+    generator: u64,
+    /// Draws per family of the hosted replay (core families) and the record attacks
+    /// (every family).
+    attacks: u64,
+}
 
-    let record = |family: &str, seed: u64, out: &Outcome, cells: &mut Cells| {
+impl Plan {
+    /// The draws `a` asks for; the generator and no-cause totals are split over the
+    /// seeds (rounded up), and no seeds means seed 0.
+    fn new(a: &AttributionArgs) -> Plan {
+        let seeds = if a.seeds.is_empty() {
+            vec![0]
+        } else {
+            a.seeds.clone()
+        };
+        let ns = seeds.len() as u64;
+        Plan {
+            named: Family::ALL
+                .iter()
+                .copied()
+                .filter(|f| *f != Family::NoCause)
+                .collect(),
+            draws: a.draws,
+            no_cause: a.no_cause_draws.div_ceil(ns),
+            generator: a.generator_draws.div_ceil(ns),
+            attacks: a.draws.div_ceil(4).max(1),
+            seeds,
+        }
+    }
+
+    /// The progress bar's length: every draw but the hosted replay's.
+    fn total(&self) -> u64 {
+        self.seeds.len() as u64
+            * (self.named.len() as u64 * self.draws
+                + self.generator
+                + self.no_cause
+                + Family::ALL.len() as u64 * self.attacks)
+    }
+}
+
+/// The evaluation's accumulators, filled draw by draw.
+#[derive(Default)]
+struct Tally {
+    cells: Cells,
+    /// Draws where the oracle agrees with the planted truth, and draws.
+    agree: (u64, u64),
+    /// Per method: no-cause draws where it names someone, and draws.
+    no_cause: BTreeMap<&'static str, (u64, u64)>,
+    /// Per conduct-attack family, see [`conduct_attack`].
+    conduct: BTreeMap<&'static str, [u64; 5]>,
+    /// Per candidate count k: engine, oracle and verdict µs summed, and draws.
+    wall: BTreeMap<usize, (f64, f64, f64, u64)>,
+    /// Generator draws with an adverse outcome, and draws.
+    gen_adverse: (u64, u64),
+    /// Per duty standard, see [`duty_sensitivity`].
+    duty: BTreeMap<&'static str, [f64; 4]>,
+    /// Per record attack, see [`record_attacks`].
+    attacks: BTreeMap<&'static str, [u64; 5]>,
+    /// Per noise level, see [`hosted_certification`].
+    hosted: BTreeMap<&'static str, [f64; 4]>,
+}
+
+impl Tally {
+    /// Every draw of one generation seed, in order: the named families, the no-cause
+    /// control, the generator, the hosted replay and the record attacks.
+    fn run_seed(
+        &mut self,
+        plan: &Plan,
+        seed: u64,
+        judges: &mut Judges,
+        pb: &ProgressBar,
+    ) -> anyhow::Result<()> {
+        for &family in &plan.named {
+            pb.set_message(format!("seed {seed} {}", family.name()));
+            for i in 0..plan.draws {
+                self.named_draw(family, seed, i, judges)?;
+                pb.inc(1);
+            }
+        }
+        pb.set_message(format!("seed {seed} no_cause"));
+        for i in 0..plan.no_cause {
+            self.no_cause_draw(seed, i, judges)?;
+            pb.inc(1);
+        }
+        pb.set_message(format!("seed {seed} generator"));
+        let params = Params::default();
+        for i in 0..plan.generator {
+            self.generator_draw(seed, i, &params, judges)?;
+            pb.inc(1);
+        }
+        pb.set_message(format!("seed {seed} hosted replay"));
+        for &family in &Family::CORE {
+            for i in 0..plan.attacks {
+                let sc = generate(family, seed * 1_000_000 + i);
+                hosted_certification(&sc, seed * 1_000_000 + i, &mut self.hosted)?;
+            }
+        }
+        pb.set_message(format!("seed {seed} record attacks"));
+        for &family in &Family::ALL {
+            for i in 0..plan.attacks {
+                let sc = generate(family, seed * 1_000_000 + i);
+                record_attacks(&sc, i, &mut self.attacks)?;
+                pb.inc(1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds every method's error on one draw of `family` against the culpable and the
+    /// originating causal truth.
+    fn record(&mut self, family: &str, seed: u64, out: &Outcome) {
         let culp = &out.truth.culpable;
         let caus = out.truth.causal_originating();
         for (m, p) in &out.profiles {
             if let Some(p) = p {
-                cells
+                self.cells
                     .entry(family.to_string())
                     .or_default()
                     .entry(m.to_string())
@@ -378,252 +413,309 @@ fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
                     .add(metrics::error(p, culp), metrics::error(p, &caus));
             }
         }
-    };
-
-    for &seed in &seeds {
-        for &family in &named {
-            pb.set_message(format!("seed {seed} {}", family.name()));
-            for i in 0..a.draws {
-                let sc = generate(family, seed * 1_000_000 + i);
-                let out = evaluate(&sc, &mut judges)?;
-                agree.0 += u64::from(out.agrees);
-                agree.1 += 1;
-                record(family.name(), seed, &out, &mut cells);
-                if family.is_conduct_attack() {
-                    let c = conduct.entry(family.name()).or_insert([0; 5]);
-                    let victim = sc.planted.victim.clone().unwrap_or_default();
-                    let cert = certificate(&sc.spec, &victim)?;
-                    let audita = out
-                        .profiles
-                        .get("audita")
-                        .cloned()
-                        .flatten()
-                        .unwrap_or_default();
-                    c[0] += u64::from(cert.is_some());
-                    c[1] += u64::from(audita.get(&victim).copied().unwrap_or(0.0) == 0.0);
-                    c[2] += u64::from(cert.as_ref().is_some_and(|c| {
-                        c.framers == sc.planted.framers
-                            && sc
-                                .planted
-                                .framers
-                                .iter()
-                                .filter(|(_, g)| **g > 0.0)
-                                .all(|(f, _)| c.framers[f] > 0.0)
-                    }));
-                    c[3] += 1;
-                    // The verdict layer's own blame-shift certificate on the record.
-                    let vc = verdict_certificate(&sc, &victim)?;
-                    c[4] += u64::from(vc.as_ref().is_some_and(|f| {
-                        sc.planted
-                            .framers
-                            .iter()
-                            .all(|(p, g)| (f.get(p).copied().unwrap_or(0.0) - g).abs() < 1e-9)
-                            && f.iter()
-                                .all(|(p, g)| *g == 0.0 || sc.planted.framers.contains_key(p))
-                    }));
-                }
-                if Family::CORE.contains(&family) {
-                    duty_sensitivity(&sc, &out, &mut duty)?;
-                }
-                pb.inc(1);
-            }
-        }
-        pb.set_message(format!("seed {seed} no_cause"));
-        for i in 0..nc_per_seed {
-            let sc = generate(Family::NoCause, seed * 1_000_000 + i);
-            let out = evaluate(&sc, &mut judges)?;
-            agree.0 += u64::from(out.agrees);
-            agree.1 += 1;
-            record("no_cause", seed, &out, &mut cells);
-            for (m, p) in &out.profiles {
-                if let Some(p) = p {
-                    let e = no_cause.entry(m).or_insert((0, 0));
-                    e.0 += u64::from(metrics::names_someone(p));
-                    e.1 += 1;
-                }
-            }
-            pb.inc(1);
-        }
-        pb.set_message(format!("seed {seed} generator"));
-        let params = Params::default();
-        for i in 0..gen_per_seed {
-            let sc = generator::generate(seed * 1_000_000 + i, &params);
-            let out = evaluate(&sc, &mut judges)?;
-            agree.0 += u64::from(out.agrees || out.truth.adverse.is_none() && !sc.planted.adverse);
-            agree.1 += 1;
-            gen_adverse.0 += u64::from(out.truth.adverse.is_some());
-            gen_adverse.1 += 1;
-            record("generator", seed, &out, &mut cells);
-            let w = wall.entry(out.k).or_insert((0.0, 0.0, 0.0, 0));
-            w.0 += out.engine_us;
-            w.1 += out.oracle_us;
-            w.2 += out.verdict_us;
-            w.3 += 1;
-            pb.inc(1);
-        }
-        pb.set_message(format!("seed {seed} hosted replay"));
-        for &family in &Family::CORE {
-            for i in 0..core_attack_draws {
-                let sc = generate(family, seed * 1_000_000 + i);
-                hosted_certification(&sc, seed * 1_000_000 + i, &mut hosted)?;
-            }
-        }
-        pb.set_message(format!("seed {seed} record attacks"));
-        for &family in &Family::ALL {
-            for i in 0..core_attack_draws {
-                let sc = generate(family, seed * 1_000_000 + i);
-                let sr = sign_record(&sc)?;
-                let clean = verify_record(&sr.record, &sr.keys);
-                let clean_verdict = audita_verdict_on(&sc, &sr.record, &sr, "reasonable_agent")?;
-                for which in Attack::ALL {
-                    let rep = attack(&sr, which, i);
-                    let part = verify_record(&rep.record, &sr.keys);
-                    let detected = match which {
-                        Attack::Forge => !part.suspect.is_empty(),
-                        Attack::Drop => rep
-                            .dropped
-                            .as_ref()
-                            .is_some_and(|d| part.missing.iter().any(|m| &m.id == d)),
-                        Attack::Reorder => part.epochs.iter().any(|e| !e.intact()),
-                        Attack::Equivocate => !part.equivocations.is_empty(),
-                    };
-                    let invariant = part.certified.keys().eq(clean.certified.keys());
-                    // Verdict level: bitwise-identical verdict JSON; for deletions, the
-                    // lost item's author is named (missing) and no ρ_lo of a principal
-                    // is raised.
-                    let (_, inv_attacked, json_attacked) =
-                        audita_verdict_on(&sc, &rep.record, &sr, "reasonable_agent")?;
-                    let verdict_same = json_attacked == clean_verdict.2;
-                    let not_raised = inv_attacked
-                        .iter()
-                        .all(|(p, r)| *r <= clean_verdict.1.get(p).copied().unwrap_or(0.0) + 1e-12);
-                    let e = attacks.entry(which.name()).or_insert([0; 5]);
-                    e[0] += u64::from(detected);
-                    e[1] += u64::from(invariant);
-                    e[2] += 1;
-                    e[3] += u64::from(verdict_same);
-                    e[4] += u64::from(not_raised);
-                }
-                pb.inc(1);
-            }
-        }
     }
-    pb.finish_and_clear();
 
-    // Assemble the result object.
-    let mut families = Map::new();
-    for (fam, methods) in &cells {
-        let mut mm = Map::new();
-        for m in METHODS {
-            let Some(per_seed) = methods.get(m) else {
-                if m.starts_with("judge") {
-                    mm.insert(
-                        m.into(),
-                        json!({"error": null, "exact": null, "n": 0, "status": judge_status}),
-                    );
-                }
-                continue;
-            };
-            let mut tot = Acc::default();
-            let mut means = Vec::new();
-            for acc in per_seed.values() {
-                tot.err += acc.err;
-                tot.err_causal += acc.err_causal;
-                tot.exact += acc.exact;
-                tot.n += acc.n;
-                means.push(acc.err / acc.n.max(1) as f64);
-            }
-            let n = tot.n.max(1) as f64;
-            mm.insert(
-                m.into(),
-                json!({"error": round(tot.err / n), "error_causal": round(tot.err_causal / n),
-                       "exact": round(tot.exact as f64 / n), "n": tot.n, "sd": round(sd(&means))}),
-            );
+    /// Draw `i` of a named family: the methods' errors, plus the conduct-attack checks
+    /// and the duty-standard sensitivity where the family calls for them.
+    fn named_draw(
+        &mut self,
+        family: Family,
+        seed: u64,
+        i: u64,
+        judges: &mut Judges,
+    ) -> anyhow::Result<()> {
+        let sc = generate(family, seed * 1_000_000 + i);
+        let out = evaluate(&sc, judges)?;
+        self.agree.0 += u64::from(out.agrees);
+        self.agree.1 += 1;
+        self.record(family.name(), seed, &out);
+        if family.is_conduct_attack() {
+            let c = self.conduct.entry(family.name()).or_insert([0; 5]);
+            conduct_attack(&sc, &out, c)?;
         }
-        families.insert(fam.clone(), Value::Object(mm));
+        if Family::CORE.contains(&family) {
+            duty_sensitivity(&sc, &out, &mut self.duty)?;
+        }
+        Ok(())
     }
-    let rate = |a: u64, b: u64| round(a as f64 / b.max(1) as f64);
-    let no_cause_v: Map<String, Value> = no_cause
-        .iter()
-        .map(|(m, (a, b))| {
-            (
-                m.to_string(),
-                json!({"manufactured_rate": rate(*a, *b), "n": b}),
-            )
+
+    /// Draw `i` of the no-cause control: the methods' errors and whether each names
+    /// a culprit anyway.
+    fn no_cause_draw(&mut self, seed: u64, i: u64, judges: &mut Judges) -> anyhow::Result<()> {
+        let sc = generate(Family::NoCause, seed * 1_000_000 + i);
+        let out = evaluate(&sc, judges)?;
+        self.agree.0 += u64::from(out.agrees);
+        self.agree.1 += 1;
+        self.record("no_cause", seed, &out);
+        for (m, p) in &out.profiles {
+            if let Some(p) = p {
+                let e = self.no_cause.entry(*m).or_insert((0, 0));
+                e.0 += u64::from(metrics::names_someone(p));
+                e.1 += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Draw `i` of the parameterised generator: the methods' errors, whether the run
+    /// is adverse, and the wall-clock of the engine, the oracle and the verdict by k.
+    fn generator_draw(
+        &mut self,
+        seed: u64,
+        i: u64,
+        params: &Params,
+        judges: &mut Judges,
+    ) -> anyhow::Result<()> {
+        let sc = generator::generate(seed * 1_000_000 + i, params);
+        let out = evaluate(&sc, judges)?;
+        self.agree.0 += u64::from(out.agrees || out.truth.adverse.is_none() && !sc.planted.adverse);
+        self.agree.1 += 1;
+        self.gen_adverse.0 += u64::from(out.truth.adverse.is_some());
+        self.gen_adverse.1 += 1;
+        self.record("generator", seed, &out);
+        let w = self.wall.entry(out.k).or_insert((0.0, 0.0, 0.0, 0));
+        w.0 += out.engine_us;
+        w.1 += out.oracle_us;
+        w.2 += out.verdict_us;
+        w.3 += 1;
+        Ok(())
+    }
+
+    /// The `families` object: per family and method, the mean errors and exact-match
+    /// rate over every seed and the s.d. of the per-seed mean error; judges that did
+    /// not run carry their status.
+    fn families(&self, judge_status: &str) -> Map<String, Value> {
+        let mut families = Map::new();
+        for (fam, methods) in &self.cells {
+            let mut mm = Map::new();
+            for m in METHODS {
+                let Some(per_seed) = methods.get(m) else {
+                    if m.starts_with("judge") {
+                        mm.insert(
+                            m.into(),
+                            json!({"error": null, "exact": null, "n": 0, "status": judge_status}),
+                        );
+                    }
+                    continue;
+                };
+                let mut tot = Acc::default();
+                let mut means = Vec::new();
+                for acc in per_seed.values() {
+                    tot.err += acc.err;
+                    tot.err_causal += acc.err_causal;
+                    tot.exact += acc.exact;
+                    tot.n += acc.n;
+                    means.push(acc.err / acc.n.max(1) as f64);
+                }
+                let n = tot.n.max(1) as f64;
+                mm.insert(
+                    m.into(),
+                    json!({"error": round(tot.err / n), "error_causal": round(tot.err_causal / n),
+                           "exact": round(tot.exact as f64 / n), "n": tot.n, "sd": round(sd(&means))}),
+                );
+            }
+            families.insert(fam.clone(), Value::Object(mm));
+        }
+        families
+    }
+
+    /// The result object (see the module documentation).
+    fn result(&self, judge_status: &str, plan: &Plan) -> Value {
+        let no_cause_v: Map<String, Value> = self
+            .no_cause
+            .iter()
+            .map(|(m, (a, b))| {
+                (
+                    m.to_string(),
+                    json!({"manufactured_rate": rate(*a, *b), "n": b}),
+                )
+            })
+            .collect();
+        let attacks_v: Map<String, Value> = self
+            .attacks
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    json!({"detected_rate": rate(v[0], v[2]), "certified_invariant_rate": rate(v[1], v[2]),
+                           "verdict_invariant_rate": rate(v[3], v[2]), "rho_lo_never_raised_rate": rate(v[4], v[2]),
+                           "n": v[2]}),
+                )
+            })
+            .collect();
+        let conduct_v: Map<String, Value> = self
+            .conduct
+            .iter()
+            .map(|(k, c)| {
+                (
+                    k.to_string(),
+                    json!({"involvement_raised_rate": rate(c[0], c[3]), "victim_culpability_zero_rate": rate(c[1], c[3]),
+                           "certificate_names_attacker_rate": rate(c[2], c[3]),
+                           "verdict_certificate_names_attacker_rate": rate(c[4], c[3]), "n": c[3]}),
+                )
+            })
+            .collect();
+        let duty_v: Map<String, Value> = self
+            .duty
+            .iter()
+            .map(|(k, d)| {
+                let n = d[3].max(1.0);
+                (
+                    k.to_string(),
+                    json!({"culpable_changed_rate": round(d[0] / n), "mean_shift": round(d[1] / n),
+                           "causal_invariant_rate": round(d[2] / n), "n": d[3] as u64}),
+                )
+            })
+            .collect();
+        let wall_v: Map<String, Value> = self
+            .wall
+            .iter()
+            .map(|(k, (e, o, v, n))| {
+                let nn = (*n).max(1) as f64;
+                (
+                    k.to_string(),
+                    json!({"engine": round(e / nn), "oracle": round(o / nn), "verdict": round(v / nn), "n": n}),
+                )
+            })
+            .collect();
+        let hosted_v: Map<String, Value> = self
+            .hosted
+            .iter()
+            .map(|(k, v)| {
+                let n = v[3].max(1.0);
+                (
+                    k.to_string(),
+                    json!({"certified_rate": round(v[0] / n), "mean_action_match": round(v[1] / n),
+                           "profile_exact_rate": round(v[2] / n), "n": v[3] as u64}),
+                )
+            })
+            .collect();
+        json!({
+            "hosted_replay": hosted_v,
+            "families": self.families(judge_status),
+            "no_cause": no_cause_v,
+            "record_attacks": attacks_v,
+            "conduct_attacks": conduct_v,
+            "duty_sensitivity": duty_v,
+            "wallclock_us": wall_v,
+            "generator": {"draws": self.gen_adverse.1, "adverse_rate": rate(self.gen_adverse.0, self.gen_adverse.1)},
+            "oracle_agreement": rate(self.agree.0, self.agree.1),
+            "judges": judge_status,
+            "seeds": plan.seeds,
+            "draws_per_seed": plan.draws,
         })
-        .collect();
-    let attacks_v: Map<String, Value> = attacks
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.to_string(),
-                json!({"detected_rate": rate(v[0], v[2]), "certified_invariant_rate": rate(v[1], v[2]),
-                       "verdict_invariant_rate": rate(v[3], v[2]), "rho_lo_never_raised_rate": rate(v[4], v[2]),
-                       "n": v[2]}),
-            )
-        })
-        .collect();
-    let conduct_v: Map<String, Value> = conduct
-        .iter()
-        .map(|(k, c)| {
-            (
-                k.to_string(),
-                json!({"involvement_raised_rate": rate(c[0], c[3]), "victim_culpability_zero_rate": rate(c[1], c[3]),
-                       "certificate_names_attacker_rate": rate(c[2], c[3]),
-                       "verdict_certificate_names_attacker_rate": rate(c[4], c[3]), "n": c[3]}),
-            )
-        })
-        .collect();
-    let duty_v: Map<String, Value> = duty
-        .iter()
-        .map(|(k, d)| {
-            let n = d[3].max(1.0);
-            (
-                k.to_string(),
-                json!({"culpable_changed_rate": round(d[0] / n), "mean_shift": round(d[1] / n),
-                       "causal_invariant_rate": round(d[2] / n), "n": d[3] as u64}),
-            )
-        })
-        .collect();
-    let wall_v: Map<String, Value> = wall
-        .iter()
-        .map(|(k, (e, o, v, n))| {
-            let nn = (*n).max(1) as f64;
-            (
-                k.to_string(),
-                json!({"engine": round(e / nn), "oracle": round(o / nn), "verdict": round(v / nn), "n": n}),
-            )
-        })
-        .collect();
-    let hosted_v: Map<String, Value> = hosted
-        .iter()
-        .map(|(k, v)| {
-            let n = v[3].max(1.0);
-            (
-                k.to_string(),
-                json!({"certified_rate": round(v[0] / n), "mean_action_match": round(v[1] / n),
-                       "profile_exact_rate": round(v[2] / n), "n": v[3] as u64}),
-            )
-        })
-        .collect();
-    let result = json!({
-        "hosted_replay": hosted_v,
-        "families": families,
-        "no_cause": no_cause_v,
-        "record_attacks": attacks_v,
-        "conduct_attacks": conduct_v,
-        "duty_sensitivity": duty_v,
-        "wallclock_us": wall_v,
-        "generator": {"draws": gen_adverse.1, "adverse_rate": rate(gen_adverse.0, gen_adverse.1)},
-        "oracle_agreement": rate(agree.0, agree.1),
-        "judges": judge_status,
-        "seeds": seeds,
-        "draws_per_seed": a.draws,
-    });
-    Ok(result)
+    }
 }
 
-fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
+/// `a / b` rounded to three decimals (0 when there are no draws).
+fn rate(a: u64, b: u64) -> f64 {
+    round(a as f64 / b.max(1) as f64)
+}
+
+/// Conduct-attack checks on one draw, added to `c`: the oracle's blame-shift
+/// certificate raises the victim's involvement (`c[0]`); Audita's verdict leaves the
+/// victim's culpability at 0 (`c[1]`); the oracle certificate names exactly the
+/// planted attackers (`c[2]`); draws (`c[3]`); the verdict layer's own certificate
+/// names them at their planted ρ (`c[4]`).
+fn conduct_attack(sc: &Scenario, out: &Outcome, c: &mut [u64; 5]) -> anyhow::Result<()> {
+    let victim = sc.planted.victim.clone().unwrap_or_default();
+    let cert = certificate(&sc.spec, &victim)?;
+    let audita = out
+        .profiles
+        .get("audita")
+        .cloned()
+        .flatten()
+        .unwrap_or_default();
+    c[0] += u64::from(cert.is_some());
+    c[1] += u64::from(audita.get(&victim).copied().unwrap_or(0.0) == 0.0);
+    c[2] += u64::from(cert.as_ref().is_some_and(|c| {
+        c.framers == sc.planted.framers
+            && sc
+                .planted
+                .framers
+                .iter()
+                .filter(|(_, g)| **g > 0.0)
+                .all(|(f, _)| c.framers[f] > 0.0)
+    }));
+    c[3] += 1;
+    // The verdict layer's own blame-shift certificate on the record.
+    let vc = verdict_certificate(sc, &victim)?;
+    c[4] += u64::from(vc.as_ref().is_some_and(|f| {
+        sc.planted
+            .framers
+            .iter()
+            .all(|(p, g)| (f.get(p).copied().unwrap_or(0.0) - g).abs() < 1e-9)
+            && f.iter()
+                .all(|(p, g)| *g == 0.0 || sc.planted.framers.contains_key(p))
+    }));
+    Ok(())
+}
+
+/// Every record attack on the signed record of one draw (draw index `i` picks what
+/// the attack edits), added per attack: detected by verification (`[0]`); certified
+/// set unchanged (`[1]`); attacks (`[2]`); the verdict JSON bitwise unchanged
+/// (`[3]`); no principal's ρ_lo raised (`[4]`).
+fn record_attacks(
+    sc: &Scenario,
+    i: u64,
+    acc: &mut BTreeMap<&'static str, [u64; 5]>,
+) -> anyhow::Result<()> {
+    let sr = sign_record(sc)?;
+    let clean = verify_record(&sr.record, &sr.keys);
+    let clean_verdict = audita_verdict_on(sc, &sr.record, &sr, "reasonable_agent")?;
+    for which in Attack::ALL {
+        let rep = attack(&sr, which, i);
+        let part = verify_record(&rep.record, &sr.keys);
+        let detected = match which {
+            Attack::Forge => !part.suspect.is_empty(),
+            Attack::Drop => rep
+                .dropped
+                .as_ref()
+                .is_some_and(|d| part.missing.iter().any(|m| &m.id == d)),
+            Attack::Reorder => part.epochs.iter().any(|e| !e.intact()),
+            Attack::Equivocate => !part.equivocations.is_empty(),
+        };
+        let invariant = part.certified.keys().eq(clean.certified.keys());
+        // Verdict level: bitwise-identical verdict JSON; for deletions, the
+        // lost item's author is named (missing) and no ρ_lo of a principal
+        // is raised.
+        let (_, inv_attacked, json_attacked) =
+            audita_verdict_on(sc, &rep.record, &sr, "reasonable_agent")?;
+        let verdict_same = json_attacked == clean_verdict.2;
+        let not_raised = inv_attacked
+            .iter()
+            .all(|(p, r)| *r <= clean_verdict.1.get(p).copied().unwrap_or(0.0) + 1e-12);
+        let e = acc.entry(which.name()).or_insert([0; 5]);
+        e[0] += u64::from(detected);
+        e[1] += u64::from(invariant);
+        e[2] += 1;
+        e[3] += u64::from(verdict_same);
+        e[4] += u64::from(not_raised);
+    }
+    Ok(())
+}
+
+/// Runs the evaluation and returns the result object.
+fn compute(a: &AttributionArgs) -> anyhow::Result<Value> {
+    let plan = Plan::new(a);
+    let pb = ProgressBar::new(plan.total());
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let (mut judges, judge_status) = judges_from_env();
+    let mut tally = Tally::default();
+    for &seed in &plan.seeds {
+        tally.run_seed(&plan, seed, &mut judges, &pb)?;
+    }
+    pb.finish_and_clear();
+    Ok(tally.result(&judge_status, &plan))
+}
+
+/// Runs `audita bench attribution`: the sections `a.sections` names, with a progress
+/// bar on stderr; rewrites their sections of `a.out` unless `a.no_write`. Returns
+/// what the command prints: the result as JSON (`a.json`) or as Markdown tables.
+pub fn attribution(a: &AttributionArgs) -> anyhow::Result<String> {
     let want = |s: &str| a.sections.iter().any(|x| x == s);
     if let Some(bad) = a
         .sections
@@ -675,17 +767,18 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
         }
         pb.finish_and_clear();
     }
+    let mut out = String::new();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        out = serde_json::to_string_pretty(&result)? + "\n";
     } else {
         if want("accuracy") {
-            println!("{}", markdown(&result));
+            out += &(markdown(&result) + "\n");
         }
         if want("perimeter") {
-            println!("{}", crate::bench_perimeter::markdown_perimeter(&result));
+            out += &(crate::bench_perimeter::markdown_perimeter(&result) + "\n");
         }
         if want("repair") {
-            println!("{}", crate::bench_perimeter::markdown_repair(&result));
+            out += &(crate::bench_perimeter::markdown_repair(&result) + "\n");
         }
     }
     if !a.no_write {
@@ -694,7 +787,7 @@ fn attribution(a: &AttributionArgs) -> anyhow::Result<()> {
         }
         crate::bench_perimeter::write_sections(&a.out, &result)?;
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Replay certification on the hosted (stochastic) world: the engine's statistical
@@ -843,14 +936,23 @@ fn cell(v: &Value, fam: &str, m: &str, key: &str) -> Option<f64> {
     v["families"][fam][m][key].as_f64()
 }
 
+/// The `## Attribution accuracy` section of BENCHMARKS.md for the result object `r`.
 fn markdown(r: &Value) -> String {
-    let core = [
-        "redundancy",
-        "inert_twin",
-        "preemption",
-        "omission",
-        "chain",
-    ];
+    let mut s = String::new();
+    s.push_str(&preamble(r));
+    s.push_str(&core_tables(r));
+    s.push_str(&other_families_table(r));
+    s.push_str(&control_and_attack_tables(r));
+    s.push_str(&sensitivity_and_cost_tables(r));
+    s.push_str(
+        "\n![Responsibility error on the core structures](benchmarks/attribution_error.svg)\n",
+    );
+    s.push_str("\n![Wall-clock vs k](benchmarks/attribution_wallclock.svg)\n");
+    s
+}
+
+/// The section's heading, how to reproduce it, and what the run drew.
+fn preamble(r: &Value) -> String {
     let mut s = String::new();
     s.push_str("## Attribution accuracy\n\n");
     s.push_str(
@@ -874,6 +976,20 @@ fn markdown(r: &Value) -> String {
         r["oracle_agreement"].as_f64().unwrap_or(0.0) * 100.0,
         r["judges"].as_str().unwrap_or("")
     ));
+    s
+}
+
+/// The core structures' errors in this run beside the paper's Table 2, and why
+/// some cells differ.
+fn core_tables(r: &Value) -> String {
+    let core = [
+        "redundancy",
+        "inert_twin",
+        "preemption",
+        "omission",
+        "chain",
+    ];
+    let mut s = String::new();
     s.push_str("### Core structures (this run; mean ± s.d. across seeds)\n\n");
     s.push_str("| Method | Redundancy | Inert twin | Preemption | Omission | Chain | Average | Exact (avg) |\n");
     s.push_str("|---|---|---|---|---|---|---|---|\n");
@@ -922,6 +1038,13 @@ fn markdown(r: &Value) -> String {
          the paper's values. Preemption's later command and the trivial control act on the \
          robot directly.\n",
     );
+    s
+}
+
+/// The other families' and the generator's error and exact-match rate for the
+/// non-judge methods.
+fn other_families_table(r: &Value) -> String {
+    let mut s = String::new();
     s.push_str("\n### Other families and the generator (error / exact-match rate)\n\n");
     let others = [
         "unexpected_startup",
@@ -949,6 +1072,13 @@ fn markdown(r: &Value) -> String {
         s.push_str(&row);
         s.push('\n');
     }
+    s
+}
+
+/// The no-cause control's manufactured-culprit rates, and the record and conduct
+/// attacks' outcomes.
+fn control_and_attack_tables(r: &Value) -> String {
+    let mut s = String::new();
     s.push_str("\n### Negative control: manufactured-culprit rate on no-cause draws\n\n| Method | rate | n |\n|---|---|---|\n");
     if let Some(o) = r["no_cause"].as_object() {
         for (m, v) in o {
@@ -987,6 +1117,13 @@ fn markdown(r: &Value) -> String {
             ));
         }
     }
+    s
+}
+
+/// Duty-standard sensitivity, replay certification on the hosted world, and the
+/// wall-clock per incident query by k.
+fn sensitivity_and_cost_tables(r: &Value) -> String {
+    let mut s = String::new();
     s.push_str("\n### Duty-standard sensitivity (core families; aisle speed envelope)\n\n| Standard | culpable profile changed vs spec | mean shift (error) | causal profile invariant | n |\n|---|---|---|---|---|\n");
     if let Some(o) = r["duty_sensitivity"].as_object() {
         for (m, v) in o {
@@ -1026,10 +1163,6 @@ fn markdown(r: &Value) -> String {
             ));
         }
     }
-    s.push_str(
-        "\n![Responsibility error on the core structures](benchmarks/attribution_error.svg)\n",
-    );
-    s.push_str("\n![Wall-clock vs k](benchmarks/attribution_wallclock.svg)\n");
     s
 }
 

@@ -4,34 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use audita_evidence::verify_record;
 use audita_facility::generator::{self, Params};
 use audita_facility::oracle::truth;
 use audita_facility::perimeter::{off_bus, visibility};
-use audita_facility::record::{
-    adverse_json, registry_json, sign_record, sign_record_off_bus, verdict_variables,
-};
+use audita_facility::record::{sign_record, sign_record_off_bus, SignedRecord};
 use audita_facility::repair::{guided, guided_by_grade, harm_after, Culprit};
-use audita_facility::replay::WorldReplayer;
 use audita_facility::scenario::{generate, Family, Scenario};
-use audita_verdict::{verdict_with, Adverse, DutyRegistry, Options, Standard, Verdict};
+use audita_load_tests::hosted::{findings, hosted_verdict};
+use audita_verdict::Verdict;
 
-fn verdict_on(sc: &Scenario, sr: &audita_facility::record::SignedRecord) -> Option<Verdict> {
-    let part = verify_record(&sr.record, &sr.keys);
-    let reg = DutyRegistry::from_json(&registry_json(sc, "reasonable_agent")).unwrap();
-    let adv = Adverse::from_json(&adverse_json(sc, sr).unwrap()?).unwrap();
-    let mut rep = WorldReplayer::named(&sc.spec, None, verdict_variables(sc, sr));
-    Some(
-        verdict_with(
-            &sr.record,
-            &part,
-            &reg,
-            &adv,
-            &Options::default(),
-            Some(&mut rep),
-        )
-        .unwrap(),
-    )
+fn verdict_on(sc: &Scenario, sr: &SignedRecord) -> Option<Verdict> {
+    hosted_verdict(sc, &sr.record, sr, "reasonable_agent").unwrap()
 }
 
 fn seen(sc: &Scenario, v: Option<&Verdict>) -> BTreeMap<String, f64> {
@@ -92,31 +75,6 @@ fn off_bus_links_hide_responsibility_but_never_blame_the_uninvolved() {
             "invisible responsibility must rise: {invisible:?}"
         );
     }
-}
-
-/// The verdict's findings as plain data: culpable ones (reasonable-agent violations)
-/// or every involved one (specification-standard violations).
-fn findings(v: &Verdict, culpable: bool) -> Vec<Culprit> {
-    let standard = if culpable {
-        Standard::ReasonableAgent
-    } else {
-        Standard::Specification
-    };
-    v.principals
-        .iter()
-        .filter(|(_, f)| if culpable { f.culpable } else { f.rho_lo > 0.0 })
-        .map(|(p, f)| Culprit {
-            principal: p.clone(),
-            rho_lo: f.rho_lo,
-            violations: f
-                .breach
-                .violations
-                .iter()
-                .filter(|x| x.standards.contains(&standard))
-                .map(|x| (x.duty.clone(), x.evidence.clone()))
-                .collect(),
-        })
-        .collect()
 }
 
 fn culprits(v: &Verdict) -> Vec<Culprit> {

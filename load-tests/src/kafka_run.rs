@@ -20,16 +20,18 @@
 //!   and nothing else passes between processes except through Kafka. The generator
 //!   is the fleet, a client: it signs with keys derived from `--seed` (reproducible
 //!   load, public keys — a benchmark's devices, never the deployment's keys).
-//! - The load is pre-signed before the timed phase ([`audita_load_tests::load`]) and
+//! - The load is pre-signed before the timed phase ([`crate::load`]) and
 //!   offered at its record times; the achieved offered rate is what is reported.
 //! - Bounded and loopback only: the bootstrap must be a loopback address, the load is
-//!   bounded by [`audita_load_tests::load::LoadConfig::validate`], the drain phase by
+//!   bounded by [`crate::load::LoadConfig::validate`], the drain phase by
 //!   `--drain-timeout`; the child processes are killed at the end (by their pids).
 //! - Topics get a fresh prefix per run, so runs never see each other's records.
 
-use crate::bench_pipeline::{ed25519_single_core_per_s, percentile};
+use crate::host::{
+    ed25519_single_core_per_s, find_broker, machine_busy_s, percentile, proc_cpu_s, proc_rss_mib,
+};
+use crate::load::{feed, FeedStats, Lane, Load, LoadConfig, Placement};
 use audita_bus::Bus;
-use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_pipeline::metrics::Metrics;
 use audita_pipeline::{Deployment, Retention, EPOCH_MESSAGES};
 use audita_topics::names as topics;
@@ -38,7 +40,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::IsTerminal as _;
+use std::io::{IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -62,7 +64,7 @@ pub enum LoadStage {
     Sink,
 }
 
-/// Where incident cells sit in record time (`audita_load_tests::load::Placement`).
+/// Where incident cells sit in record time (`crate::load::Placement`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum IncidentTime {
     /// At the current record time: each incident's window also holds the fleet's
@@ -162,9 +164,9 @@ pub struct LoadArgs {
 /// randomness), a per-run origin, the load's principals registered by their public
 /// keys and its duty registry installed. Returns its `audita.toml`.
 fn create_deployment(load: &Load, dir: &Path) -> anyhow::Result<PathBuf> {
-    let origin = format!("audita.load/run-{}", audita_load_tests::client::run_id());
+    let origin = format!("audita.load/run-{}", crate::client::run_id());
     let opts = audita_deploy::InitOptions {
-        local_keepers: audita_load_tests::client::DEMO_KEEPERS
+        local_keepers: crate::client::DEMO_KEEPERS
             .iter()
             .map(|k| k.to_string())
             .collect(),
@@ -246,27 +248,18 @@ impl LoadArgs {
     }
 }
 
-/// Entry point of `audita load`.
-pub fn run(args: &LoadArgs) -> i32 {
-    let result = match (args.stage, &args.report) {
+/// Runs `audita load`: one stage process (`--stage`), the rendering of a saved
+/// measurement (`--report`), or a whole measured run; the report goes to `out`.
+pub fn run(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    match (args.stage, &args.report) {
         (Some(stage), _) => run_child(args, stage),
-        (None, Some(path)) => render(args, path),
-        (None, None) => bench(args),
-    };
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            match args.stage {
-                Some(s) => eprintln!("audita load --stage {s:?}: {e:#}"),
-                None => eprintln!("audita load: {e:#}"),
-            }
-            2
-        }
+        (None, Some(path)) => render(args, path, out),
+        (None, None) => bench(args, out),
     }
 }
 
 /// Renders a saved measurement again.
-fn render(args: &LoadArgs, path: &Path) -> anyhow::Result<()> {
+fn render(args: &LoadArgs, path: &Path, out: &mut dyn Write) -> anyhow::Result<()> {
     let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let report: Value = serde_json::from_slice(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: not a saved measurement: {e}", path.display()))?;
@@ -276,7 +269,7 @@ fn render(args: &LoadArgs, path: &Path) -> anyhow::Result<()> {
     if let Some(svg_path) = &args.svg {
         std::fs::write(svg_path, svg(&report))?;
     }
-    println!("{}", markdown(&report));
+    writeln!(out, "{}", markdown(&report))?;
     Ok(())
 }
 
@@ -287,10 +280,7 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
         .as_deref()
         .ok_or_else(|| anyhow::anyhow!("--deployment is required for a stage process"))?;
     let d = open_deployment(args, deployment, stage == LoadStage::Sealer)?;
-    let bus = Bus::Kafka(crate::bench_pipeline::kafka_bus(
-        &args.bootstrap()?,
-        &args.kafka,
-    )?);
+    let bus = Bus::Kafka(crate::host::kafka_bus(&args.bootstrap()?, &args.kafka)?);
     let m = Metrics::new();
     let stop = AtomicBool::new(false);
     let dir = || {
@@ -366,55 +356,6 @@ struct Seen {
     unexpected: Vec<String>,
 }
 
-fn proc_rss_mib(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = s
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
-}
-
-/// CPU seconds the whole machine has spent busy (every core; user, nice, system,
-/// irq, softirq and steal time: everything but idle and I/O wait), from `/proc/stat`.
-fn machine_busy_s() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = s.lines().find(|l| l.starts_with("cpu "))?;
-    let f: Vec<f64> = line
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .map(|v| v.parse::<f64>().ok())
-        .collect::<Option<_>>()?;
-    let busy = f.iter().sum::<f64>() - f.get(3)? - f.get(4)?;
-    Some(busy / clock_ticks_per_s())
-}
-
-/// CPU seconds of a process (utime + stime), from `/proc/PID/stat`.
-pub(crate) fn proc_cpu_s(pid: u32) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 and 15 of stat (utime, stime), counted after the command name.
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / clock_ticks_per_s())
-}
-
-/// The kernel's clock ticks per second (the unit of `/proc`'s CPU times).
-fn clock_ticks_per_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    #[allow(unsafe_code)]
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as f64
-    } else {
-        100.0
-    }
-}
-
 fn spawn_stage(
     args: &LoadArgs,
     stage: LoadStage,
@@ -473,7 +414,7 @@ fn tail(path: &Path) -> String {
     lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
 }
 
-fn bench(args: &LoadArgs) -> anyhow::Result<()> {
+fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let config = args.config()?;
     let bootstrap = args.bootstrap()?;
     if args.epoch_messages == 0 || args.epoch_messages > 1_000_000 {
@@ -522,7 +463,7 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     let deployment = create_deployment(&load, &work.join("deployment"))?;
     let mut d = open_deployment(args, &deployment, false)?;
     d.prefix = prefix.clone();
-    let bus = Bus::Kafka(crate::bench_pipeline::kafka_bus(&bootstrap, &args.kafka)?);
+    let bus = Bus::Kafka(crate::host::kafka_bus(&bootstrap, &args.kafka)?);
     d.ensure_topics(&bus)?;
 
     let mut procs = Vec::new();
@@ -546,16 +487,18 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
                 &deployment,
             )?);
         }
-        measure(
+        let setup = Setup {
             args,
-            &config,
-            &load,
-            &d,
-            &bus,
-            &mut procs,
+            config: &config,
+            load: &load,
+            envelopes,
+            incidents: &incidents,
+            d: &d,
+            bus: &bus,
             limit_before,
             presign_s,
-        )
+        };
+        measure(&setup, &mut procs)
     })();
     for p in &mut procs {
         let _ = p.child.kill();
@@ -563,33 +506,10 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     }
     let report = result?;
     if let Some(out) = &args.out {
-        // The sink was killed with its files open. Rebuild its tables and reports
-        // from its journal under the run's record origin: the fleet's record time
-        // is LIVE_ORIGIN_MS at the first send.
-        let first = report["first_send_unix_ms"].as_i64().unwrap_or(0);
-        let origin = audita_sinks::tables::RecordOrigin {
-            unix_ms: first - audita_load_tests::load::LIVE_ORIGIN_MS as i64,
-        };
-        if out.join("verdicts").exists() {
-            std::fs::remove_dir_all(out.join("verdicts"))?;
-        }
-        let mut sink = audita_sinks::sink::VerdictSink::open(
-            out,
-            Some(origin),
-            audita_sinks::tables::Rotation::default(),
-            audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
-        )?;
-        sink.replay()?;
-        sink.finish()?;
+        rebuild_sink_output(out, &report)?;
     }
     if let Some(logs) = &args.logs {
-        std::fs::create_dir_all(logs)?;
-        for entry in std::fs::read_dir(&work)?.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "log") {
-                std::fs::copy(&path, logs.join(entry.file_name()))?;
-            }
-        }
+        keep_logs(&work, logs)?;
     }
     let _ = std::fs::remove_dir_all(&work);
     if let Some(path) = &args.json {
@@ -598,7 +518,42 @@ fn bench(args: &LoadArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.svg {
         std::fs::write(path, svg(&report))?;
     }
-    println!("{}", markdown(&report));
+    writeln!(out, "{}", markdown(&report))?;
+    Ok(())
+}
+
+/// Rebuilds the sink's verdict tables and reports in `out` from its journal. The sink
+/// was killed with its files open; its journal is replayed under the run's record
+/// origin: the fleet's record time is [`crate::load::LIVE_ORIGIN_MS`] at the first send.
+fn rebuild_sink_output(out: &Path, report: &Value) -> anyhow::Result<()> {
+    let first = report["first_send_unix_ms"].as_i64().unwrap_or(0);
+    let origin = audita_sinks::tables::RecordOrigin {
+        unix_ms: first - crate::load::LIVE_ORIGIN_MS as i64,
+    };
+    if out.join("verdicts").exists() {
+        std::fs::remove_dir_all(out.join("verdicts"))?;
+    }
+    let mut sink = audita_sinks::sink::VerdictSink::open(
+        out,
+        Some(origin),
+        audita_sinks::tables::Rotation::default(),
+        audita_sinks::report::Build::current(env!("CARGO_PKG_VERSION")),
+    )?;
+    sink.replay()?;
+    sink.finish()?;
+    Ok(())
+}
+
+/// Copies every stage process's log (`<stage>.log`) from the run's scratch directory
+/// `work` to `logs`.
+fn keep_logs(work: &Path, logs: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(logs)?;
+    for entry in std::fs::read_dir(work)?.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "log") {
+            std::fs::copy(&path, logs.join(entry.file_name()))?;
+        }
+    }
     Ok(())
 }
 
@@ -617,154 +572,43 @@ fn bar(quiet: bool, len: u64, what: &str) -> ProgressBar {
     bar
 }
 
-#[allow(clippy::too_many_arguments)]
-fn measure(
-    args: &LoadArgs,
-    config: &LoadConfig,
-    load: &Load,
-    d: &Deployment,
-    bus: &Bus,
-    procs: &mut [StageProc],
+/// What a measured run is given: its arguments, the pre-signed load, and the
+/// deployment and bus its stages run on.
+struct Setup<'a> {
+    args: &'a LoadArgs,
+    config: &'a LoadConfig,
+    load: &'a Load,
+    /// Envelopes in the load.
+    envelopes: u64,
+    /// The load's incidents, in injection order.
+    incidents: &'a [String],
+    d: &'a Deployment,
+    bus: &'a Bus,
+    /// The single-core Ed25519 limit measured before the load was signed.
     limit_before: f64,
+    /// Seconds the load took to pre-sign.
     presign_s: f64,
-) -> anyhow::Result<Value> {
-    let envelopes = load.envelopes() as u64;
-    let incidents = load.incidents();
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let published: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
-    // The planted causal profile of every incident (never read by the pipeline),
-    // owned by the monitor thread.
-    let planted: BTreeMap<String, BTreeMap<String, f64>> = load
-        .fleet
-        .planted()
-        .into_iter()
-        .map(|(incident, profile)| (incident, profile.clone()))
-        .collect();
-    let done = Arc::new(AtomicBool::new(false));
-    // The monitor: its own consumer group on the pipeline's output topics.
-    let mut consumer = bus.consumer(
-        &d.topic("load-monitor"),
-        &[
-            &d.topic(topics::EPOCHS),
-            &d.topic(topics::VERDICTS),
-            &d.topic(topics::SUSPECT),
-            &d.topic(topics::SLICES),
-            &d.topic(topics::ALERTS),
-        ],
-    )?;
-    let monitor = {
-        let (seen, published, done) = (seen.clone(), published.clone(), done.clone());
-        std::thread::spawn(move || -> anyhow::Result<()> {
-            while !done.load(Ordering::SeqCst) {
-                let Some(del) = consumer.poll(Duration::from_millis(100))? else {
-                    continue;
-                };
-                let now = Instant::now();
-                let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
-                if del.topic.ends_with(topics::EPOCHS) {
-                    if let Some(e) = EpochMessage::decode(&del.payload) {
-                        s.sealed += e.envelopes.len() as u64;
-                        s.epochs += 1;
-                        s.watermark = s.watermark.max(e.watermark);
-                        s.last_sealed_at = Some(now);
-                        for leaf in &e.leaves {
-                            if let Ok(id) = audita_evidence::MessageId::from_leaf_bytes(leaf) {
-                                if !id.author.as_str().starts_with("fleet/") {
-                                    s.readable.insert(id.digest, now);
-                                }
-                            }
-                        }
-                    }
-                } else if del.topic.ends_with(topics::ALERTS) {
-                    let Ok(alert) =
-                        serde_json::from_slice::<audita_topics::AlertRecord>(&del.payload)
-                    else {
-                        continue;
-                    };
-                    // Timed from the moment the alert could first be raised: the
-                    // arrival of the epoch sealing the last message it cites.
-                    let ready: Option<Instant> = alert
-                        .messages
-                        .iter()
-                        .map(|m| {
-                            let hex_digest = m.rsplit_once(':').map_or(m.as_str(), |(_, h)| h);
-                            let digest: Option<[u8; 32]> =
-                                hex::decode(hex_digest).ok().and_then(|b| b.try_into().ok());
-                            digest.and_then(|d| s.readable.get(&d).copied())
-                        })
-                        .collect::<Option<Vec<Instant>>>()
-                        .and_then(|v| v.into_iter().max());
-                    match ready {
-                        Some(r) => s.sealed_to_alert.push(now.duration_since(r)),
-                        None => s.alerts_unordered += 1,
-                    }
-                    if let Some(incident) = alert.incident.filter(|_| alert.kind == "fired") {
-                        if !s.alerted.contains_key(&incident) {
-                            let instant = published
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .get(&incident)
-                                .copied();
-                            if let Some(at) = instant {
-                                s.instant_to_alert.push(now.saturating_duration_since(at));
-                            }
-                            s.alerted.insert(incident, now);
-                        }
-                    }
-                } else if del.topic.ends_with(topics::SUSPECT) {
-                    s.quarantined += 1;
-                } else if del.topic.ends_with(topics::SLICES) {
-                    s.slice_bytes.push(del.payload.len());
-                } else if let Ok(v) = serde_json::from_slice::<Value>(&del.payload) {
-                    let incident = v["incident"].as_str().unwrap_or_default().to_string();
-                    let at = published
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get(&incident)
-                        .copied();
-                    if s.latencies.contains_key(&incident) || s.abstained.contains_key(&incident) {
-                        s.duplicates += 1;
-                    } else if !planted.contains_key(&incident) {
-                        s.unexpected.push(incident);
-                    } else if let Some(reason) = v.get("abstained").and_then(Value::as_str) {
-                        s.abstained.insert(incident, reason.to_string());
-                    } else if let Some(at) = at {
-                        if !matches_truth(&v, planted.get(&incident)) {
-                            // Kept whole: what was planted and what was found.
-                            let rows: Vec<Value> = v["rows"]
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .map(|r| {
-                                    json!({
-                                        "principal": r["principal"], "rho_lo": r["rho_lo"],
-                                        "rho_hi": r["rho_hi"], "flags": r["flags"],
-                                    })
-                                })
-                                .collect();
-                            s.off_truth.push(json!({
-                                "incident": incident, "planted": planted.get(&incident),
-                                "rows": rows, "notes": v["verdict"]["notes"],
-                                "completions": v["verdict"]["completions"],
-                            }));
-                        }
-                        if let Some(alerted) = s.alerted.get(&incident).copied() {
-                            s.alert_to_verdict
-                                .push(now.saturating_duration_since(alerted));
-                        }
-                        tracing::debug!(
-                            incident = %incident,
-                            latency_ms = now.saturating_duration_since(at).as_millis() as u64,
-                            "verdict seen"
-                        );
-                        s.latencies
-                            .insert(incident, now.saturating_duration_since(at));
-                    }
-                }
-            }
-            Ok(())
-        })
-    };
+}
+
+/// What the threads of a measured run share: the monitor writes `seen`, the feed
+/// writes `published` and `offered`, the sampler reads them; `done` stops the
+/// monitor and the sampler.
+#[derive(Default)]
+struct Shared {
+    seen: Arc<Mutex<Seen>>,
+    /// Each incident's adverse instant (`t*`), stamped as the feed passes it.
+    published: Arc<Mutex<BTreeMap<String, Instant>>>,
+    /// Envelopes offered so far.
+    offered: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+}
+
+/// The measured run: the monitor on the pipeline's output topics, the sampler, the
+/// timed phase offering the load, the drain until everything is sealed and judged
+/// (or a stage died, or `--drain-timeout` passed), and the report of it all.
+fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
+    let shared = Shared::default();
+    let monitor = spawn_monitor(setup, &shared)?;
     // Give the stage processes time to join their consumer groups.
     std::thread::sleep(Duration::from_secs(5));
     let pids: Vec<(String, u32)> = procs
@@ -774,124 +618,387 @@ fn measure(
     // Beside the stages, the CPU of the broker and of this process (the generator
     // offering the load, and the monitor measuring it), and of the whole machine:
     // what shows which resource a run exhausts.
-    let others: Vec<(String, u32)> = args
+    let others: Vec<(String, u32)> = setup
+        .args
         .broker_pid
-        .or_else(crate::bench_stages::find_broker)
+        .or_else(find_broker)
         .map(|b| ("broker".to_string(), b))
         .into_iter()
         .chain([("load".to_string(), std::process::id())])
         .collect();
-    let offered = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let first_send_unix_ms = audita_sinks::tables::now_ms();
-    // One sample a second: t (s since the first send), envelopes offered and sealed
-    // so far, verdicts so far, RSS (MiB) and CPU seconds per stage.
     let samples: Arc<Mutex<Vec<Value>>> = Arc::default();
-    // Without a terminal for the progress bars, a status line every 10 s instead.
-    let status_lines = !args.quiet && !std::io::stderr().is_terminal();
-    let expected_verdicts = incidents.len();
-    let sampler = {
-        let (seen, done, offered, samples) =
-            (seen.clone(), done.clone(), offered.clone(), samples.clone());
-        std::thread::spawn(move || {
-            let mut next = Duration::ZERO;
-            let mut next_line = 10u64;
-            let mut tick = 0u64;
-            while !done.load(Ordering::SeqCst) {
-                if let Some(wait) = next.checked_sub(start.elapsed()) {
-                    std::thread::sleep(wait.min(Duration::from_millis(200)));
-                    continue;
-                }
-                next += Duration::from_secs(1);
-                let (sealed, verdicts, watermark) = {
-                    let s = seen.lock().unwrap_or_else(|e| e.into_inner());
-                    (
-                        s.sealed,
-                        (s.latencies.len() + s.abstained.len()) as u64,
-                        s.watermark,
-                    )
-                };
-                let mut rss = BTreeMap::new();
-                let mut cpu = BTreeMap::new();
-                for (name, pid) in &pids {
-                    if let Some(r) = proc_rss_mib(*pid) {
-                        rss.insert(name.clone(), r);
-                    }
-                    if let Some(c) = proc_cpu_s(*pid) {
-                        cpu.insert(name.clone(), c);
-                    }
-                }
-                for (name, pid) in &others {
-                    if let Some(c) = proc_cpu_s(*pid) {
-                        cpu.insert(name.clone(), c);
-                    }
-                }
-                samples
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(json!({
-                        "t": start.elapsed().as_secs_f64(),
-                        "offered": offered.load(Ordering::Relaxed),
-                        "sealed": sealed,
-                        "verdicts": verdicts,
-                        "watermark_ms": watermark,
-                        "rss_mib": rss,
-                        "cpu_s": cpu,
-                        "machine_busy_s": machine_busy_s(),
-                    }));
-                tick += 1;
-                if status_lines && tick >= next_line {
-                    next_line += 10;
-                    eprintln!(
-                        "audita load: {:>4.0} s · offered {} · sealed {} · verdicts {}/{} · RSS {}",
-                        start.elapsed().as_secs_f64(),
-                        offered.load(Ordering::Relaxed),
-                        sealed,
-                        verdicts,
-                        expected_verdicts,
-                        rss.iter()
-                            .map(|(k, v)| format!("{k} {v:.0}"))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    );
+    let sampler = Sampler {
+        pids,
+        others,
+        start,
+        // Without a terminal for the progress bars, a status line every 10 s instead.
+        status_lines: !setup.args.quiet && !std::io::stderr().is_terminal(),
+        expected_verdicts: setup.incidents.len(),
+        seen: shared.seen.clone(),
+        done: shared.done.clone(),
+        offered: shared.offered.clone(),
+        samples: samples.clone(),
+    };
+    let sampler = std::thread::spawn(move || sampler.run());
+    let (stats, sealed_at_feed_end) = offer(setup, &shared)?;
+    // Stages that exited (they never should): name → status and the tail of its log.
+    let mut died: BTreeMap<String, String> = BTreeMap::new();
+    drain(setup, &shared, procs, &mut died);
+    let end = start.elapsed();
+    shared.done.store(true, Ordering::SeqCst);
+    let _ = sampler.join();
+    match monitor.join() {
+        Ok(r) => r?,
+        Err(_) => anyhow::bail!("the monitor thread panicked"),
+    }
+    check_exits(procs, &mut died);
+    let limit_after = ed25519_single_core_per_s();
+    let seen = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
+    let samples = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(report(
+        setup,
+        &Measured {
+            seen: &seen,
+            samples,
+            stats,
+            sealed_at_feed_end,
+            start,
+            end,
+            first_send_unix_ms,
+            limit_after,
+            died,
+        },
+    ))
+}
+
+/// Spawns the run's monitor: its own consumer group on the pipeline's output topics,
+/// recording every delivery into `shared.seen` until `shared.done`.
+fn spawn_monitor(
+    setup: &Setup,
+    shared: &Shared,
+) -> anyhow::Result<std::thread::JoinHandle<anyhow::Result<()>>> {
+    let d = setup.d;
+    // The planted causal profile of every incident (never read by the pipeline),
+    // owned by the monitor thread.
+    let planted: BTreeMap<String, BTreeMap<String, f64>> = setup
+        .load
+        .fleet
+        .planted()
+        .into_iter()
+        .map(|(incident, profile)| (incident, profile.clone()))
+        .collect();
+    let mut consumer = setup.bus.consumer(
+        &d.topic("load-monitor"),
+        &[
+            &d.topic(topics::EPOCHS),
+            &d.topic(topics::VERDICTS),
+            &d.topic(topics::SUSPECT),
+            &d.topic(topics::SLICES),
+            &d.topic(topics::ALERTS),
+        ],
+    )?;
+    let (seen, published, done) = (
+        shared.seen.clone(),
+        shared.published.clone(),
+        shared.done.clone(),
+    );
+    Ok(std::thread::spawn(move || -> anyhow::Result<()> {
+        while !done.load(Ordering::SeqCst) {
+            let Some(del) = consumer.poll(Duration::from_millis(100))? else {
+                continue;
+            };
+            let now = Instant::now();
+            let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
+            s.record(&del, now, &published, &planted);
+        }
+        Ok(())
+    }))
+}
+
+impl Seen {
+    /// Records one delivery from the pipeline's output topics, read at `now`:
+    /// an epoch, an alert, a quarantined envelope, a slice bundle or a verdict.
+    fn record(
+        &mut self,
+        del: &audita_bus::Delivery,
+        now: Instant,
+        published: &Mutex<BTreeMap<String, Instant>>,
+        planted: &BTreeMap<String, BTreeMap<String, f64>>,
+    ) {
+        if del.topic.ends_with(topics::EPOCHS) {
+            if let Some(e) = EpochMessage::decode(&del.payload) {
+                self.record_epoch(&e, now);
+            }
+        } else if del.topic.ends_with(topics::ALERTS) {
+            if let Ok(alert) = serde_json::from_slice::<audita_topics::AlertRecord>(&del.payload) {
+                self.record_alert(alert, now, published);
+            }
+        } else if del.topic.ends_with(topics::SUSPECT) {
+            self.quarantined += 1;
+        } else if del.topic.ends_with(topics::SLICES) {
+            self.slice_bytes.push(del.payload.len());
+        } else if let Ok(v) = serde_json::from_slice::<Value>(&del.payload) {
+            self.record_verdict(&v, now, published, planted);
+        }
+    }
+
+    /// Counts a sealed epoch and notes when each incident cell's message in it became
+    /// readable.
+    fn record_epoch(&mut self, e: &EpochMessage, now: Instant) {
+        self.sealed += e.envelopes.len() as u64;
+        self.epochs += 1;
+        self.watermark = self.watermark.max(e.watermark);
+        self.last_sealed_at = Some(now);
+        for leaf in &e.leaves {
+            if let Ok(id) = audita_evidence::MessageId::from_leaf_bytes(leaf) {
+                if !id.author.as_str().starts_with("fleet/") {
+                    self.readable.insert(id.digest, now);
                 }
             }
+        }
+    }
+
+    /// Times an alert from the moment it could first be raised (the arrival of the
+    /// epoch sealing the last message it cites) and, for an incident's first `fired`
+    /// alert, from the incident's adverse instant.
+    fn record_alert(
+        &mut self,
+        alert: audita_topics::AlertRecord,
+        now: Instant,
+        published: &Mutex<BTreeMap<String, Instant>>,
+    ) {
+        let ready: Option<Instant> = alert
+            .messages
+            .iter()
+            .map(|m| {
+                let hex_digest = m.rsplit_once(':').map_or(m.as_str(), |(_, h)| h);
+                let digest: Option<[u8; 32]> =
+                    hex::decode(hex_digest).ok().and_then(|b| b.try_into().ok());
+                digest.and_then(|d| self.readable.get(&d).copied())
+            })
+            .collect::<Option<Vec<Instant>>>()
+            .and_then(|v| v.into_iter().max());
+        match ready {
+            Some(r) => self.sealed_to_alert.push(now.duration_since(r)),
+            None => self.alerts_unordered += 1,
+        }
+        if let Some(incident) = alert.incident.filter(|_| alert.kind == "fired") {
+            if !self.alerted.contains_key(&incident) {
+                let instant = published
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&incident)
+                    .copied();
+                if let Some(at) = instant {
+                    self.instant_to_alert
+                        .push(now.saturating_duration_since(at));
+                }
+                self.alerted.insert(incident, now);
+            }
+        }
+    }
+
+    /// Records a verdict (or abstention) `v`: a duplicate, a false incident, or the
+    /// latency from its incident's adverse instant, checked against the planted
+    /// causal profile.
+    fn record_verdict(
+        &mut self,
+        v: &Value,
+        now: Instant,
+        published: &Mutex<BTreeMap<String, Instant>>,
+        planted: &BTreeMap<String, BTreeMap<String, f64>>,
+    ) {
+        let incident = v["incident"].as_str().unwrap_or_default().to_string();
+        let at = published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&incident)
+            .copied();
+        if self.latencies.contains_key(&incident) || self.abstained.contains_key(&incident) {
+            self.duplicates += 1;
+        } else if !planted.contains_key(&incident) {
+            self.unexpected.push(incident);
+        } else if let Some(reason) = v.get("abstained").and_then(Value::as_str) {
+            self.abstained.insert(incident, reason.to_string());
+        } else if let Some(at) = at {
+            if !matches_truth(v, planted.get(&incident)) {
+                self.off_truth
+                    .push(off_truth(&incident, planted.get(&incident), v));
+            }
+            if let Some(alerted) = self.alerted.get(&incident).copied() {
+                self.alert_to_verdict
+                    .push(now.saturating_duration_since(alerted));
+            }
+            tracing::debug!(
+                incident = %incident,
+                latency_ms = now.saturating_duration_since(at).as_millis() as u64,
+                "verdict seen"
+            );
+            self.latencies
+                .insert(incident, now.saturating_duration_since(at));
+        }
+    }
+}
+
+/// A verdict off its incident's planted causal profile, kept whole: what was planted
+/// and what was found.
+fn off_truth(incident: &str, planted: Option<&BTreeMap<String, f64>>, v: &Value) -> Value {
+    let rows: Vec<Value> = v["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            json!({
+                "principal": r["principal"], "rho_lo": r["rho_lo"],
+                "rho_hi": r["rho_hi"], "flags": r["flags"],
+            })
         })
-    };
-    let status = |seen: &Mutex<Seen>| {
-        let s = seen.lock().unwrap_or_else(|e| e.into_inner());
-        format!(
-            "sealed {} · watermark {:.1}s · verdicts {}/{} · quarantined {}",
-            s.sealed,
-            s.watermark as f64 / 1e3,
-            s.latencies.len() + s.abstained.len(),
-            incidents.len(),
-            s.quarantined
-        )
-    };
-    // The timed phase: offer the pre-signed load at its record times.
-    let feed_bar = bar(args.quiet, envelopes, "offered");
-    let mut producer = bus.producer()?;
+        .collect();
+    json!({
+        "incident": incident, "planted": planted,
+        "rows": rows, "notes": v["verdict"]["notes"],
+        "completions": v["verdict"]["completions"],
+    })
+}
+
+/// The once-a-second sampler of a run: what it reads and where it writes.
+struct Sampler {
+    /// The stage processes (RSS and CPU).
+    pids: Vec<(String, u32)>,
+    /// The broker and this process (CPU only).
+    others: Vec<(String, u32)>,
+    /// The first send: `t` of a sample counts from here.
+    start: Instant,
+    /// Print a status line every 10 samples.
+    status_lines: bool,
+    expected_verdicts: usize,
+    seen: Arc<Mutex<Seen>>,
+    done: Arc<AtomicBool>,
+    offered: Arc<AtomicU64>,
+    samples: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Sampler {
+    /// Until the run is done, one sample a second into `samples`: t (s since the
+    /// first send), envelopes offered and sealed so far, verdicts so far, the sealer's
+    /// watermark, RSS (MiB) and CPU seconds per process, and the machine's busy CPU
+    /// seconds.
+    fn run(self) {
+        let mut next = Duration::ZERO;
+        let mut next_line = 10u64;
+        let mut tick = 0u64;
+        while !self.done.load(Ordering::SeqCst) {
+            if let Some(wait) = next.checked_sub(self.start.elapsed()) {
+                std::thread::sleep(wait.min(Duration::from_millis(200)));
+                continue;
+            }
+            next += Duration::from_secs(1);
+            let (sealed, verdicts, watermark) = {
+                let s = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+                (
+                    s.sealed,
+                    (s.latencies.len() + s.abstained.len()) as u64,
+                    s.watermark,
+                )
+            };
+            let (rss, cpu) = self.usage();
+            self.samples
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(json!({
+                    "t": self.start.elapsed().as_secs_f64(),
+                    "offered": self.offered.load(Ordering::Relaxed),
+                    "sealed": sealed,
+                    "verdicts": verdicts,
+                    "watermark_ms": watermark,
+                    "rss_mib": rss,
+                    "cpu_s": cpu,
+                    "machine_busy_s": machine_busy_s(),
+                }));
+            tick += 1;
+            if self.status_lines && tick >= next_line {
+                next_line += 10;
+                eprintln!(
+                    "audita load: {:>4.0} s · offered {} · sealed {} · verdicts {}/{} · RSS {}",
+                    self.start.elapsed().as_secs_f64(),
+                    self.offered.load(Ordering::Relaxed),
+                    sealed,
+                    verdicts,
+                    self.expected_verdicts,
+                    rss.iter()
+                        .map(|(k, v)| format!("{k} {v:.0}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
+            }
+        }
+    }
+
+    /// The resident memory (MiB) of every stage process and the CPU seconds of every
+    /// sampled process, by name (a process that is gone is left out).
+    fn usage(&self) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
+        let mut rss = BTreeMap::new();
+        let mut cpu = BTreeMap::new();
+        for (name, pid) in &self.pids {
+            if let Some(r) = proc_rss_mib(*pid) {
+                rss.insert(name.clone(), r);
+            }
+            if let Some(c) = proc_cpu_s(*pid) {
+                cpu.insert(name.clone(), c);
+            }
+        }
+        for (name, pid) in &self.others {
+            if let Some(c) = proc_cpu_s(*pid) {
+                cpu.insert(name.clone(), c);
+            }
+        }
+        (rss, cpu)
+    }
+}
+
+/// The progress line of the feed and the drain: what is sealed and judged so far.
+fn status(seen: &Mutex<Seen>, incidents: usize) -> String {
+    let s = seen.lock().unwrap_or_else(|e| e.into_inner());
+    format!(
+        "sealed {} · watermark {:.1}s · verdicts {}/{} · quarantined {}",
+        s.sealed,
+        s.watermark as f64 / 1e3,
+        s.latencies.len() + s.abstained.len(),
+        incidents,
+        s.quarantined
+    )
+}
+
+/// The timed phase: offers the pre-signed load at its record times, counting the
+/// envelopes offered and stamping each incident's adverse instant. Returns what the
+/// feed offered and the envelopes sealed when it ended.
+fn offer(setup: &Setup, shared: &Shared) -> anyhow::Result<(FeedStats, u64)> {
+    let incidents = setup.incidents.len();
+    let feed_bar = bar(setup.args.quiet, setup.envelopes, "offered");
+    let mut producer = setup.bus.producer()?;
     let mut last_status = Instant::now();
     let stats = feed(
-        &load.schedule,
+        &setup.load.schedule,
         producer.as_mut(),
-        &d.prefix,
+        &setup.d.prefix,
         1.0,
         |_, s| match s.lane {
             Lane::Envelope => {
-                let n = offered.fetch_add(1, Ordering::Relaxed) + 1;
+                let n = shared.offered.fetch_add(1, Ordering::Relaxed) + 1;
                 if n & 511 == 0 {
                     feed_bar.set_position(n);
                     if last_status.elapsed() >= Duration::from_millis(500) {
-                        feed_bar.set_message(status(&seen));
+                        feed_bar.set_message(status(&shared.seen, incidents));
                         last_status = Instant::now();
                     }
                 }
             }
             // The incident's adverse instant (nothing is sent: the monitor declares).
             Lane::Adverse => {
-                published
+                shared
+                    .published
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(s.key.clone(), Instant::now());
@@ -900,34 +1007,47 @@ fn measure(
         },
     )?;
     feed_bar.finish_and_clear();
-    let sealed_at_feed_end = seen.lock().unwrap_or_else(|e| e.into_inner()).sealed;
-    // Drain: until every envelope is sealed and every incident judged.
-    let drain_bar = bar(args.quiet, envelopes, "sealed");
-    let drain_deadline = Instant::now() + Duration::from_secs_f64(args.drain_timeout);
-    // Stages that exited (they never should): name → status and the tail of its log.
-    let mut died: BTreeMap<String, String> = BTreeMap::new();
-    let check_exits = |procs: &mut [StageProc], died: &mut BTreeMap<String, String>| {
-        for p in procs.iter_mut() {
-            if !died.contains_key(&p.name) {
-                if let Ok(Some(st)) = p.child.try_wait() {
-                    died.insert(p.name.clone(), format!("exited ({st}): {}", tail(&p.log)));
-                }
+    let sealed_at_feed_end = shared.seen.lock().unwrap_or_else(|e| e.into_inner()).sealed;
+    Ok((stats, sealed_at_feed_end))
+}
+
+/// Notes in `died` every stage process that has exited since the last look: its
+/// status and the tail of its log.
+fn check_exits(procs: &mut [StageProc], died: &mut BTreeMap<String, String>) {
+    for p in procs.iter_mut() {
+        if !died.contains_key(&p.name) {
+            if let Ok(Some(st)) = p.child.try_wait() {
+                died.insert(p.name.clone(), format!("exited ({st}): {}", tail(&p.log)));
             }
         }
-    };
+    }
+}
+
+/// The drain: waits until every envelope is sealed and every incident judged, as far
+/// as the stages still running allow, or until `--drain-timeout` passes; stages that
+/// exit meanwhile go into `died`.
+fn drain(
+    setup: &Setup,
+    shared: &Shared,
+    procs: &mut [StageProc],
+    died: &mut BTreeMap<String, String>,
+) {
+    let (envelopes, incidents) = (setup.envelopes, setup.incidents.len());
+    let drain_bar = bar(setup.args.quiet, envelopes, "sealed");
+    let drain_deadline = Instant::now() + Duration::from_secs_f64(setup.args.drain_timeout);
     loop {
         let (sealed, judged) = {
-            let s = seen.lock().unwrap_or_else(|e| e.into_inner());
+            let s = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
             (s.sealed, s.latencies.len() + s.abstained.len())
         };
         drain_bar.set_position(sealed.min(envelopes));
-        drain_bar.set_message(status(&seen));
-        check_exits(procs, &mut died);
+        drain_bar.set_message(status(&shared.seen, incidents));
+        check_exits(procs, died);
         // Without ingest or sealer nothing more is sealed; without the slicer, an
         // engine or the sink, no more verdicts arrive (keep measuring the sealing).
         let sealing = !died.contains_key("ingest") && !died.contains_key("sealer");
         let judging = sealing && died.is_empty();
-        if (sealed >= envelopes || !sealing) && (judged >= incidents.len() || !judging) {
+        if (sealed >= envelopes || !sealing) && (judged >= incidents || !judging) {
             break;
         }
         if Instant::now() >= drain_deadline {
@@ -936,57 +1056,84 @@ fn measure(
         std::thread::sleep(Duration::from_millis(250));
     }
     drain_bar.finish_and_clear();
-    let end = start.elapsed();
-    done.store(true, Ordering::SeqCst);
-    let _ = sampler.join();
-    match monitor.join() {
-        Ok(r) => r?,
-        Err(_) => anyhow::bail!("the monitor thread panicked"),
-    }
-    check_exits(procs, &mut died);
-    let limit_after = ed25519_single_core_per_s();
-    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
-    let samples = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
+}
+
+/// What a measured run observed, for its report.
+struct Measured<'a> {
+    seen: &'a Seen,
+    samples: Vec<Value>,
+    stats: FeedStats,
+    /// Envelopes sealed when the feed ended.
+    sealed_at_feed_end: u64,
+    /// The first send.
+    start: Instant,
+    /// The end of the drain, since `start`.
+    end: Duration,
+    first_send_unix_ms: i64,
+    /// The single-core Ed25519 limit measured after the run.
+    limit_after: f64,
+    /// Stages that exited: name → status and the tail of its log.
+    died: BTreeMap<String, String>,
+}
+
+/// Milliseconds, rounded to 0.1.
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e4).round() / 10.0
+}
+
+/// Count, p50, p99 and maximum (ms) of a set of latencies.
+fn spread(v: &[Duration]) -> Value {
+    let mut v = v.to_vec();
+    v.sort();
+    json!({
+        "count": v.len(),
+        "p50": ms(percentile(&v, 0.5)),
+        "p99": ms(percentile(&v, 0.99)),
+        "max": ms(v.last().copied().unwrap_or_default()),
+    })
+}
+
+/// The run's configuration as the report records it.
+fn config_json(args: &LoadArgs, config: &LoadConfig) -> Value {
+    json!({
+        "robots": config.robots, "commands_per_s": config.commands_per_s,
+        "reports_per_s": config.reports_per_s, "incidents_per_s": config.incidents_per_s,
+        "duration_s": config.duration.as_secs_f64(), "seed": config.seed,
+        "workers": args.workers, "incident_time": format!("{:?}", args.incident_time),
+        "slicer_wait_ms": args.slicer_wait_ms, "epoch_messages": args.epoch_messages,
+        "horizon_ms": args.retention.horizon_ms, "hold_ms": args.retention.hold_ms,
+        "dedupe_horizon_ms": args.retention.dedupe_horizon_ms,
+        "kafka_settings": args.kafka,
+    })
+}
+
+/// The measurement (what `--json` saves and [`markdown`] renders): rates against the
+/// Ed25519 limit, verdict and alert latencies, what went missing or wrong, and the
+/// samples.
+fn report(setup: &Setup, m: &Measured) -> Value {
+    let (config, seen) = (setup.config, m.seen);
+    let (envelopes, incidents) = (setup.envelopes, setup.incidents);
+    let stats = &m.stats;
     let mut slices = seen.slice_bytes.clone();
     slices.sort_unstable();
     let mut lat: Vec<Duration> = seen.latencies.values().copied().collect();
     lat.sort();
-    let ms = |d: Duration| (d.as_secs_f64() * 1e4).round() / 10.0;
-    let spread = |v: &[Duration]| {
-        let mut v = v.to_vec();
-        v.sort();
-        json!({
-            "count": v.len(),
-            "p50": ms(percentile(&v, 0.5)),
-            "p99": ms(percentile(&v, 0.99)),
-            "max": ms(v.last().copied().unwrap_or_default()),
-        })
-    };
     let sealed_span = seen
         .last_sealed_at
-        .map(|t| t.duration_since(start))
-        .unwrap_or(end);
+        .map(|t| t.duration_since(m.start))
+        .unwrap_or(m.end);
     let e2e = seen.sealed as f64 / sealed_span.as_secs_f64().max(1e-9);
-    let limit = limit_before.max(limit_after);
+    let limit = setup.limit_before.max(m.limit_after);
     let missing: Vec<&String> = incidents
         .iter()
         .filter(|i| !seen.latencies.contains_key(*i) && !seen.abstained.contains_key(*i))
         .collect();
-    Ok(json!({
-        "first_send_unix_ms": first_send_unix_ms,
+    json!({
+        "first_send_unix_ms": m.first_send_unix_ms,
         "machine_cores": std::thread::available_parallelism().map_or(0, |n| n.get()),
         "command": std::env::args().collect::<Vec<_>>().join(" "),
-        "config": {
-            "robots": config.robots, "commands_per_s": config.commands_per_s,
-            "reports_per_s": config.reports_per_s, "incidents_per_s": config.incidents_per_s,
-            "duration_s": config.duration.as_secs_f64(), "seed": config.seed,
-            "workers": args.workers, "incident_time": format!("{:?}", args.incident_time),
-            "slicer_wait_ms": args.slicer_wait_ms, "epoch_messages": args.epoch_messages,
-            "horizon_ms": args.retention.horizon_ms, "hold_ms": args.retention.hold_ms,
-            "dedupe_horizon_ms": args.retention.dedupe_horizon_ms,
-            "kafka_settings": args.kafka,
-        },
-        "presign_s": presign_s,
+        "config": config_json(setup.args, config),
+        "presign_s": setup.presign_s,
         "envelopes": envelopes,
         "target_per_s": config.offered_per_s(),
         "offered_per_s": stats.offered_per_s(),
@@ -994,11 +1141,11 @@ fn measure(
         "feed_max_behind_ms": ms(stats.max_behind),
         "sealed": seen.sealed,
         "epochs": seen.epochs,
-        "sealed_during_feed_per_s": sealed_at_feed_end as f64 / stats.elapsed.as_secs_f64().max(1e-9),
+        "sealed_during_feed_per_s": m.sealed_at_feed_end as f64 / stats.elapsed.as_secs_f64().max(1e-9),
         "sealed_span_s": sealed_span.as_secs_f64(),
         "e2e_per_s": e2e,
         "ed25519_verify_per_s": limit,
-        "ed25519_verify_per_s_before_after": [limit_before, limit_after],
+        "ed25519_verify_per_s_before_after": [setup.limit_before, m.limit_after],
         "ratio": e2e / limit,
         "incidents": incidents.len(),
         "verdicts": seen.latencies.len(),
@@ -1024,11 +1171,11 @@ fn measure(
             "p50_bytes": slices.get(slices.len() / 2).copied().unwrap_or(0),
             "max_bytes": slices.last().copied().unwrap_or(0),
         },
-        "stage_failures": died,
+        "stage_failures": m.died,
         "drained": seen.sealed >= envelopes && seen.latencies.len() + seen.abstained.len() >= incidents.len(),
-        "wall_s": end.as_secs_f64(),
-        "samples": samples,
-    }))
+        "wall_s": m.end.as_secs_f64(),
+        "samples": m.samples,
+    })
 }
 
 fn f(v: &Value, key: &str) -> f64 {

@@ -38,9 +38,11 @@ use audita_facility::generator::{self, Params};
 use audita_facility::oracle::truth;
 use audita_facility::perimeter::{links, off_bus, unexplained_relays, visibility};
 use audita_facility::record::{sign_record, sign_record_off_bus, SignedRecord};
-use audita_facility::repair::{edits, guided, guided_by_grade, harm_after, Culprit, Space};
+use audita_facility::repair::{edits, guided, guided_by_grade, harm_after, Space};
 use audita_facility::scenario::{generate, Family, Scenario};
-use audita_verdict::{Standard, Verdict};
+use audita_verdict::Verdict;
+
+use crate::hosted::{findings, hosted_verdict};
 use serde_json::{json, Value};
 
 /// The paper's perimeter point: off-bus share and invisible responsibility.
@@ -63,7 +65,7 @@ fn draw(pop: &str, seed: u64) -> Scenario {
 }
 
 fn verdict_on(sc: &Scenario, sr: &SignedRecord) -> anyhow::Result<Option<Verdict>> {
-    crate::bench::hosted_verdict(sc, &sr.record, sr, "reasonable_agent")
+    hosted_verdict(sc, &sr.record, sr, "reasonable_agent")
 }
 
 /// (ρ_lo profile, culpable profile) over the scenario's principals.
@@ -256,32 +258,6 @@ pub(crate) fn perimeter(
         "fractions": rows,
         "paper": {"off_bus": PAPER_OFF_BUS.0, "invisible": PAPER_OFF_BUS.1, "over_attribution": 0.0, "draws": 1200},
     }))
-}
-
-/// The verdict's findings as plain data: the culpable ones with their
-/// reasonable-agent violations, or every involved one (ρ_lo > 0) with its
-/// specification-standard violations.
-fn findings(v: &Verdict, culpable: bool) -> Vec<Culprit> {
-    let standard = if culpable {
-        Standard::ReasonableAgent
-    } else {
-        Standard::Specification
-    };
-    v.principals
-        .iter()
-        .filter(|(_, f)| if culpable { f.culpable } else { f.rho_lo > 0.0 })
-        .map(|(p, f)| Culprit {
-            principal: p.clone(),
-            rho_lo: f.rho_lo,
-            violations: f
-                .breach
-                .violations
-                .iter()
-                .filter(|x| x.standards.contains(&standard))
-                .map(|x| (x.duty.clone(), x.evidence.clone()))
-                .collect(),
-        })
-        .collect()
 }
 
 /// The arms of the repair comparison: the verdict's edit (of its top culprit; with its
@@ -520,7 +496,7 @@ pub(crate) fn markdown_perimeter(r: &Value) -> String {
          the signed envelopes alone) and replay refutations. An adversary of the guarantee \
          goes further than this sweep: a consumer that reads an *on-bus* message out of band \
          and does not cite it can make a non-minimal cause look minimal to the record's model \
-         (`facility/tests/it/perimeter.rs`, \
+         (`load-tests/tests/perimeter.rs`, \
          `hidden_citation_of_an_on_bus_message_never_credits_an_absorbed_principal`: an \
          absorbed principal, true ρ = 0, was credited ρ_lo = ½). Certification now re-checks \
          minimality by replay (`audita_causal::certify`), and that construction abstains.\n",

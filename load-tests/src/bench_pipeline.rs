@@ -6,16 +6,16 @@
 //! arrival of the epoch that sealed the last message an alert cites to the alert's
 //! arrival) and alert → verdict (the alert's arrival to its incident's verdict).
 
+use crate::fleet;
+use crate::host::{ed25519_single_core_per_s, percentile, rss_kib};
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::kafka::KafkaBus;
 use audita_bus::Bus;
-use audita_evidence::derive_signing_key;
-use audita_load_tests::fleet;
 use audita_pipeline::metrics::Metrics;
 use audita_pipeline::Deployment;
 use clap::{Args, ValueEnum};
-use ed25519_dalek::Signer as _;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,22 +26,6 @@ pub enum Transport {
     Embedded,
     /// Apache Kafka (`--bootstrap`).
     Kafka,
-}
-
-/// A Kafka bus on `bootstrap` with the librdkafka settings of `--kafka KEY=VALUE`
-/// flags (applied after Audita's defaults; a setting a guarantee rests on is refused,
-/// [`audita_bus::kafka::FIXED_SETTINGS`]).
-pub fn kafka_bus(bootstrap: &str, settings: &[String]) -> anyhow::Result<KafkaBus> {
-    let pairs = settings
-        .iter()
-        .map(|s| {
-            s.split_once('=')
-                .filter(|(k, _)| !k.trim().is_empty())
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .ok_or_else(|| anyhow::anyhow!("--kafka '{s}': want KEY=VALUE"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(KafkaBus::new(bootstrap)?.with_settings(pairs)?)
 }
 
 /// Arguments of `audita bench-pipeline`.
@@ -64,48 +48,10 @@ pub struct BenchPipelineArgs {
     pub seed: u64,
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-pub(crate) fn ed25519_single_core_per_s() -> f64 {
-    let key = derive_signing_key(9, "bench");
-    let vk = key.verifying_key();
-    let msg = [7u8; 180];
-    let sig = key.sign(&msg);
-    let n = 20_000;
-    let t = Instant::now();
-    for _ in 0..n {
-        let _ = std::hint::black_box(vk.verify_strict(std::hint::black_box(&msg), &sig));
-    }
-    n as f64 / t.elapsed().as_secs_f64()
-}
-
-pub fn run(args: &BenchPipelineArgs) -> i32 {
-    match bench(args) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("audita bench-pipeline: {e:#}");
-            2
-        }
-    }
-}
-
-pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
+/// Runs `audita bench-pipeline`: the fleet through every stage over the chosen
+/// transport; the tables (rates beside the single-core Ed25519 limit, latencies,
+/// peak memory) go to `report`.
+pub fn run(args: &BenchPipelineArgs, report: &mut dyn Write) -> anyhow::Result<()> {
     let limit = ed25519_single_core_per_s();
     let prefix = format!("bench{}.", std::process::id());
     let built = Instant::now();
@@ -119,7 +65,7 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         fleet.keys.clone(),
         fleet.duties()?,
         &prefix,
-        &audita_load_tests::client::DEMO_KEEPERS,
+        &crate::client::DEMO_KEEPERS,
     )?;
     // The fleet publishes no declaration: the monitor stage detects every incident.
     d.predicates = Some(audita_monitor::Predicates::from_json(
@@ -222,9 +168,10 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
     latencies.sort();
     let rate = messages as f64 / elapsed.as_secs_f64();
     let peak = *peak_rss.lock().unwrap_or_else(|e| e.into_inner());
-    println!("| transport | cells | messages | verdicts | wall s | e2e msg/s | Ed25519 verify/s (1 core) | ratio | latency p50 ms | p99 ms | peak RSS MiB |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    println!(
+    writeln!(report, "| transport | cells | messages | verdicts | wall s | e2e msg/s | Ed25519 verify/s (1 core) | ratio | latency p50 ms | p99 ms | peak RSS MiB |")?;
+    writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(
+        report,
         "| {:?} | {} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {:.1} | {:.1} | {:.0} |",
         args.transport,
         args.cells,
@@ -237,12 +184,13 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         percentile(&latencies, 0.5).as_secs_f64() * 1e3,
         percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         peak as f64 / 1024.0
-    );
-    println!();
-    println!("| transport | alerts timed | read before their epoch | sealed → alert p50 ms | p99 ms | max ms | alert → verdict p50 ms | p99 ms |");
-    println!("|---|---|---|---|---|---|---|---|");
+    )?;
+    writeln!(report)?;
+    writeln!(report, "| transport | alerts timed | read before their epoch | sealed → alert p50 ms | p99 ms | max ms | alert → verdict p50 ms | p99 ms |")?;
+    writeln!(report, "|---|---|---|---|---|---|---|---|")?;
     let ms = |v: &[Duration], p: f64| percentile(v, p).as_secs_f64() * 1e3;
-    println!(
+    writeln!(
+        report,
         "| {:?} | {} | {unordered} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} |",
         args.transport,
         sealed_to_alert.len(),
@@ -251,7 +199,7 @@ fn bench(args: &BenchPipelineArgs) -> anyhow::Result<()> {
         ms(&sealed_to_alert, 1.0),
         ms(&alert_to_verdict, 0.5),
         ms(&alert_to_verdict, 0.99),
-    );
+    )?;
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }

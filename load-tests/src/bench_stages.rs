@@ -27,15 +27,17 @@
 //!   benchmark separates the stages by thread name (`perf report --sort comm,dso,sym`).
 
 use crate::bench_pipeline::Transport;
+use crate::host::{find_broker, self_cpu};
+use crate::load::{feed, Lane, Load, LoadConfig, Placement, Scheduled};
 use audita_bus::embedded::EmbeddedBus;
 use audita_bus::Bus;
-use audita_load_tests::load::{feed, Lane, Load, LoadConfig, Placement};
 use audita_pipeline::metrics::Metrics;
 use audita_pipeline::Deployment;
 use clap::Args;
 use ed25519_dalek::Signer as _;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -129,41 +131,6 @@ fn measure_reference() -> Reference {
     }
 }
 
-/// CPU time of this process, ns resolution.
-fn self_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(
-        ts.tv_sec.max(0) as u64,
-        ts.tv_nsec.clamp(0, 999_999_999) as u32,
-    )
-}
-
-/// The local Kafka broker's pid, if exactly one `kafka.Kafka` java process runs.
-pub(crate) fn find_broker() -> Option<u32> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        if cmd.split(|b| *b == 0).any(|a| a == b"kafka.Kafka") {
-            found.push(pid);
-        }
-    }
-    (found.len() == 1).then(|| found[0])
-}
-
 /// What one stage cost, alone.
 struct Phase {
     name: &'static str,
@@ -198,7 +165,7 @@ fn run_phase(
     broker: Option<u32>,
     stage: impl FnOnce() -> anyhow::Result<()> + Send,
 ) -> anyhow::Result<Phase> {
-    let broker_before = broker.and_then(crate::load::proc_cpu_s);
+    let broker_before = broker.and_then(crate::host::proc_cpu_s);
     let cpu0 = self_cpu();
     let started = Instant::now();
     let done = AtomicBool::new(false);
@@ -228,7 +195,7 @@ fn run_phase(
     result?;
     let cpu = self_cpu().saturating_sub(cpu0);
     let active = active_span(&samples, cpu).unwrap_or_else(|| started.elapsed());
-    let broker_cpu_s = match (broker_before, broker.and_then(crate::load::proc_cpu_s)) {
+    let broker_cpu_s = match (broker_before, broker.and_then(crate::host::proc_cpu_s)) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
@@ -240,22 +207,20 @@ fn run_phase(
     })
 }
 
-/// Entry point of `audita bench stages`.
-pub fn run(args: &StagesArgs) -> i32 {
-    match bench(args) {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("audita bench stages: {e:#}");
-            2
-        }
-    }
+/// The fleet's traffic, pre-signed: what is published before the stages run.
+struct Traffic {
+    config: LoadConfig,
+    load: Load,
+    /// The load's schedule without its incident instants: the fleet publishes no
+    /// declaration, the monitor detects every incident.
+    schedule: Vec<Scheduled>,
+    envelopes: u64,
+    receipts: u64,
 }
 
-fn bench(args: &StagesArgs) -> anyhow::Result<()> {
-    if !(args.duration.is_finite() && args.duration >= 1.0) {
-        anyhow::bail!("--duration must be at least 1 second");
-    }
-    let reference_before = measure_reference();
+/// Signs `args.duration` seconds of the fleet's traffic (at most one pose report a
+/// second per robot, incident cells at the current record time).
+fn sign_traffic(args: &StagesArgs) -> anyhow::Result<Traffic> {
     let config = LoadConfig {
         robots: args.robots,
         commands_per_s: args.rate,
@@ -287,13 +252,33 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
         load.fleet.cells.len(),
         t.elapsed().as_secs_f64()
     );
+    Ok(Traffic {
+        config,
+        load,
+        schedule,
+        envelopes,
+        receipts,
+    })
+}
 
-    let prefix = format!("stages{}.", std::process::id());
+/// What the stages run on: one deployment and one bus.
+struct Bench {
+    d: Arc<Deployment>,
+    bus: Bus,
+    /// How long a stage waits without input before it stops.
+    idle: Duration,
+    /// The broker's process id, when its CPU is accounted.
+    broker: Option<u32>,
+}
+
+/// The fleet's ephemeral deployment (its keys, duties and adverse predicates) under
+/// `prefix`, on the bus `--transport` names, with its topics created.
+fn open_bench(args: &StagesArgs, load: &Load, prefix: &str) -> anyhow::Result<Bench> {
     let mut d = Deployment::ephemeral(
         load.fleet.keys.clone(),
         load.fleet.duties()?,
-        &prefix,
-        &audita_load_tests::client::DEMO_KEEPERS,
+        prefix,
+        &crate::client::DEMO_KEEPERS,
     )?;
     let predicates = audita_monitor::Predicates::from_json(&load.fleet.predicates_json)?;
     if !predicates.predicates.is_empty() {
@@ -312,29 +297,47 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
                 .as_deref()
                 .ok_or_else(|| anyhow::anyhow!("--transport kafka needs --bootstrap HOST:PORT"))?;
             (
-                Bus::Kafka(crate::bench_pipeline::kafka_bus(b, &args.kafka)?),
+                Bus::Kafka(crate::host::kafka_bus(b, &args.kafka)?),
                 Duration::from_secs(8),
                 args.broker_pid.or_else(find_broker),
             )
         }
     };
     d.ensure_topics(&bus)?;
-    {
-        let mut p = bus.producer()?;
-        let t = Instant::now();
-        feed(&schedule, p.as_mut(), &prefix, 1e12, |_, _| {})?;
-        p.flush()?;
-        eprintln!(
-            "bench stages: published {} records in {:.1} s",
-            schedule.len(),
-            t.elapsed().as_secs_f64()
-        );
-    }
-    let work = tempfile_dir(&prefix)?;
-    let m = Metrics::new();
+    Ok(Bench {
+        d,
+        bus,
+        idle,
+        broker,
+    })
+}
+
+/// Publishes the whole schedule, as fast as the bus takes it.
+fn publish(bus: &Bus, schedule: &[Scheduled], prefix: &str) -> anyhow::Result<()> {
+    let mut p = bus.producer()?;
+    let t = Instant::now();
+    feed(schedule, p.as_mut(), prefix, 1e12, |_, _| {})?;
+    p.flush()?;
+    eprintln!(
+        "bench stages: published {} records in {:.1} s",
+        schedule.len(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Runs each stage alone, in pipeline order, over what the previous one left on the
+/// bus: ingest (`instances` of it), sealer (its record under `work`), monitor (when
+/// the deployment has adverse predicates), slicer, engine. Returns what each cost.
+fn run_stages(
+    bench: &Bench,
+    instances: usize,
+    work: &Path,
+    m: &Metrics,
+) -> anyhow::Result<Vec<Phase>> {
+    let (d, bus, idle, broker) = (&bench.d, &bench.bus, bench.idle, bench.broker);
     let stop = AtomicBool::new(false);
     let mut phases = Vec::new();
-    let instances = args.ingest_instances.clamp(1, 16);
     phases.push(run_phase("ingest", broker, || {
         std::thread::scope(|s| {
             let workers: Vec<_> = (0..instances)
@@ -342,7 +345,7 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
                     std::thread::Builder::new()
                         .name(format!("ingest-{i}"))
                         .spawn_scoped(s, || {
-                            audita_pipeline::run_ingest(&d, &bus, &stop, Some(idle), &m)
+                            audita_pipeline::run_ingest(d, bus, &stop, Some(idle), m)
                         })
                 })
                 .collect();
@@ -354,25 +357,45 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
         })
     })?);
     phases.push(run_phase("sealer", broker, || {
-        audita_pipeline::run_sealer(&d, &bus, &work.join("record"), &stop, Some(idle), &m)?;
+        audita_pipeline::run_sealer(d, bus, &work.join("record"), &stop, Some(idle), m)?;
         Ok(())
     })?);
     if d.predicates.is_some() {
         phases.push(run_phase("monitor", broker, || {
-            audita_pipeline::monitor::run_monitor(&d, &bus, idle, &stop, Some(idle), &m)?;
+            audita_pipeline::monitor::run_monitor(d, bus, idle, &stop, Some(idle), m)?;
             Ok(())
         })?);
     }
     phases.push(run_phase("slicer", broker, || {
         // Past the slicer's quiet period (1 s), so the last windows are emitted too.
         let wait = idle.max(Duration::from_millis(1_500));
-        audita_pipeline::run_slicer(&d, &bus, idle, &stop, Some(wait), &m)?;
+        audita_pipeline::run_slicer(d, bus, idle, &stop, Some(wait), m)?;
         Ok(())
     })?);
     phases.push(run_phase("engine", broker, || {
-        audita_pipeline::run_engine(&d, &bus, &stop, Some(idle), &m)?;
+        audita_pipeline::run_engine(d, bus, &stop, Some(idle), m)?;
         Ok(())
     })?);
+    Ok(phases)
+}
+
+/// Runs `audita bench stages`: signs and publishes the fleet's traffic, runs each
+/// stage alone over it, and writes the measurement (`--json`) and its table to `out`.
+/// Fails when the sealer did not seal every envelope published.
+pub fn run(args: &StagesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    if !(args.duration.is_finite() && args.duration >= 1.0) {
+        anyhow::bail!("--duration must be at least 1 second");
+    }
+    let reference_before = measure_reference();
+    let traffic = sign_traffic(args)?;
+    let (config, envelopes) = (&traffic.config, traffic.envelopes);
+    let prefix = format!("stages{}.", std::process::id());
+    let bench = open_bench(args, &traffic.load, &prefix)?;
+    publish(&bench.bus, &traffic.schedule, &prefix)?;
+    let work = tempfile_dir(&prefix)?;
+    let m = Metrics::new();
+    let instances = args.ingest_instances.clamp(1, 16);
+    let phases = run_stages(&bench, instances, &work, &m)?;
     let _ = std::fs::remove_dir_all(&work);
     let sealed = m.sealer_messages.get();
     let accepted = m.ingest_envelopes.with_label_values(&["accepted"]).get();
@@ -386,19 +409,19 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
         batch_us: reference_before.batch_us.min(reference_after.batch_us),
     };
     let report = json!({
-        "transport": bus.transport(),
+        "transport": bench.bus.transport(),
         "kafka_settings": args.kafka,
         "robots": config.robots,
         "ingest_instances": instances,
         "commands_per_s": config.commands_per_s,
         "duration_s": args.duration,
         "envelopes": envelopes,
-        "receipts": receipts,
+        "receipts": traffic.receipts,
         "accepted": accepted,
         "sealed": sealed,
         "declared": declared,
         "verdicts": verdicts,
-        "incident_cells": load.fleet.cells.len(),
+        "incident_cells": traffic.load.fleet.cells.len(),
         "verify_strict_us": reference.verify_strict_us,
         "batch_verify_us": reference.batch_us,
         "stages": phases.iter().map(|p| json!({
@@ -413,7 +436,7 @@ fn bench(args: &StagesArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
     }
-    println!("{}", markdown(&report));
+    writeln!(out, "{}", markdown(&report))?;
     if sealed != envelopes {
         anyhow::bail!("the sealer sealed {sealed} of the {envelopes} envelopes published");
     }
