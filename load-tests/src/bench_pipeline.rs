@@ -90,19 +90,7 @@ pub fn run(args: &BenchPipelineArgs, report: &mut dyn Write) -> anyhow::Result<(
     // (from the feed's progress), and verdict arrivals: detection by the monitor,
     // the slice and the verdict are all inside the latency.
     let published: Arc<Mutex<BTreeMap<String, Instant>>> = Arc::default();
-    let t_star: Vec<(u64, String)> = {
-        let mut v: Vec<(u64, String)> = fleet
-            .cells
-            .iter()
-            .filter_map(|c| {
-                c.adverse
-                    .as_ref()
-                    .map(|a| (a.t_star_ms, a.incident.clone()))
-            })
-            .collect();
-        v.sort();
-        v
-    };
+    let t_star = incidents_by_t_star(&fleet);
     let order: Vec<u64> = fleet
         .envelopes_in_time_order()
         .iter()
@@ -112,20 +100,7 @@ pub fn run(args: &BenchPipelineArgs, report: &mut dyn Write) -> anyhow::Result<(
     let observer = Observer::start(&bus, &d)?;
     let mut latencies = Vec::new();
     let mut alert_to_verdict = Vec::new();
-    let peak_rss = Arc::new(Mutex::new(rss_kib()));
-    let sampler_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sampler = {
-        let (peak, stop) = (peak_rss.clone(), sampler_stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                let r = rss_kib();
-                let mut p = peak.lock().unwrap_or_else(|e| e.into_inner());
-                *p = (*p).max(r);
-                drop(p);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    };
+    let peak_rss = PeakRss::start();
     let started = Instant::now();
     let mut next_decl = 0;
     let collected = audita_pipeline::run_all(
@@ -163,11 +138,102 @@ pub fn run(args: &BenchPipelineArgs, report: &mut dyn Write) -> anyhow::Result<(
     let (mut sealed_to_alert, unordered) = observer.stop();
     sealed_to_alert.sort();
     alert_to_verdict.sort();
-    sampler_stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    let _ = sampler.join();
+    let peak = peak_rss.stop();
     latencies.sort();
     let rate = messages as f64 / elapsed.as_secs_f64();
-    let peak = *peak_rss.lock().unwrap_or_else(|e| e.into_inner());
+    let measured = Measured {
+        messages,
+        verdicts: collected.verdicts.len(),
+        elapsed,
+        rate,
+        limit,
+        peak_kib: peak,
+        latencies,
+        sealed_to_alert,
+        unordered,
+        alert_to_verdict,
+    };
+    write_tables(report, args, &measured)?;
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// The incidents the fleet planted, by the record time of their adverse instant.
+fn incidents_by_t_star(fleet: &fleet::Fleet) -> Vec<(u64, String)> {
+    let mut v: Vec<(u64, String)> = fleet
+        .cells
+        .iter()
+        .filter_map(|c| {
+            c.adverse
+                .as_ref()
+                .map(|a| (a.t_star_ms, a.incident.clone()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The peak resident memory of this process, sampled every 100 ms on a thread.
+struct PeakRss {
+    peak: Arc<Mutex<u64>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl PeakRss {
+    /// Starts sampling.
+    fn start() -> PeakRss {
+        let peak = Arc::new(Mutex::new(rss_kib()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let (peak, stop) = (peak.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let r = rss_kib();
+                    let mut p = peak.lock().unwrap_or_else(|e| e.into_inner());
+                    *p = (*p).max(r);
+                    drop(p);
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        };
+        PeakRss { peak, stop, thread }
+    }
+
+    /// Stops sampling; the peak (KiB).
+    fn stop(self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.thread.join();
+        let peak = *self.peak.lock().unwrap_or_else(|e| e.into_inner());
+        peak
+    }
+}
+
+/// What one run measured (durations sorted).
+struct Measured {
+    messages: usize,
+    verdicts: usize,
+    elapsed: Duration,
+    /// End-to-end messages per second.
+    rate: f64,
+    /// Ed25519 verifications per second on one core, measured before the run.
+    limit: f64,
+    peak_kib: u64,
+    /// `t*` published → verdict.
+    latencies: Vec<Duration>,
+    sealed_to_alert: Vec<Duration>,
+    /// Alerts read before the epoch that sealed what they cite.
+    unordered: usize,
+    alert_to_verdict: Vec<Duration>,
+}
+
+/// The two Markdown tables of a run: throughput and verdict latency beside the
+/// Ed25519 limit, then alert latencies.
+fn write_tables(
+    report: &mut dyn Write,
+    args: &BenchPipelineArgs,
+    m: &Measured,
+) -> anyhow::Result<()> {
     writeln!(report, "| transport | cells | messages | verdicts | wall s | e2e msg/s | Ed25519 verify/s (1 core) | ratio | latency p50 ms | p99 ms | peak RSS MiB |")?;
     writeln!(report, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     writeln!(
@@ -175,15 +241,15 @@ pub fn run(args: &BenchPipelineArgs, report: &mut dyn Write) -> anyhow::Result<(
         "| {:?} | {} | {} | {} | {:.2} | {:.0} | {:.0} | {:.3} | {:.1} | {:.1} | {:.0} |",
         args.transport,
         args.cells,
-        messages,
-        collected.verdicts.len(),
-        elapsed.as_secs_f64(),
-        rate,
-        limit,
-        rate / limit,
-        percentile(&latencies, 0.5).as_secs_f64() * 1e3,
-        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
-        peak as f64 / 1024.0
+        m.messages,
+        m.verdicts,
+        m.elapsed.as_secs_f64(),
+        m.rate,
+        m.limit,
+        m.rate / m.limit,
+        percentile(&m.latencies, 0.5).as_secs_f64() * 1e3,
+        percentile(&m.latencies, 0.99).as_secs_f64() * 1e3,
+        m.peak_kib as f64 / 1024.0
     )?;
     writeln!(report)?;
     writeln!(report, "| transport | alerts timed | read before their epoch | sealed → alert p50 ms | p99 ms | max ms | alert → verdict p50 ms | p99 ms |")?;
@@ -191,16 +257,16 @@ pub fn run(args: &BenchPipelineArgs, report: &mut dyn Write) -> anyhow::Result<(
     let ms = |v: &[Duration], p: f64| percentile(v, p).as_secs_f64() * 1e3;
     writeln!(
         report,
-        "| {:?} | {} | {unordered} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} |",
+        "| {:?} | {} | {} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} |",
         args.transport,
-        sealed_to_alert.len(),
-        ms(&sealed_to_alert, 0.5),
-        ms(&sealed_to_alert, 0.99),
-        ms(&sealed_to_alert, 1.0),
-        ms(&alert_to_verdict, 0.5),
-        ms(&alert_to_verdict, 0.99),
+        m.sealed_to_alert.len(),
+        m.unordered,
+        ms(&m.sealed_to_alert, 0.5),
+        ms(&m.sealed_to_alert, 0.99),
+        ms(&m.sealed_to_alert, 1.0),
+        ms(&m.alert_to_verdict, 0.5),
+        ms(&m.alert_to_verdict, 0.99),
     )?;
-    let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
 
