@@ -122,7 +122,12 @@ fn no_stage_depends_on_another_stage() {
 #[test]
 fn the_record_format_and_the_topic_types_link_no_transport() {
     let g = graph();
-    for krate in ["audita-record", "audita-topics", "audita-evidence"] {
+    for krate in [
+        "audita-record",
+        "audita-topics",
+        "audita-evidence",
+        "audita-verdict-types",
+    ] {
         let linked = g.closure(krate);
         for forbidden in [
             "rdkafka",
