@@ -56,7 +56,7 @@ fn main() {
     let rounds = args.get(1).copied().unwrap_or(5);
     let n = vehicles * rounds;
     let keys: Vec<SigningKey> = (0..vehicles)
-        .map(|_| audita_deploy::keys::generate())
+        .map(|_| audita_files::keys::generate())
         .collect();
     let master = PrincipalId::new("master-control").unwrap();
     let names = VehicleNames::default();

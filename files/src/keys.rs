@@ -166,21 +166,16 @@ pub fn load(source: &str, base: &Path, expect_name: Option<&str>) -> Result<Sign
 
 /// A key file is a few hundred bytes: anything past 64 KiB is not one.
 fn read_small(path: &Path) -> Result<Vec<u8>, KeyError> {
-    use std::io::Read as _;
-    let io = |source| KeyError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let f = std::fs::File::open(path).map_err(io)?;
-    let mut out = Vec::new();
-    f.take(64 * 1024 + 1).read_to_end(&mut out).map_err(io)?;
-    if out.len() > 64 * 1024 {
-        return Err(KeyError::Malformed {
+    crate::read_bounded(path, 64 * 1024).map_err(|e| match e {
+        crate::ReadBoundedError::Io(source) => KeyError::Io {
+            path: path.to_owned(),
+            source,
+        },
+        crate::ReadBoundedError::TooLarge { .. } => KeyError::Malformed {
             source_name: path.display().to_string(),
             reason: "larger than 64 KiB: not a key file".into(),
-        });
-    }
-    Ok(out)
+        },
+    })
 }
 
 #[cfg(unix)]
