@@ -15,8 +15,8 @@
 //! - Every read is bounded by the tile's largest legal size; every request has a
 //!   time limit ([`REQUEST_TIMEOUT`], 408 past it); request headers not received
 //!   within that time close the connection, and at most
-//!   `audita_keeper::MAX_CONNECTIONS` connections are served at once (the keeper's
-//!   accept loop, `audita_keeper::serve_connections`), so clients that open
+//!   `audita_http::MAX_CONNECTIONS` connections are served at once (the shared
+//!   accept loop, `audita_http::serve_connections`), so clients that open
 //!   connections and never finish a request cannot exhaust the server.
 //! - The server prints `serving RECORD_DIR on http://ADDR` (the bound address: port
 //!   0 picks a free one) on stdout once it listens, and runs until SIGINT/SIGTERM.
@@ -72,7 +72,7 @@ fn serve(args: &ServeLogArgs) -> Result<(), String> {
 }
 
 /// Serves `router` on `listen` (bounded connections and request time through
-/// [`audita_keeper::serve_connections`]) until SIGTERM or Ctrl-C, after printing
+/// [`audita_http::serve_connections`]) until SIGTERM or Ctrl-C, after printing
 /// the line `announce` makes of the bound address (tests read it to find the port).
 pub(crate) fn serve_http(
     what: &'static str,
@@ -98,7 +98,7 @@ pub(crate) fn serve_http(
             shutdown().await;
             let _ = stop.send(());
         });
-        audita_keeper::serve_connections(what, listener, router, REQUEST_TIMEOUT, stopped).await;
+        audita_http::serve_connections(what, listener, router, REQUEST_TIMEOUT, stopped).await;
         Ok(())
     })
 }
