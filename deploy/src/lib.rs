@@ -1,6 +1,6 @@
 //! A deployment of Audita: files the operator owns — `audita.toml` ([`config`]), the
 //! public principal registry (`audita_evidence::registry`), the duty registry and the
-//! private key files ([`keys`], which live in `audita_files`) — validated once at
+//! private key files ([`keys`], which live in `audita_keys`) — validated once at
 //! start-up into a [`Config`] every stage passes around, and the operations that
 //! create and change them ([`init`]).
 //!
@@ -16,9 +16,9 @@
 pub mod config;
 pub mod init;
 
-/// Private key files, at their old path: the module lives in `audita_files`, below
-/// the engine, so light clients read their keys without linking this crate.
-pub use audita_files::keys;
+/// Private key files, at their old path: they live in `audita_keys`, below the
+/// engine, so light clients read their keys without linking this crate.
+pub use audita_keys as keys;
 pub use config::{Clock, Config, ConfigError, Keeper, CONFIG_FORMAT};
 pub use init::{
     add_principal, add_principals, init, init_with, now_ms, register_public, revoke_principal,

@@ -1,12 +1,11 @@
 //! The files a party keeps on its own disk, written and read one way everywhere:
-//! [`write_atomic`] (the one atomic, durable file write), [`read_bounded`] (the one
-//! bounded file read) and private key files ([`keys`]).
+//! [`write_atomic`] (the one atomic, durable file write) and [`read_bounded`] (the
+//! one bounded file read).
 //!
-//! This crate does file I/O, and nothing else: no transport, no clock, no engine. It
-//! sits below every crate that keeps files — the record writer, the sink's tables,
-//! the keeper's state, a deployment's configuration — and below the light clients
-//! (principals, the Python package, the bridge, keepers), which take their key files
-//! from here without linking the deployment's verdict engine.
+//! This crate does file I/O, and nothing else: no transport, no clock, no Audita
+//! types (std and `thiserror` only). It sits below every crate that keeps files — the
+//! record writer, the sealer's watermark, the sink's tables, the keeper's state, a
+//! deployment's configuration, the client's spool and the key files (`audita-keys`).
 //!
 //! Design constraints:
 //! - A file written with [`write_atomic`] is either the old file or the new one after
@@ -23,7 +22,6 @@
 
 mod atomic;
 mod bounded;
-pub mod keys;
 
 pub use atomic::{temp_path, write_atomic, write_atomic_observed, WriteError, WriteStep};
 pub use bounded::{read_bounded, read_bounded_from, ReadBoundedError};

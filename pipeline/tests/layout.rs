@@ -127,6 +127,7 @@ fn the_record_format_and_the_topic_types_link_no_transport() {
         "audita-topics",
         "audita-evidence",
         "audita-files",
+        "audita-keys",
         "audita-verdict-types",
     ] {
         let linked = g.closure(krate);
@@ -199,7 +200,7 @@ fn the_bridge_publishes_through_the_client_and_links_no_stage() {
 /// What runs next to a robot or an agent links only the evidence types it signs:
 /// the client, its Python package, the bridge and the keeper link no verdict engine
 /// (the causal engine and its SAT solver, the verdict layer, the monitor), so they
-/// take their key files from `audita-files`, never from `audita-deploy`.
+/// take their key files from `audita-keys`, never from `audita-deploy`.
 #[test]
 fn light_clients_link_no_engine() {
     let g = graph();
