@@ -55,9 +55,7 @@ fn main() {
     let vehicles = args.first().copied().unwrap_or(1000);
     let rounds = args.get(1).copied().unwrap_or(5);
     let n = vehicles * rounds;
-    let keys: Vec<SigningKey> = (0..vehicles)
-        .map(|_| audita_deploy::keys::generate())
-        .collect();
+    let keys: Vec<SigningKey> = (0..vehicles).map(|_| audita_keys::generate()).collect();
     let master = PrincipalId::new("master-control").unwrap();
     let names = VehicleNames::default();
     // Round-robin over the vehicles, as a fleet reports.

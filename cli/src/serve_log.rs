@@ -17,8 +17,8 @@
 //! - Every read is bounded by the tile's largest legal size; every request has a
 //!   time limit (`audita_serve::REQUEST_TIMEOUT`, 408 past it); request headers not received
 //!   within that time close the connection, and at most
-//!   `audita_keeper::MAX_CONNECTIONS` connections are served at once (the keeper's
-//!   accept loop, `audita_keeper::serve_connections`), so clients that open
+//!   `audita_http::MAX_CONNECTIONS` connections are served at once (the shared
+//!   accept loop, `audita_http::serve_connections`), so clients that open
 //!   connections and never finish a request cannot exhaust the server.
 //! - The server prints `serving RECORD_DIR on http://ADDR` (the bound address: port
 //!   0 picks a free one) on stdout once it listens, and runs until SIGINT/SIGTERM.

@@ -19,7 +19,7 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(2000);
     let broker = KafkaBroker::start().expect("a Kafka broker");
-    let key = audita_deploy::keys::generate();
+    let key = audita_keys::generate();
     let sensor = Principal::from_key("lidar-1", key.clone()).unwrap();
     let report = |i: usize| Payload::SensorReport {
         sensor: "lidar-1".into(),

@@ -21,7 +21,7 @@ fn main() -> Result<(), ClientError> {
     let planner = match key.filter(|k| std::path::Path::new(k).exists()) {
         Some(k) => Principal::load("planner", k, std::path::Path::new("."))?,
         None => {
-            let p = Principal::from_key("planner", audita_deploy::keys::generate())?;
+            let p = Principal::from_key("planner", audita_keys::generate())?;
             println!("throw-away key; register: {}", p.vkey());
             p
         }

@@ -74,7 +74,7 @@ pub fn unix_ms() -> u64 {
 pub enum ClientError {
     /// The key cannot be read or is not the principal's.
     #[error("key: {0}")]
-    Key(#[from] audita_deploy::keys::KeyError),
+    Key(#[from] audita_keys::KeyError),
     /// A name is not a valid principal name.
     #[error("{what} {name:?} is not a valid name: {reason}")]
     Name {

@@ -36,7 +36,7 @@ impl Principal {
     /// PKCS#8 PEM, in a file only its owner can read.
     pub fn load(name_: &str, source: &str, base: &Path) -> Result<Principal, ClientError> {
         let id = name("principal", name_)?;
-        let key = audita_deploy::keys::load(source, base, Some(name_))?;
+        let key = audita_keys::load(source, base, Some(name_))?;
         Ok(Principal { id, key })
     }
 

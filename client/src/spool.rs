@@ -3,7 +3,8 @@
 //!
 //! Design constraints:
 //! - One file per item, `<seq, 16 hex>-<e|r>.item` holding the signed bytes
-//!   exactly: written to a temp file, fsync'd, renamed, and the directory fsync'd,
+//!   exactly: written to a temp file, fsync'd, renamed, and the directory fsync'd
+//!   (`audita_files::write_atomic`),
 //!   so after [`Spool::put`] returns the item survives a crash or power loss.
 //!   Removal follows the broker's acknowledgement; a removal lost in a crash only
 //!   means the item is sent again, which the record dedupes.
@@ -16,7 +17,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::ClientError;
@@ -176,15 +176,7 @@ impl Spool {
         }
         let seq = self.next_seq;
         let path = self.path(seq, lane);
-        let tmp = path.with_extension("tmp");
-        let mut f = File::create(&tmp).map_err(|e| err(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| err(&tmp, e))?;
-        f.sync_all().map_err(|e| err(&tmp, e))?;
-        drop(f);
-        fs::rename(&tmp, &path).map_err(|e| err(&path, e))?;
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| err(&self.dir, e))?;
+        audita_files::write_atomic(&path, bytes).map_err(|e| err(&e.path, e.source))?;
         self.next_seq += 1;
         self.items.insert(seq, (lane, bytes.len() as u64));
         self.bytes += bytes.len() as u64;

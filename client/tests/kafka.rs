@@ -22,7 +22,7 @@ use audita_evidence::{KeyRegistry, SigningKey};
 use audita_topics::names as topics;
 
 fn key() -> SigningKey {
-    audita_deploy::keys::generate()
+    audita_keys::generate()
 }
 
 #[test]

@@ -77,8 +77,8 @@ fn a_python_script_publishes_what_ingest_certifies_and_the_rest_is_quarantined()
     let keys = tmp.path().join("keys");
     let mut registry = KeyRegistry::new();
     for name in ["planner", "agv-1"] {
-        let k = audita_deploy::keys::generate();
-        audita_deploy::keys::write(&keys.join(format!("{name}.key")), name, &k, false).unwrap();
+        let k = audita_keys::generate();
+        audita_keys::write(&keys.join(format!("{name}.key")), name, &k, false).unwrap();
         registry.add_principal(
             audita_evidence::PrincipalId::new(name).unwrap(),
             k.verifying_key(),

@@ -46,14 +46,10 @@ pub struct Created {
     pub log_vkey: String,
 }
 
+/// [`audita_files::write_atomic`], its error naming the file being replaced.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DeployError> {
-    use std::io::Write as _;
-    let io = |e: std::io::Error| DeployError::Other(format!("{}: {e}", path.display()));
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    audita_files::write_atomic(path, bytes)
+        .map_err(|e| DeployError::Other(format!("{}: {}", path.display(), e.source)))
 }
 
 /// How [`init_with`] creates a deployment.

@@ -43,7 +43,6 @@ use audita_evidence::{
 use audita_monitor::Predicates;
 use audita_topics::names as topics;
 use audita_topics::SliceBundle;
-use audita_topics::VerdictRow;
 use audita_topics::{CosignatureView, DutyView, MessageView, RecordAnchor};
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
@@ -174,28 +173,6 @@ fn names_a_target(v: &serde_json::Value, targets: &BTreeSet<String>) -> bool {
 /// Turns a verdict into its bus message (verdict and rows; [`record`] adds what the
 /// bundle tells about it).
 pub fn message(v: &Verdict) -> VerdictMessage {
-    let rows = v
-        .rows()
-        .into_iter()
-        .map(|r| VerdictRow {
-            incident: r.incident,
-            principal: r.principal,
-            outcome: r.outcome,
-            t_star_ms: r.t_star_ms,
-            severity_j: r.severity_j,
-            standard: r.standard,
-            duties: r.duties,
-            breach_specification: r.breach_specification,
-            breach_reasonable: r.breach_reasonable,
-            rho_lo: r.rho_lo,
-            rho_hi: r.rho_hi,
-            culpable: r.culpable,
-            claim: r.claim,
-            flags: r.flags,
-            evidence: r.evidence,
-            record_root: r.record_root,
-        })
-        .collect();
     VerdictMessage {
         schema: audita_topics::RECORD_SCHEMA.to_string(),
         incident: v.incident.clone(),
@@ -205,7 +182,7 @@ pub fn message(v: &Verdict) -> VerdictMessage {
         record: None,
         messages: BTreeMap::new(),
         duties: BTreeMap::new(),
-        rows,
+        rows: v.rows(),
     }
 }
 

@@ -5,7 +5,7 @@
 //! - The signing key is the keeper's own, read from a file that only its owner can
 //!   read (mode 0600: a key file readable by group or others is refused), in the
 //!   C2SP signed-note private key form `PRIVATE+KEY+<name>+<key id>+<base64(0x01 ||
-//!   seed)>` or PKCS#8 PEM (`audita_deploy::keys`). [`generate_key`] makes one from
+//!   seed)>` or PKCS#8 PEM (`audita_keys`). [`generate_key`] makes one from
 //!   OS randomness and returns the keeper's verifier key.
 //! - The keeper's verifier key (what logs and verifiers pin) is the
 //!   `cosignature/v1` vkey `<name>+<key id>+<base64(0x04 || public key)>`, key id
@@ -53,7 +53,7 @@ pub enum ConfigError {
     NoLogs,
     /// The key file could not be read or written.
     #[error(transparent)]
-    Key(#[from] audita_deploy::keys::KeyError),
+    Key(#[from] audita_keys::KeyError),
     /// The configuration file could not be read or parsed.
     #[error("{path}: {reason}")]
     File {
@@ -169,19 +169,15 @@ pub fn log_vkey(origin: &str, key: &VerifyingKey) -> String {
 /// returns the keeper's `cosignature/v1` verifier key.
 pub fn generate_key(path: &Path, name: &str) -> Result<String, ConfigError> {
     check_name(name).map_err(|_| ConfigError::BadName(name.to_owned()))?;
-    let key = audita_deploy::keys::generate();
-    audita_deploy::keys::write(path, name, &key, false)?;
+    let key = audita_keys::generate();
+    audita_keys::write(path, name, &key, false)?;
     Ok(keeper_vkey(name, &key.verifying_key()))
 }
 
 /// Reads a keeper key file (permissions checked; a note key must carry `name`).
 pub fn load_key(path: &Path, name: &str) -> Result<SigningKey, ConfigError> {
     let source = path.to_string_lossy();
-    Ok(audita_deploy::keys::load(
-        &source,
-        Path::new("."),
-        Some(name),
-    )?)
+    Ok(audita_keys::load(&source, Path::new("."), Some(name))?)
 }
 
 /// The keeper's configuration file (TOML):

@@ -40,12 +40,11 @@ pub mod protocol;
 pub mod server;
 pub mod state;
 
+/// The accept loop, at its old path (it lives in `audita_http`).
+pub use audita_http::{serve_connections, MAX_CONNECTIONS};
 pub use client::{
     add_checkpoint, cosigned_by, ClientError, Outcome, WitnessClient, WitnessError, Witnessed,
 };
 pub use config::{generate_key, keeper_vkey, load_key, log_vkey, KeeperConfig, KeeperFile, Limits};
 pub use evidence::{evidence, ConflictKind, ConflictRecord, Finding};
-pub use server::{
-    serve, serve_connections, serve_with, Answer, FaultHook, FaultPoint, Keeper, KeeperHandle,
-    MAX_CONNECTIONS,
-};
+pub use server::{serve, serve_with, Answer, FaultHook, FaultPoint, Keeper, KeeperHandle};

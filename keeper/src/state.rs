@@ -11,10 +11,10 @@
 //!   A `.checkpoint` file holds the checkpoint note exactly as the keeper co-signed
 //!   it: the log's signature lines as received plus the keeper's own
 //!   `cosignature/v1` line, so the state file is itself a co-signed checkpoint.
-//! - Every write is atomic and durable: write `<file>.tmp`, fsync it, rename over
-//!   `<file>`, fsync the directory. A crash at any point leaves the old file or
-//!   the new one, never a mix; the server answers 200 only after the fsync of the
-//!   directory returned.
+//! - Every write is atomic and durable (`audita_files::write_atomic`): write
+//!   `.<file>.tmp`, fsync it, rename over `<file>`, fsync the directory. A crash at
+//!   any point leaves the old file or the new one, never a mix; the server answers
+//!   200 only after the fsync of the directory returned.
 //! - Loading fails closed: a state file that does not parse or names another
 //!   origin stops the keeper from starting (resetting a log to size 0 would let it
 //!   co-sign a fork). Leftover `.tmp` files are ignored.
@@ -25,7 +25,6 @@
 //!   sharing one state could each co-sign a different branch. Readers that only
 //!   look ([`StateDir::inspect`]) take no lock.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use audita_evidence::SignedCheckpoint;
@@ -76,51 +75,38 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StateError + '_ {
     }
 }
 
-/// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename,
-/// fsync of the directory). `hook` is called after the temp file is synced and
-/// after the rename (fault injection in tests; `None` in production).
+/// Writes `bytes` to `path` atomically and durably ([`audita_files::write_atomic`]:
+/// temp file, fsync, rename, fsync of the directory). `hook` is called after the
+/// temp file is synced and after the rename (fault injection in tests; `None` in
+/// production).
 pub fn write_atomic(
     path: &Path,
     bytes: &[u8],
     hook: Option<&crate::fault::FaultHook>,
 ) -> Result<(), StateError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    {
-        let mut f = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
-        f.write_all(bytes).map_err(io_err(&tmp))?;
-        f.sync_all().map_err(io_err(&tmp))?;
-    }
-    if let Some(h) = hook {
-        h(crate::fault::FaultPoint::AfterTempWrite);
-    }
-    std::fs::rename(&tmp, path).map_err(io_err(path))?;
-    if let Some(h) = hook {
-        h(crate::fault::FaultPoint::AfterRename);
-    }
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir))?;
-    Ok(())
+    audita_files::write_atomic_observed(path, bytes, |step| {
+        if let Some(h) = hook {
+            h(match step {
+                audita_files::WriteStep::TempSynced => crate::fault::FaultPoint::AfterTempWrite,
+                audita_files::WriteStep::Renamed => crate::fault::FaultPoint::AfterRename,
+            });
+        }
+    })
+    .map_err(|e| StateError::Io {
+        path: e.path,
+        source: e.source,
+    })
 }
 
-/// Reads a file of at most `max` bytes.
+/// Reads a file of at most `max` bytes ([`audita_files::read_bounded`]).
 pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, StateError> {
-    use std::io::Read as _;
-    let f = std::fs::File::open(path).map_err(io_err(path))?;
-    let mut out = Vec::new();
-    f.take(max + 1)
-        .read_to_end(&mut out)
-        .map_err(io_err(path))?;
-    if out.len() as u64 > max {
-        return Err(StateError::Io {
-            path: path.to_owned(),
-            source: std::io::Error::other(format!("larger than {max} bytes")),
-        });
-    }
-    Ok(out)
+    audita_files::read_bounded(path, max).map_err(|e| StateError::Io {
+        path: path.to_owned(),
+        source: match e {
+            audita_files::ReadBoundedError::Io(source) => source,
+            too_large => std::io::Error::other(too_large.to_string()),
+        },
+    })
 }
 
 /// The state directory.
@@ -246,8 +232,7 @@ mod tests {
         state.store(&note, None).unwrap();
         assert_eq!(state.load("log.example").unwrap(), Some(note));
         // A leftover temp file (crash before the rename) is ignored.
-        let mut tmp = state.log_path("log.example").into_os_string();
-        tmp.push(".tmp");
+        let tmp = audita_files::temp_path(&state.log_path("log.example"));
         std::fs::write(&tmp, b"garbage").unwrap();
         assert!(state.load("log.example").unwrap().is_some());
         // A second keeper on the same directory is refused; a reader is not.

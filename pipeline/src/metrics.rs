@@ -353,7 +353,7 @@ impl Metrics {
     /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` from a background thread
     /// (its own single-threaded runtime); returns the bound address (port 0: an
     /// ephemeral one). A bind failure is returned here, before the stage starts.
-    /// Connections are bounded like the keeper's (`audita_keeper::serve_connections`:
+    /// Connections are bounded like every endpoint's (`audita_http::serve_connections`:
     /// header timeout, at most `MAX_CONNECTIONS` at once).
     pub fn serve(&self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
         let listener = std::net::TcpListener::bind(addr)?;
@@ -376,7 +376,7 @@ impl Metrics {
                     };
                     // Runs as long as the process: the stop sender lives here.
                     let (_never, stopped) = tokio::sync::oneshot::channel::<()>();
-                    audita_keeper::serve_connections(
+                    audita_http::serve_connections(
                         "metrics",
                         listener,
                         app,

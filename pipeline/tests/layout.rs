@@ -2,7 +2,7 @@
 //! metadata`): the stages depend on the shared record crates and the bus, never on
 //! each other; the on-disk record format and the topic types link no transport, so an
 //! offline verifier needs neither rdkafka nor the pipeline; the domain crates link no
-//! stage.
+//! stage; the light clients (client, Python package, bridge, keeper) link no engine.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -122,7 +122,14 @@ fn no_stage_depends_on_another_stage() {
 #[test]
 fn the_record_format_and_the_topic_types_link_no_transport() {
     let g = graph();
-    for krate in ["audita-record", "audita-topics", "audita-evidence"] {
+    for krate in [
+        "audita-record",
+        "audita-topics",
+        "audita-evidence",
+        "audita-files",
+        "audita-keys",
+        "audita-verdict-types",
+    ] {
         let linked = g.closure(krate);
         for forbidden in [
             "rdkafka",
@@ -187,5 +194,25 @@ fn the_bridge_publishes_through_the_client_and_links_no_stage() {
         .chain(["audita-bus", "audita-pipeline"])
     {
         assert!(!linked.contains(other), "audita-bridge links {other}");
+    }
+}
+
+/// What runs next to a robot or an agent links only the evidence types it signs:
+/// the client, its Python package, the bridge and the keeper link no verdict engine
+/// (the causal engine and its SAT solver, the verdict layer, the monitor), so they
+/// take their key files from `audita-keys`, never from `audita-deploy`.
+#[test]
+fn light_clients_link_no_engine() {
+    let g = graph();
+    for krate in [
+        "audita-client",
+        "audita-python",
+        "audita-bridge",
+        "audita-keeper",
+    ] {
+        let linked = g.closure(krate);
+        for engine in ["audita-causal", "audita-verdict", "audita-monitor"] {
+            assert!(!linked.contains(engine), "{krate} links {engine}");
+        }
     }
 }

@@ -233,7 +233,7 @@ impl Principal {
     /// A principal with a fresh key from OS randomness (register its `vkey`).
     #[staticmethod]
     fn generate(name: &str) -> PyResult<Principal> {
-        RustPrincipal::from_key(name, audita_deploy::keys::generate())
+        RustPrincipal::from_key(name, audita_keys::generate())
             .map(|inner| Principal { inner })
             .map_err(client_err)
     }
@@ -429,8 +429,8 @@ fn verify_receipt(bytes: &[u8], vkey: &str) -> PyResult<bool> {
 /// existing file); returns its C2SP verifier key.
 #[pyfunction]
 fn generate_key_file(path: &str, name: &str) -> PyResult<String> {
-    let key = audita_deploy::keys::generate();
-    audita_deploy::keys::write(std::path::Path::new(path), name, &key, false)
+    let key = audita_keys::generate();
+    audita_keys::write(std::path::Path::new(path), name, &key, false)
         .map_err(|e| AuditaError::new_err(e.to_string()))?;
     Ok(audita_evidence::trust::vkey(
         name,

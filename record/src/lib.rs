@@ -65,8 +65,10 @@
 //!   (BENCHMARKS.md).
 //! - Files of one kind are read in file-name order (zero-padded numbers), so the
 //!   record order is the append order. `keys/` holds public keys only.
-//! - Writing creates files with their final content (no partial updates); the
-//!   streaming sealer stage appends new numbered files rather than rewriting old ones.
+//! - Writing creates files with their final content (no partial updates), each
+//!   written atomically and durably (`audita_files::write_atomic`: temporary file,
+//!   fsync, rename, fsync of the directory); the streaming sealer stage appends new
+//!   numbered files rather than rewriting old ones.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -226,38 +228,36 @@ fn too_large(path: &Path, what: Limit, limit: u64) -> ReadError {
     }
 }
 
+/// Maps a failed bounded read of `path` into a [`ReadError`].
+fn bounded_err(
+    path: &Path,
+    what: Limit,
+) -> impl FnOnce(audita_files::ReadBoundedError) -> ReadError + '_ {
+    move |e| match e {
+        audita_files::ReadBoundedError::Io(source) => io_err(path)(source),
+        audita_files::ReadBoundedError::TooLarge { limit } => too_large(path, what, limit),
+    }
+}
+
 /// Reads at most `limit` bytes from `r`; more is [`ReadError::TooLarge`] (`what`,
 /// reported against `path`). Never holds more than `limit + 1` bytes, so an endless
-/// stream ends at the limit.
+/// stream ends at the limit ([`audita_files::read_bounded_from`]).
 pub fn read_bounded_from(
     r: impl Read,
     path: &Path,
     limit: u64,
     what: Limit,
 ) -> Result<Vec<u8>, ReadError> {
-    let mut buf = Vec::new();
-    r.take(limit.saturating_add(1))
-        .read_to_end(&mut buf)
-        .map_err(io_err(path))?;
-    if buf.len() as u64 > limit {
-        return Err(too_large(path, what, limit));
-    }
-    Ok(buf)
+    audita_files::read_bounded_from(r, limit).map_err(bounded_err(path, what))
 }
 
 /// Reads a whole file of at most `limit` bytes — the one bounded file read every
 /// reader of untrusted files uses (record files, and the CLI's input files with
-/// [`Limit::InputBytes`]). A regular file longer than the limit fails before any
-/// byte is read; anything else (a FIFO, `/dev/zero`) fails once `limit + 1` bytes
-/// arrived.
+/// [`Limit::InputBytes`]; [`audita_files::read_bounded`]). A regular file longer
+/// than the limit fails before any byte is read; anything else (a FIFO,
+/// `/dev/zero`) fails once `limit + 1` bytes arrived.
 pub fn read_bounded(path: &Path, limit: u64, what: Limit) -> Result<Vec<u8>, ReadError> {
-    let file = fs::File::open(path).map_err(io_err(path))?;
-    if let Ok(meta) = file.metadata() {
-        if meta.is_file() && meta.len() > limit {
-            return Err(too_large(path, what, limit));
-        }
-    }
-    read_bounded_from(file, path, limit, what)
+    audita_files::read_bounded(path, limit).map_err(bounded_err(path, what))
 }
 
 /// The byte budget of one record read: every file read draws on it.
@@ -862,18 +862,14 @@ pub struct RecordWriter {
     checkpoints: usize,
 }
 
-/// Writes `bytes` to `path` atomically: a `.tmp` sibling is written and synced, then
-/// renamed, so a crash (even SIGKILL) never leaves a half-written record file.
+/// Writes `bytes` to `path` atomically and durably ([`audita_files::write_atomic`]:
+/// a hidden `.tmp` sibling is written and synced, renamed, and the directory
+/// synced), so a crash (even SIGKILL) never leaves a half-written record file.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReadError> {
-    use std::io::Write as _;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f = fs::File::create(&tmp).map_err(io_err(&tmp))?;
-    f.write_all(bytes).map_err(io_err(&tmp))?;
-    f.sync_all().map_err(io_err(&tmp))?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(io_err(path))
+    audita_files::write_atomic(path, bytes).map_err(|e| ReadError::Io {
+        path: e.path,
+        source: e.source,
+    })
 }
 
 impl RecordWriter {

@@ -758,19 +758,12 @@ fn read_watermark(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Keeps `watermark` (atomically: temporary file, fsync, rename).
+/// Keeps `watermark` (atomically and durably: [`audita_files::write_atomic`]).
 fn write_watermark(dir: &Path, watermark: u64) -> Result<(), StageError> {
-    use std::io::Write as _;
     let path = dir.join(WATERMARK_FILE);
-    let tmp = dir.join(format!("{WATERMARK_FILE}.tmp"));
-    let io = |e: std::io::Error| {
-        StageError::Inconsistent(path.clone(), format!("writing the watermark: {e}"))
-    };
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(format!("{watermark}\n").as_bytes())
-        .map_err(io)?;
-    f.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, &path).map_err(io)
+    audita_files::write_atomic(&path, format!("{watermark}\n").as_bytes()).map_err(|e| {
+        StageError::Inconsistent(path.clone(), format!("writing the watermark: {}", e.source))
+    })
 }
 
 /// Counters of the sealer stage.

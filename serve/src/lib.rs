@@ -50,7 +50,7 @@ pub fn serve_until_signalled(
             shutdown().await;
             let _ = stop.send(());
         });
-        audita_keeper::serve_connections(what, listener, router, REQUEST_TIMEOUT, stopped).await;
+        audita_http::serve_connections(what, listener, router, REQUEST_TIMEOUT, stopped).await;
         Ok(())
     })
 }

@@ -175,19 +175,10 @@ impl RecordOrigin {
     }
 }
 
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename, fsync dir).
+/// Writes `bytes` to `path` atomically ([`audita_files::write_atomic`]: hidden
+/// temporary file, fsync, rename, fsync dir).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SinkError> {
-    use std::io::Write as _;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    let mut f = File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(bytes).map_err(io(&tmp))?;
-    f.sync_all().map_err(io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io(path))?;
-    sync_dir(dir)
+    audita_files::write_atomic(path, bytes).map_err(|e| io(&e.path)(e.source))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SinkError> {

@@ -36,42 +36,9 @@ fn schema_id() -> String {
     RECORD_SCHEMA.to_string()
 }
 
-/// One verdict finding: an (incident, principal) row.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct VerdictRow {
-    /// Incident name (from the adverse declaration).
-    pub incident: String,
-    /// Principal the row is about.
-    pub principal: String,
-    /// The declared adverse predicate `Y` (e.g. `separation<0.5m`).
-    pub outcome: String,
-    /// Time the predicate became true, in ms of record time.
-    pub t_star_ms: u64,
-    /// Harm severity in joules (½·m·v² at the violating tick), 0 for non-physical harm.
-    pub severity_j: f64,
-    /// The duty standard the verdict was computed under (e.g. `specification`).
-    pub standard: String,
-    /// Registered duties active for this principal in the window.
-    pub duties: Vec<String>,
-    /// Breach under the specification standard.
-    pub breach_specification: bool,
-    /// Breach under the reasonable-agent standard.
-    pub breach_reasonable: bool,
-    /// Lower end of the responsibility interval (the involvement bound).
-    pub rho_lo: f64,
-    /// Upper end of the responsibility interval.
-    pub rho_hi: f64,
-    /// Breach ∧ ρ_lo > 0.
-    pub culpable: bool,
-    /// Claim level: `causal`, `temporal` or `indeterminate`.
-    pub claim: String,
-    /// Flags: `conduit`, `exonerated`, `omission`, `evidence_missing`, `evidence_suspect`.
-    pub flags: Vec<String>,
-    /// Hex ids of the certified messages that justify the findings.
-    pub evidence: Vec<String>,
-    /// Hex root of the last sealed epoch the verdict was computed against.
-    pub record_root: String,
-}
+/// One verdict finding: an (incident, principal) row (defined in
+/// `audita-verdict-types`, which the verdict crate fills it from).
+pub use audita_verdict_types::VerdictRow;
 
 /// One record of `audita.verdicts`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -354,42 +354,9 @@ impl DeclarationView {
     }
 }
 
-/// The flat per-(incident, principal) row (the Parquet sink's columns).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VerdictRow {
-    /// Incident name.
-    pub incident: String,
-    /// Principal.
-    pub principal: String,
-    /// Declared predicate.
-    pub outcome: String,
-    /// `t*` (ms).
-    pub t_star_ms: u64,
-    /// Severity (J).
-    pub severity_j: f64,
-    /// Standard name.
-    pub standard: String,
-    /// Duty ids.
-    pub duties: Vec<String>,
-    /// Breach (specification).
-    pub breach_specification: bool,
-    /// Breach (reasonable agent).
-    pub breach_reasonable: bool,
-    /// ρ_lo.
-    pub rho_lo: f64,
-    /// ρ_hi.
-    pub rho_hi: f64,
-    /// Culpable.
-    pub culpable: bool,
-    /// Claim level name.
-    pub claim: String,
-    /// Flag names.
-    pub flags: Vec<String>,
-    /// Evidence ids.
-    pub evidence: Vec<String>,
-    /// Record root.
-    pub record_root: String,
-}
+/// The flat per-(incident, principal) row (the Parquet sink's columns), one
+/// definition shared with the topic records (`audita-verdict-types`).
+pub use audita_verdict_types::VerdictRow;
 
 impl Verdict {
     /// Pretty JSON (deterministic).

@@ -54,7 +54,7 @@ async fn a_burst_of_thousands_of_qos1_messages_is_taken_whole_and_the_session_ke
             manufacturer: "acme".into(),
             serial: "7".into(),
         },
-        principal: Principal::from_key("acme.7", audita_deploy::keys::generate()).unwrap(),
+        principal: Principal::from_key("acme.7", audita_keys::generate()).unwrap(),
         master: PrincipalId::new("master").unwrap(),
         vehicles: VehicleNames::default(),
         bootstrap: kafka.bootstrap().into(),

@@ -137,7 +137,7 @@ async fn a_mosquitto_restart_mid_stream_loses_no_state_and_records_none_twice() 
     let prefix = unique_name("bridge.") + ".";
     let bus = KafkaBus::new(kafka.bootstrap()).unwrap();
     topics_of(&bus, &prefix);
-    let key = audita_deploy::keys::generate();
+    let key = audita_keys::generate();
     let config = vehicle_config(
         mq.port(),
         kafka.bootstrap(),
@@ -209,7 +209,7 @@ async fn with_kafka_down_the_spool_carries_the_evidence_and_mqtt_is_still_acknow
     let prefix = unique_name("bridge.") + ".";
     let bus = KafkaBus::new(kafka.bootstrap()).unwrap();
     topics_of(&bus, &prefix);
-    let key = audita_deploy::keys::generate();
+    let key = audita_keys::generate();
     let spool = tmp.path().join("spool");
     let mut config = vehicle_config(mq.port(), kafka.bootstrap(), &prefix, key.clone(), &spool);
     config.delivery_timeout = Duration::from_secs(3);

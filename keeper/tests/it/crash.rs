@@ -75,8 +75,7 @@ fn killed_keeper_never_cosigns_an_inconsistent_checkpoint() {
     let a = Log::new("log.example/crash", 1, LEAVES);
     let b = a.fork(SHARED);
     let branches = [&a, &b];
-    audita_deploy::keys::write(&dir.path().join("keeper.key"), KEEPER, &keeper_key(), false)
-        .unwrap();
+    audita_keys::write(&dir.path().join("keeper.key"), KEEPER, &keeper_key(), false).unwrap();
     let config = dir.path().join("keeper.toml");
     std::fs::write(
         &config,

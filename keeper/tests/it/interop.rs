@@ -259,7 +259,7 @@ fn go_verifies_our_checkpoints_cosignatures_and_proofs() {
 /// verifier key.
 fn tessera_log_key(path: &Path, origin: &str, seed: u64) -> String {
     let key = audita_evidence::derive_signing_key(seed, origin);
-    audita_deploy::keys::write(path, origin, &key, false).unwrap();
+    audita_keys::write(path, origin, &key, false).unwrap();
     audita_keeper::log_vkey(origin, &key.verifying_key())
 }
 

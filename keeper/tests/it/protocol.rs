@@ -306,7 +306,7 @@ fn connections_past_the_cap_are_closed_and_the_keeper_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let log = Log::new("log.example/conns", 7, 4);
     let k = start(&config(dir.path(), &[&log]));
-    let cap = audita_keeper::server::MAX_CONNECTIONS;
+    let cap = audita_http::MAX_CONNECTIONS;
     let held: Vec<std::net::TcpStream> = (0..cap)
         .map(|_| std::net::TcpStream::connect(k.addr()).unwrap())
         .collect();

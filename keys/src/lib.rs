@@ -1,6 +1,11 @@
 //! Private key files: generated from OS randomness, one file per key, kept by the
 //! principal (or stage) that signs with it.
 //!
+//! A crate of its own, below the deployment: principals (`audita-client` and its
+//! Python package), the VDA 5050 bridge and keepers read and write their key files
+//! here without linking `audita-deploy` and the verdict engine behind it
+//! (`audita_deploy::keys` re-exports this crate).
+//!
 //! Design constraints:
 //! - A key file holds one Ed25519 private key in either form:
 //!   * the C2SP signed-note private key line
@@ -15,6 +20,9 @@
 //! - Keys come from [`generate`] (OS randomness). Only a deployment that declares
 //!   `[insecure] demo_seed` (`audita init --insecure-demo-keys`, tests and
 //!   reproducible demos) derives them from that public seed ([`generate_for`]).
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -166,21 +174,16 @@ pub fn load(source: &str, base: &Path, expect_name: Option<&str>) -> Result<Sign
 
 /// A key file is a few hundred bytes: anything past 64 KiB is not one.
 fn read_small(path: &Path) -> Result<Vec<u8>, KeyError> {
-    use std::io::Read as _;
-    let io = |source| KeyError::Io {
-        path: path.to_owned(),
-        source,
-    };
-    let f = std::fs::File::open(path).map_err(io)?;
-    let mut out = Vec::new();
-    f.take(64 * 1024 + 1).read_to_end(&mut out).map_err(io)?;
-    if out.len() > 64 * 1024 {
-        return Err(KeyError::Malformed {
+    audita_files::read_bounded(path, 64 * 1024).map_err(|e| match e {
+        audita_files::ReadBoundedError::Io(source) => KeyError::Io {
+            path: path.to_owned(),
+            source,
+        },
+        audita_files::ReadBoundedError::TooLarge { .. } => KeyError::Malformed {
             source_name: path.display().to_string(),
             reason: "larger than 64 KiB: not a key file".into(),
-        });
-    }
-    Ok(out)
+        },
+    })
 }
 
 #[cfg(unix)]
