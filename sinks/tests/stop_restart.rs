@@ -1,4 +1,4 @@
-//! The sink's stop/restart contract (issue 31; ARCHITECTURE.md, "Stopping and
+//! The sink's stop/restart contract (issue 31; docs/design-notes.md, "Stopping and
 //! restarting a stage"): a record is journaled (fsync) before its offset is
 //! committed, so a sink stopped (SIGTERM: the stop flag) or killed (SIGKILL: no
 //! destructor runs, the open Parquet files stay hidden temporaries) at the worst
