@@ -116,6 +116,26 @@ fn s(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 
+/// The planted truth of a framing of planner-1: the victim's chain (planner-1, the
+/// dispatcher, the controller relaying to agv-1, the two relays conduits) and `others`
+/// causal at ρ = 1, `breach` in breach, `framers` with their framing ρ.
+fn framed(others: &[&str], breach: &str, framers: &[(&str, f64)]) -> Planted {
+    let mut causal = p(&[
+        ("planner-1", 1.0),
+        ("dispatcher", 1.0),
+        ("controller-agv-1", 1.0),
+    ]);
+    causal.extend(others.iter().map(|o| (o.to_string(), 1.0)));
+    Planted {
+        adverse: true,
+        causal,
+        breach: s(&[breach]),
+        conduit: s(&["dispatcher", "controller-agv-1"]),
+        victim: Some("planner-1".into()),
+        framers: p(framers),
+    }
+}
+
 /// Inevitability rigging: adds agv-2 with insider-1's innocuous deviation (parking it)
 /// and the declared reference plan that would have sent it through the crossing ahead
 /// of agv-1.
@@ -196,19 +216,7 @@ pub(crate) fn build(family: Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted
             let x = b.relay(i1, t0 + lag, Some(r), fast, vec![mv], true);
             b.cmd_mut(x).deviation = true;
             b.relay(r, t0 + lag + 1, None, fast, vec![x], false);
-            Planted {
-                adverse: true,
-                causal: p(&[
-                    ("planner-1", 1.0),
-                    ("dispatcher", 1.0),
-                    ("controller-agv-1", 1.0),
-                    ("insider-1", 1.0),
-                ]),
-                breach: s(&["insider-1"]),
-                conduit: s(&["dispatcher", "controller-agv-1"]),
-                victim: Some("planner-1".into()),
-                framers: p(&[("insider-1", 1.0)]),
-            }
+            framed(&["insider-1"], "insider-1", &[("insider-1", 1.0)])
         }
         Family::InevitabilityRigging => {
             // The victim routes agv-1 (compliant); insider-2 breaches the speed duty on
@@ -220,19 +228,7 @@ pub(crate) fn build(family: Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted
             let x = b.origin(i2, t0 + lag, r, fast);
             b.relay(r, t0 + lag + 1, None, fast, vec![x], false);
             rig_reference_plan(&mut b, &a, i1, lag);
-            Planted {
-                adverse: true,
-                causal: p(&[
-                    ("planner-1", 1.0),
-                    ("dispatcher", 1.0),
-                    ("controller-agv-1", 1.0),
-                    ("insider-2", 1.0),
-                ]),
-                breach: s(&["insider-2"]),
-                conduit: s(&["dispatcher", "controller-agv-1"]),
-                victim: Some("planner-1".into()),
-                framers: p(&[("insider-1", 1.0)]),
-            }
+            framed(&["insider-2"], "insider-2", &[("insider-1", 1.0)])
         }
         _ => {
             // Level 2: the framer conditions on the victim and on a benign advisory
@@ -248,20 +244,11 @@ pub(crate) fn build(family: Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted
             let x = b.relay(i1, t0 + lag, Some(r), fast, vec![mv, c], true);
             b.cmd_mut(x).deviation = true;
             b.relay(r, t0 + lag + 1, None, fast, vec![x], false);
-            Planted {
-                adverse: true,
-                causal: p(&[
-                    ("planner-1", 1.0),
-                    ("dispatcher", 1.0),
-                    ("controller-agv-1", 1.0),
-                    ("insider-1", 1.0),
-                    ("checker", 1.0),
-                ]),
-                breach: s(&["insider-1"]),
-                conduit: s(&["dispatcher", "controller-agv-1"]),
-                victim: Some("planner-1".into()),
-                framers: p(&[("insider-1", 1.0), ("checker", 1.0), ("insider-2", 0.0)]),
-            }
+            framed(
+                &["insider-1", "checker"],
+                "insider-1",
+                &[("insider-1", 1.0), ("checker", 1.0), ("insider-2", 0.0)],
+            )
         }
     };
     let hit = arrival_tick(

@@ -1079,75 +1079,58 @@ fn other_families_table(r: &Value) -> String {
 /// attacks' outcomes.
 fn control_and_attack_tables(r: &Value) -> String {
     let mut s = String::new();
-    s.push_str("\n### Negative control: manufactured-culprit rate on no-cause draws\n\n| Method | rate | n |\n|---|---|---|\n");
-    if let Some(o) = r["no_cause"].as_object() {
-        for (m, v) in o {
-            s.push_str(&format!(
-                "| {m} | {:.3} | {} |\n",
-                v["manufactured_rate"].as_f64().unwrap_or(0.0),
-                v["n"]
-            ));
-        }
-    }
-    s.push_str("\n### Record attacks (every named family)\n\n| Attack | detected | certified set unchanged | verdict bitwise unchanged | no ρ_lo raised | n |\n|---|---|---|---|---|---|\n");
-    if let Some(o) = r["record_attacks"].as_object() {
-        for (m, v) in o {
-            s.push_str(&format!(
-                "| {m} | {:.3} | {:.3} | {:.3} | {:.3} | {} |\n",
-                v["detected_rate"].as_f64().unwrap_or(0.0),
-                v["certified_invariant_rate"].as_f64().unwrap_or(0.0),
-                v["verdict_invariant_rate"].as_f64().unwrap_or(0.0),
-                v["rho_lo_never_raised_rate"].as_f64().unwrap_or(0.0),
-                v["n"]
-            ));
-        }
-    }
-    s.push_str("\n### Conduct attacks by valid-key insiders\n\n| Family | victim involvement raised | victim culpability 0 (verdict) | oracle certificate names the attackers | verdict certificate names the attackers | n |\n|---|---|---|---|---|---|\n");
-    if let Some(o) = r["conduct_attacks"].as_object() {
-        for (m, v) in o {
-            s.push_str(&format!(
-                "| {m} | {:.3} | {:.3} | {:.3} | {:.3} | {} |\n",
-                v["involvement_raised_rate"].as_f64().unwrap_or(0.0),
-                v["victim_culpability_zero_rate"].as_f64().unwrap_or(0.0),
-                v["certificate_names_attacker_rate"].as_f64().unwrap_or(0.0),
-                v["verdict_certificate_names_attacker_rate"]
-                    .as_f64()
-                    .unwrap_or(0.0),
-                v["n"]
-            ));
-        }
-    }
+    rates_table(
+        &mut s,
+        "\n### Negative control: manufactured-culprit rate on no-cause draws\n\n| Method | rate | n |\n|---|---|---|\n",
+        &r["no_cause"],
+        &["manufactured_rate"],
+    );
+    rates_table(
+        &mut s,
+        "\n### Record attacks (every named family)\n\n| Attack | detected | certified set unchanged | verdict bitwise unchanged | no ρ_lo raised | n |\n|---|---|---|---|---|---|\n",
+        &r["record_attacks"],
+        &["detected_rate", "certified_invariant_rate", "verdict_invariant_rate", "rho_lo_never_raised_rate"],
+    );
+    rates_table(
+        &mut s,
+        "\n### Conduct attacks by valid-key insiders\n\n| Family | victim involvement raised | victim culpability 0 (verdict) | oracle certificate names the attackers | verdict certificate names the attackers | n |\n|---|---|---|---|---|---|\n",
+        &r["conduct_attacks"],
+        &["involvement_raised_rate", "victim_culpability_zero_rate", "certificate_names_attacker_rate", "verdict_certificate_names_attacker_rate"],
+    );
     s
+}
+
+/// Appends `heading` and one Markdown row per entry of `section`: its name, each of
+/// `rates` to three decimals, and its `n`.
+fn rates_table(s: &mut String, heading: &str, section: &Value, rates: &[&str]) {
+    s.push_str(heading);
+    if let Some(o) = section.as_object() {
+        for (m, v) in o {
+            s.push_str(&format!("| {m} |"));
+            for k in rates {
+                s.push_str(&format!(" {:.3} |", v[*k].as_f64().unwrap_or(0.0)));
+            }
+            s.push_str(&format!(" {} |\n", v["n"]));
+        }
+    }
 }
 
 /// Duty-standard sensitivity, replay certification on the hosted world, and the
 /// wall-clock per incident query by k.
 fn sensitivity_and_cost_tables(r: &Value) -> String {
     let mut s = String::new();
-    s.push_str("\n### Duty-standard sensitivity (core families; aisle speed envelope)\n\n| Standard | culpable profile changed vs spec | mean shift (error) | causal profile invariant | n |\n|---|---|---|---|---|\n");
-    if let Some(o) = r["duty_sensitivity"].as_object() {
-        for (m, v) in o {
-            s.push_str(&format!(
-                "| {m} | {:.3} | {:.3} | {:.3} | {} |\n",
-                v["culpable_changed_rate"].as_f64().unwrap_or(0.0),
-                v["mean_shift"].as_f64().unwrap_or(0.0),
-                v["causal_invariant_rate"].as_f64().unwrap_or(0.0),
-                v["n"]
-            ));
-        }
-    }
-    s.push_str("\n### Replay certification on the hosted world (core families; n = 100 per arm, α = 0.05, δ = 0.5)\n\n| Noise | causes certified | action match (factual) | profile equals pinned | n |\n|---|---|---|---|---|\n");
-    if let Some(o) = r["hosted_replay"].as_object() {
-        for (m, v) in o {
-            s.push_str(&format!(
-                "| {m} | {:.3} | {:.3} | {:.3} | {} |\n",
-                v["certified_rate"].as_f64().unwrap_or(0.0),
-                v["mean_action_match"].as_f64().unwrap_or(0.0),
-                v["profile_exact_rate"].as_f64().unwrap_or(0.0),
-                v["n"]
-            ));
-        }
-    }
+    rates_table(
+        &mut s,
+        "\n### Duty-standard sensitivity (core families; aisle speed envelope)\n\n| Standard | culpable profile changed vs spec | mean shift (error) | causal profile invariant | n |\n|---|---|---|---|---|\n",
+        &r["duty_sensitivity"],
+        &["culpable_changed_rate", "mean_shift", "causal_invariant_rate"],
+    );
+    rates_table(
+        &mut s,
+        "\n### Replay certification on the hosted world (core families; n = 100 per arm, α = 0.05, δ = 0.5)\n\n| Noise | causes certified | action match (factual) | profile equals pinned | n |\n|---|---|---|---|---|\n",
+        &r["hosted_replay"],
+        &["certified_rate", "mean_action_match", "profile_exact_rate"],
+    );
     s.push_str(&format!("\n### Wall-clock per incident query vs interacting candidates k (generator; µs; {} build)\n\n| k | verdict (sign + verify + slice + grade + certify) | engine alone (model + certify) | oracle (2^k re-executions) | n |\n|---|---|---|---|---|\n", if cfg!(debug_assertions) { "debug" } else { "release" }));
     if let Some(o) = r["wallclock_us"].as_object() {
         let mut rows: Vec<(u64, &Value)> =

@@ -543,6 +543,18 @@ impl Monitor {
         verdicts
     }
 
+    /// The entities of `updated` that `entity` selects, with their latest report.
+    fn selected<'s>(
+        &'s self,
+        updated: &'s [String],
+        entity: &'s Selector,
+    ) -> impl Iterator<Item = (&'s String, &'s Latest)> + 's {
+        updated.iter().filter_map(move |s| {
+            let l = self.latest.get(s)?;
+            entity.matches(s, &l.class).then_some((s, l))
+        })
+    }
+
     fn evaluate(&mut self, updated: &[String], ts: u64) -> Vec<Alert> {
         let mut alerts = Vec::new();
         for pi in 0..self.file.predicates.len() {
@@ -560,13 +572,7 @@ impl Monitor {
                     speed_field,
                 } => {
                     let margin = pred.near_miss_margin.unwrap_or(0.0);
-                    for s in updated {
-                        let Some(l) = self.latest.get(s) else {
-                            continue;
-                        };
-                        if !entity.matches(s, &l.class) {
-                            continue;
-                        }
+                    for (s, _) in self.selected(updated, entity) {
                         let (x, y, v) = (
                             self.number(s, "x_mm"),
                             self.number(s, "y_mm"),
@@ -596,13 +602,7 @@ impl Monitor {
                     max,
                 } => {
                     let margin = pred.near_miss_margin.unwrap_or(0.0);
-                    for s in updated {
-                        let Some(l) = self.latest.get(s) else {
-                            continue;
-                        };
-                        if !entity.matches(s, &l.class) {
-                            continue;
-                        }
+                    for (s, _) in self.selected(updated, entity) {
                         let (holds, near, v) = match self.number(s, field) {
                             Some(v) => (
                                 v < *min || v > *max,
@@ -621,13 +621,7 @@ impl Monitor {
                     }
                 }
                 Condition::Expression { entity, when, expr } => {
-                    for s in updated {
-                        let Some(l) = self.latest.get(s) else {
-                            continue;
-                        };
-                        if !entity.matches(s, &l.class) {
-                            continue;
-                        }
+                    for (s, l) in self.selected(updated, entity) {
                         let holds = expr.holds(&l.fields);
                         verdicts.push((s.clone(), holds, false, None, format!("{s}: {when}")));
                     }

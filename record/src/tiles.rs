@@ -836,12 +836,7 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
         Ok(b) => Some(b),
         Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
-            problem(
-                &mut report,
-                "checkpoint_unreadable",
-                "checkpoint",
-                e.to_string(),
-            );
+            checkpoint_unreadable(&mut report, e.to_string());
             None
         }
     };
@@ -850,23 +845,13 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
         return report;
     }
     let Some(note) = note else {
-        problem(
-            &mut report,
-            "checkpoint_unreadable",
-            "checkpoint",
-            "tile/ exists but checkpoint is absent".into(),
-        );
+        checkpoint_unreadable(&mut report, "tile/ exists but checkpoint is absent".into());
         return report;
     };
     let held = match SignedCheckpoint::parse(&note) {
         Ok(cp) => cp,
         Err(e) => {
-            problem(
-                &mut report,
-                "checkpoint_unreadable",
-                "checkpoint",
-                e.to_string(),
-            );
+            checkpoint_unreadable(&mut report, e.to_string());
             return report;
         }
     };
@@ -885,6 +870,11 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
     }
     check_tile_files(dir, record, size, root, &mut report);
     report
+}
+
+/// Records that the checkpoint cannot be read as the tiled log's.
+fn checkpoint_unreadable(report: &mut TileReport, detail: String) {
+    problem(report, "checkpoint_unreadable", "checkpoint", detail)
 }
 
 /// Records one problem found by [`check_tiles`].

@@ -376,6 +376,24 @@ impl<'a> Fields<'a> {
             .and_then(Value::as_u64)
             .ok_or_else(|| Self::bad(f, "not an unsigned integer"))
     }
+    /// The objects of the array at `f`, in order (none when absent or not an array);
+    /// an item that is not an object is refused when it is reached.
+    fn objects(
+        &self,
+        f: &'static str,
+    ) -> impl Iterator<Item = Result<Fields<'a>, PayloadError>> + 'a {
+        self.0
+            .get(f)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+            .iter()
+            .map(move |v| {
+                v.as_object()
+                    .map(Fields)
+                    .ok_or_else(|| Self::bad(f, "not an object"))
+            })
+    }
     fn list<T>(
         &self,
         f: &'static str,
@@ -440,16 +458,8 @@ pub fn node_from_payload(text: &str) -> Result<Node, PayloadError> {
         .transpose()?;
     n.write_set = f.list("write_set", Entry::parse)?;
     n.read_set = f.list("read_set", Entry::parse)?;
-    for m in obj
-        .get("folded")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-    {
-        let m = Fields(
-            m.as_object()
-                .ok_or_else(|| Fields::bad("folded", "not an object"))?,
-        );
+    for m in f.objects("folded") {
+        let m = m?;
         n.folded.push(FoldedMutation {
             output_hash: m
                 .hash("output_hash")?
@@ -463,16 +473,8 @@ pub fn node_from_payload(text: &str) -> Result<Node, PayloadError> {
                 .transpose()?,
         });
     }
-    for l in obj
-        .get("links")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-    {
-        let l = Fields(
-            l.as_object()
-                .ok_or_else(|| Fields::bad("links", "not an object"))?,
-        );
+    for l in f.objects("links") {
+        let l = l?;
         n.links.push(Link {
             span_id: SpanId::parse(l.str("span_id")?)
                 .ok_or_else(|| Fields::bad("links", "not a span id"))?,
