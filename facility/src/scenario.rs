@@ -21,12 +21,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::world::{
-    Action, Batch, BatchId, Command, CommandId, Derivation, Destination, Duty, Exogenous, Human,
-    Point, Principal, PrincipalId, Robot, RobotId, RobotKind, Role, WorldSpec, Zone,
+    Action, Batch, BatchId, Derivation, Destination, Duty, Exogenous, Human, Point, PrincipalId,
+    Robot, RobotId, RobotKind, Role, WorldSpec,
 };
 
 pub(crate) use crate::blueprint::{
-    arrival_tick, Aisle, Builder, EDGE_TO_CROSSING, HORIZON, WALK, WALK_SPEED,
+    arrival_tick, Builder, EDGE_TO_CROSSING, HORIZON, WALK, WALK_SPEED,
 };
 pub use crate::blueprint::{Family, Planted, AISLE_LIMIT};
 
