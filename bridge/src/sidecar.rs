@@ -701,13 +701,7 @@ pub async fn run_many(
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
 ) -> Result<Summary, BridgeError> {
-    if config.max_payload > crate::check::MAX_PAYLOAD_LIMIT {
-        return Err(BridgeError::Config(format!(
-            "max payload {} exceeds {}",
-            config.max_payload,
-            crate::check::MAX_PAYLOAD_LIMIT
-        )));
-    }
+    config.check_payload_bound()?;
     let schemas = Schemas::load().map_err(|e| BridgeError::Internal(e.to_string()))?;
     let intake = Arc::new(Intake {
         interface: config.interface.clone(),
@@ -717,6 +711,10 @@ pub async fn run_many(
     let peers = Arc::new(Peers::new(config.index_cap));
     let me = config.principal.id().clone();
     let master = config.master.clone();
+    // Settings resolved before the principal moves into its core.
+    let publisher_config = config.publisher_config();
+    let feed_config = config.feed_config(&me);
+    let mqtt_options = config.mqtt_options();
     let mut cores = Vec::new();
     for (role, principal) in std::iter::once((config.role.clone(), config.principal)).chain(also) {
         cores.push(Core::new(
@@ -730,36 +728,13 @@ pub async fn run_many(
             counters.clone(),
         )?);
     }
-    let mut route: HashMap<(String, String), usize> = HashMap::new();
-    let mut master_core = None;
-    for (i, c) in cores.iter().enumerate() {
-        match &c.role {
-            Role::Vehicle {
-                manufacturer,
-                serial,
-            } => {
-                if route
-                    .insert((manufacturer.clone(), serial.clone()), i)
-                    .is_some()
-                {
-                    return Err(BridgeError::Config(format!(
-                        "two sidecars for vehicle {manufacturer}/{serial}"
-                    )));
-                }
-            }
-            Role::MasterControl => master_core = Some(i),
-        }
-    }
+    let routes = Routes::of(&cores)?;
     let mut filters: Vec<String> = cores.iter().flat_map(Core::filters).collect();
     filters.sort();
     filters.dedup();
 
     // Kafka: the evidence publisher, the suspect sink, the citation index.
-    let mut pc = PublisherConfig::new(&config.bootstrap, config.spool_dir.join("evidence"));
-    pc.topic_prefix = config.topic_prefix.clone();
-    pc.kafka = config.kafka.clone();
-    pc.delivery_timeout = config.delivery_timeout;
-    let publisher = Arc::new(Publisher::new(pc).map_err(BridgeError::Client)?);
+    let publisher = Arc::new(Publisher::new(publisher_config).map_err(BridgeError::Client)?);
     let suspect = Arc::new(SuspectSink::open(
         &config.spool_dir.join("suspect"),
         &config.bootstrap,
@@ -768,20 +743,338 @@ pub async fn run_many(
         config.delivery_timeout,
     )?);
     let feeder_stop = Arc::new(AtomicBool::new(false));
-    let is_peer: Box<dyn Fn(&PrincipalId) -> bool + Send> = match &config.role {
+    // Completion channel: delivery reports awaited in acceptance order.
+    let (outlets, done_rx) = Outlets::new(publisher, suspect, counters.clone());
+    let feeder = crate::peers::spawn_feeder(
+        feed_config,
+        peers.clone(),
+        Arc::new(config.registry),
+        peer_test(&config.role, master),
+        outlets.on_verified(cores[0].receipts()),
+        feeder_stop.clone(),
+    )
+    .map_err(BridgeError::Kafka)?;
+    outlets.resend_earlier_spools().await?;
+
+    // MQTT.
+    let (client, eventloop) = AsyncClient::new(mqtt_options, 256);
+    // Unbounded: the event-loop task must never wait for the processing loop (see
+    // the module's design constraints); it holds what the broker sends ahead of
+    // the acknowledgements.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Publish>();
+    let mqtt = tokio::spawn(poll_mqtt(
+        eventloop,
+        tx,
+        MqttWatch {
+            stop: stop.clone(),
+            counters: counters.clone(),
+            filters,
+            who: me.to_string(),
+            where_: format!("{}:{}", config.mqtt_host, config.mqtt_port),
+        },
+    ));
+
+    // Completion: delivery reports in acceptance order.
+    let needs_resend = Arc::new(AtomicBool::new(false));
+    let completer = tokio::spawn(outlets.complete(done_rx, needs_resend.clone()));
+    let resender = tokio::spawn(outlets.resend_when_idle(needs_resend, stop.clone()));
+
+    // Processing, in arrival order.
+    let mut taken: u64 = 0;
+    while let Some(p) = next_publish(&mut rx, &stop, &counters).await {
+        taken += 1;
+        Counters::add(&counters.received);
+        let which = routes.core_for(&intake.interface, &p.topic);
+        let outcome = cores[which].decide(&p.topic, &p.payload).await;
+        if !outlets.record(&outcome, &p, taken, &stop).await {
+            break;
+        }
+        if client.ack(&p).await.is_ok() {
+            Counters::add(&counters.acked);
+        }
+    }
+
+    // Stop: no more input; let the deliveries in flight finish (bounded). The
+    // feeder stops first: its receipt callback holds a sender of the completion
+    // channel, which must close for the completer to finish (regression: with the
+    // feeder still running, every stop waited out the whole delivery timeout).
+    stop.store(true, Ordering::Relaxed);
+    feeder_stop.store(true, Ordering::Relaxed);
+    let _ = tokio::task::spawn_blocking(move || feeder.join()).await;
+    drop(outlets.done);
+    let _ = tokio::time::timeout(config.delivery_timeout + Duration::from_secs(5), completer).await;
+    resender.abort();
+    mqtt.abort();
+    outlets
+        .publisher
+        .flush(Duration::from_secs(5))
+        .map_err(BridgeError::Client)?;
+    outlets.suspect.flush(Duration::from_secs(5));
+    Ok(counters.summary())
+}
+
+impl BridgeConfig {
+    /// Refuses a payload bound above [`crate::check::MAX_PAYLOAD_LIMIT`].
+    fn check_payload_bound(&self) -> Result<(), BridgeError> {
+        if self.max_payload > crate::check::MAX_PAYLOAD_LIMIT {
+            return Err(BridgeError::Config(format!(
+                "max payload {} exceeds {}",
+                self.max_payload,
+                crate::check::MAX_PAYLOAD_LIMIT
+            )));
+        }
+        Ok(())
+    }
+
+    /// The evidence publisher's settings (its spool is `evidence/` below the spool
+    /// directory).
+    fn publisher_config(&self) -> PublisherConfig {
+        let mut pc = PublisherConfig::new(&self.bootstrap, self.spool_dir.join("evidence"));
+        pc.topic_prefix = self.topic_prefix.clone();
+        pc.kafka = self.kafka.clone();
+        pc.delivery_timeout = self.delivery_timeout;
+        pc
+    }
+
+    /// The citation index's settings: it reads the envelopes topic, as a consumer
+    /// named after `me`.
+    fn feed_config(&self, me: &PrincipalId) -> FeedConfig {
+        FeedConfig {
+            bootstrap: self.bootstrap.clone(),
+            topic: format!("{}{}", self.topic_prefix, topics::ENVELOPES),
+            lookback: self.index_lookback,
+            kafka: self.kafka.clone(),
+            name: me.as_str().replace('/', "_"),
+        }
+    }
+
+    /// The MQTT session's settings: persistent session, manual acknowledgements.
+    fn mqtt_options(&self) -> MqttOptions {
+        let mut opts = MqttOptions::new(&self.client_id, &self.mqtt_host, self.mqtt_port);
+        opts.set_keep_alive(self.keep_alive)
+            .set_clean_session(false)
+            .set_manual_acks(true)
+            // Larger than the payload bound, so an oversized message is taken and
+            // quarantined rather than breaking the connection.
+            .set_max_packet_size(16 << 20, 1 << 20);
+        opts
+    }
+}
+
+/// Which authors' envelopes the citation index reads: a vehicle's sidecar reads
+/// master control's, master control's reads everyone else's.
+fn peer_test(role: &Role, master: PrincipalId) -> Box<dyn Fn(&PrincipalId) -> bool + Send> {
+    match role {
         Role::Vehicle { .. } => Box::new(move |a: &PrincipalId| *a == master),
         Role::MasterControl => Box::new(move |a: &PrincipalId| *a != master),
+    }
+}
+
+/// Which core takes a message: its vehicle's if this process serves that vehicle,
+/// else master control's, else the first.
+struct Routes {
+    /// Core index per served vehicle `(manufacturer, serial)`.
+    vehicles: HashMap<(String, String), usize>,
+    /// Master control's core, if served.
+    master: Option<usize>,
+}
+
+impl Routes {
+    /// The routes of `cores`; two cores for one vehicle are a configuration error.
+    fn of(cores: &[Core]) -> Result<Routes, BridgeError> {
+        let mut vehicles: HashMap<(String, String), usize> = HashMap::new();
+        let mut master = None;
+        for (i, c) in cores.iter().enumerate() {
+            match &c.role {
+                Role::Vehicle {
+                    manufacturer,
+                    serial,
+                } => {
+                    if vehicles
+                        .insert((manufacturer.clone(), serial.clone()), i)
+                        .is_some()
+                    {
+                        return Err(BridgeError::Config(format!(
+                            "two sidecars for vehicle {manufacturer}/{serial}"
+                        )));
+                    }
+                }
+                Role::MasterControl => master = Some(i),
+            }
+        }
+        Ok(Routes { vehicles, master })
+    }
+
+    /// The core for a message on `mqtt_topic`.
+    fn core_for(&self, interface: &Interface, mqtt_topic: &str) -> usize {
+        topic::parse(interface, mqtt_topic)
+            .ok()
+            .and_then(|t| self.vehicles.get(&(t.manufacturer, t.serial)).copied())
+            .or(self.master)
+            .unwrap_or(0)
+    }
+}
+
+/// What the MQTT event-loop task watches and reports: the stop flag, the counters,
+/// its subscriptions and the names in its ready line.
+struct MqttWatch {
+    stop: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+    /// The subscription filters (sorted, deduplicated).
+    filters: Vec<String>,
+    /// This sidecar's principal.
+    who: String,
+    /// The broker's `host:port`.
+    where_: String,
+}
+
+/// The MQTT event-loop task: polls the connection until stop, hands publishes to the
+/// processing loop (never awaiting it), subscribes on every connection the broker
+/// did not resume a session for, and reconnects with back-off.
+async fn poll_mqtt(
+    mut eventloop: rumqttc::EventLoop,
+    tx: tokio::sync::mpsc::UnboundedSender<Publish>,
+    watch: MqttWatch,
+) {
+    let MqttWatch {
+        stop,
+        counters,
+        filters,
+        who,
+        where_,
+    } = watch;
+    let mut quiet_since: Option<std::time::Instant> = None;
+    let mut backoff = Duration::from_millis(100);
+    let mut warned = Duration::ZERO;
+    let started = std::time::Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        // `poll` is not interrupted (it holds partial reads); the task is
+        // aborted at stop instead. Nothing else in this loop may await.
+        // Subscribed for 30 s and nothing arrived: a fleet on another interface
+        // name or major version is never received (and nothing is quarantined),
+        // so say so once.
+        if quiet_since.is_some_and(|t| t.elapsed() >= QUIET_WARN)
+            && counters.received.load(Ordering::Relaxed) == 0
+        {
+            tracing::warn!(
+                filters = %filters.join(", "),
+                "no MQTT message in 30 s: is --interface the fleet's interfaceName/majorVersion (e.g. uagv/v2)?"
+            );
+            quiet_since = None;
+        }
+        match eventloop.poll().await {
+            Ok(Event::Incoming(Packet::Publish(p))) => {
+                backoff = Duration::from_millis(100);
+                // Counted before it is sent, so the gauge never goes below 0.
+                let depth = counters.backlog.fetch_add(1, Ordering::Relaxed) + 1;
+                if tx.send(p).is_err() {
+                    break;
+                }
+                counters.backlog_peak.fetch_max(depth, Ordering::Relaxed);
+                if depth >= BACKLOG_WARN && started.elapsed() >= warned {
+                    warned = started.elapsed() + Duration::from_secs(10);
+                    tracing::warn!(
+                        backlog = depth,
+                        "MQTT messages taken and waiting to be processed (the broker sends ahead of the acknowledgements)"
+                    );
+                }
+            }
+            Ok(Event::Incoming(Packet::SubAck(_))) => {
+                Counters::add(&counters.subscribed);
+                // One line at every log level: this sidecar is recording.
+                eprintln!(
+                    "audita bridge vda5050: ready — {who} subscribed to {} on {where_}",
+                    filters.join(", ")
+                );
+                quiet_since = Some(std::time::Instant::now());
+            }
+            Ok(Event::Incoming(Packet::ConnAck(ack))) => {
+                tracing::info!(session_present = ack.session_present, "MQTT connected");
+                if !ack.session_present && !filters.is_empty() {
+                    // Queued on the event loop itself, sent on its next `poll`:
+                    // the request channel may be full of acknowledgements, and
+                    // this task must not wait for it to drain (only it drains it).
+                    let subs = filters
+                        .iter()
+                        .map(|f| SubscribeFilter::new(f.clone(), QoS::AtLeastOnce));
+                    eventloop
+                        .pending
+                        .push_back(Request::Subscribe(Subscribe::new_many(subs)));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                Counters::add(&counters.mqtt_errors);
+                tracing::warn!(error = %e, "MQTT connection; reconnecting");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// The next publish to process, or `None` at stop or when the event loop is gone.
+/// A publish taken after stop is not acknowledged: the broker delivers it again to
+/// the next run.
+async fn next_publish(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Publish>,
+    stop: &AtomicBool,
+    counters: &Counters,
+) -> Option<Publish> {
+    let p = loop {
+        tokio::select! {
+            p = rx.recv() => break p?,
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                if stop.load(Ordering::Relaxed) { return None }
+            }
+        }
     };
-    // Completion channel: delivery reports awaited in acceptance order.
-    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
-    let inflight = Arc::new(AtomicU64::new(0));
-    let on_verified = {
-        let (receipts, publisher, done, inflight, counters) = (
-            cores[0].receipts(),
-            publisher.clone(),
-            done_tx.clone(),
-            inflight.clone(),
-            counters.clone(),
+    counters.backlog.fetch_sub(1, Ordering::Relaxed);
+    if stop.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some(p)
+}
+
+/// Where a sidecar's output goes: the evidence publisher and the suspect sink, with
+/// the completion channel on which their acceptances are awaited in order.
+struct Outlets {
+    publisher: Arc<Publisher>,
+    suspect: Arc<SuspectSink>,
+    /// Acceptances whose delivery reports are still to be awaited.
+    done: tokio::sync::mpsc::UnboundedSender<Done>,
+    /// Acceptances sent on `done` and not yet completed.
+    inflight: Arc<AtomicU64>,
+    counters: Arc<Counters>,
+}
+
+impl Outlets {
+    /// Outlets to `publisher` and `suspect`, and the receiving end of their
+    /// completion channel.
+    fn new(
+        publisher: Arc<Publisher>,
+        suspect: Arc<SuspectSink>,
+        counters: Arc<Counters>,
+    ) -> (Outlets, tokio::sync::mpsc::UnboundedReceiver<Done>) {
+        let (done, done_rx) = tokio::sync::mpsc::unbounded_channel::<Done>();
+        let outlets = Outlets {
+            publisher,
+            suspect,
+            done,
+            inflight: Arc::new(AtomicU64::new(0)),
+            counters,
+        };
+        (outlets, done_rx)
+    }
+
+    /// The citation index's callback: spools the receipt of a verified peer envelope
+    /// (when `receipts` issues one) and hands it to the completion loop.
+    fn on_verified(&self, receipts: Arc<Receipts>) -> impl Fn(&SignedEnvelope) + Send + 'static {
+        let (publisher, done, inflight, counters) = (
+            self.publisher.clone(),
+            self.done.clone(),
+            self.inflight.clone(),
+            self.counters.clone(),
         );
         move |e: &SignedEnvelope| {
             let Some(r) = receipts.verified(e) else {
@@ -796,137 +1089,40 @@ pub async fn run_many(
                 Err(err) => tracing::error!(error = %err, "cannot spool a receipt"),
             }
         }
-    };
-    let feeder = crate::peers::spawn_feeder(
-        FeedConfig {
-            bootstrap: config.bootstrap.clone(),
-            topic: format!("{}{}", config.topic_prefix, topics::ENVELOPES),
-            lookback: config.index_lookback,
-            kafka: config.kafka.clone(),
-            name: me.as_str().replace('/', "_"),
-        },
-        peers.clone(),
-        Arc::new(config.registry),
-        is_peer,
-        on_verified,
-        feeder_stop.clone(),
-    )
-    .map_err(BridgeError::Kafka)?;
-
-    // What an earlier run left in the spools.
-    let resent = publisher
-        .resend_spool()
-        .await
-        .map_err(BridgeError::Client)?;
-    let (s_ok, s_left) = suspect.resend().await?;
-    if resent.delivered + resent.spooled + s_ok + s_left > 0 {
-        tracing::info!(
-            delivered = resent.delivered + s_ok,
-            spooled = resent.spooled + s_left,
-            "spool from an earlier run"
-        );
     }
 
-    // MQTT.
-    let mut opts = MqttOptions::new(&config.client_id, &config.mqtt_host, config.mqtt_port);
-    opts.set_keep_alive(config.keep_alive)
-        .set_clean_session(false)
-        .set_manual_acks(true)
-        // Larger than the payload bound, so an oversized message is taken and
-        // quarantined rather than breaking the connection.
-        .set_max_packet_size(16 << 20, 1 << 20);
-    let (client, mut eventloop) = AsyncClient::new(opts, 256);
-    // Unbounded: the event-loop task must never wait for the processing loop (see
-    // the module's design constraints); it holds what the broker sends ahead of
-    // the acknowledgements.
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Publish>();
-    let mqtt_stop = stop.clone();
-    let c2 = counters.clone();
-    let ready_filters = filters.clone();
-    let who = me.to_string();
-    let where_ = format!("{}:{}", config.mqtt_host, config.mqtt_port);
-    let mqtt = tokio::spawn(async move {
-        let mut quiet_since: Option<std::time::Instant> = None;
-        let mut backoff = Duration::from_millis(100);
-        let mut warned = Duration::ZERO;
-        let started = std::time::Instant::now();
-        while !mqtt_stop.load(Ordering::Relaxed) {
-            // `poll` is not interrupted (it holds partial reads); the task is
-            // aborted at stop instead. Nothing else in this loop may await.
-            // Subscribed for 30 s and nothing arrived: a fleet on another interface
-            // name or major version is never received (and nothing is quarantined),
-            // so say so once.
-            if quiet_since.is_some_and(|t| t.elapsed() >= QUIET_WARN)
-                && c2.received.load(Ordering::Relaxed) == 0
-            {
-                tracing::warn!(
-                    filters = %ready_filters.join(", "),
-                    "no MQTT message in 30 s: is --interface the fleet's interfaceName/majorVersion (e.g. uagv/v2)?"
-                );
-                quiet_since = None;
-            }
-            match eventloop.poll().await {
-                Ok(Event::Incoming(Packet::Publish(p))) => {
-                    backoff = Duration::from_millis(100);
-                    // Counted before it is sent, so the gauge never goes below 0.
-                    let depth = c2.backlog.fetch_add(1, Ordering::Relaxed) + 1;
-                    if tx.send(p).is_err() {
-                        break;
-                    }
-                    c2.backlog_peak.fetch_max(depth, Ordering::Relaxed);
-                    if depth >= BACKLOG_WARN && started.elapsed() >= warned {
-                        warned = started.elapsed() + Duration::from_secs(10);
-                        tracing::warn!(
-                            backlog = depth,
-                            "MQTT messages taken and waiting to be processed (the broker sends ahead of the acknowledgements)"
-                        );
-                    }
-                }
-                Ok(Event::Incoming(Packet::SubAck(_))) => {
-                    Counters::add(&c2.subscribed);
-                    // One line at every log level: this sidecar is recording.
-                    eprintln!(
-                        "audita bridge vda5050: ready — {who} subscribed to {} on {where_}",
-                        ready_filters.join(", ")
-                    );
-                    quiet_since = Some(std::time::Instant::now());
-                }
-                Ok(Event::Incoming(Packet::ConnAck(ack))) => {
-                    tracing::info!(session_present = ack.session_present, "MQTT connected");
-                    if !ack.session_present && !filters.is_empty() {
-                        // Queued on the event loop itself, sent on its next `poll`:
-                        // the request channel may be full of acknowledgements, and
-                        // this task must not wait for it to drain (only it drains it).
-                        let subs = filters
-                            .iter()
-                            .map(|f| SubscribeFilter::new(f.clone(), QoS::AtLeastOnce));
-                        eventloop
-                            .pending
-                            .push_back(Request::Subscribe(Subscribe::new_many(subs)));
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    Counters::add(&c2.mqtt_errors);
-                    tracing::warn!(error = %e, "MQTT connection; reconnecting");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                }
-            }
+    /// Sends what an earlier run left in the spools.
+    async fn resend_earlier_spools(&self) -> Result<(), BridgeError> {
+        let resent = self
+            .publisher
+            .resend_spool()
+            .await
+            .map_err(BridgeError::Client)?;
+        let (s_ok, s_left) = self.suspect.resend().await?;
+        if resent.delivered + resent.spooled + s_ok + s_left > 0 {
+            tracing::info!(
+                delivered = resent.delivered + s_ok,
+                spooled = resent.spooled + s_left,
+                "spool from an earlier run"
+            );
         }
-    });
+        Ok(())
+    }
 
-    // Completion: delivery reports in acceptance order.
-    let needs_resend = Arc::new(AtomicBool::new(false));
-    let completer = {
-        let (publisher, suspect, counters, inflight, needs_resend) = (
-            publisher.clone(),
-            suspect.clone(),
-            counters.clone(),
-            inflight.clone(),
-            needs_resend.clone(),
+    /// The completion loop: awaits delivery reports in acceptance order until the
+    /// channel closes, counting them and flagging a resend when one failed.
+    fn complete(
+        &self,
+        mut done_rx: tokio::sync::mpsc::UnboundedReceiver<Done>,
+        needs_resend: Arc<AtomicBool>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (publisher, suspect, counters, inflight) = (
+            self.publisher.clone(),
+            self.suspect.clone(),
+            self.counters.clone(),
+            self.inflight.clone(),
         );
-        tokio::spawn(async move {
+        async move {
             while let Some(d) = done_rx.recv().await {
                 let ok = match d {
                     Done::Envelope(a) => publisher.delivered(a).await.is_ok(),
@@ -942,17 +1138,22 @@ pub async fn run_many(
                 }
                 inflight.fetch_sub(1, Ordering::Relaxed);
             }
-        })
-    };
-    let resender = {
-        let (publisher, suspect, inflight, needs_resend, stop) = (
-            publisher.clone(),
-            suspect.clone(),
-            inflight.clone(),
-            needs_resend.clone(),
-            stop.clone(),
+        }
+    }
+
+    /// The resend loop: every 500 ms until stop, once nothing is in flight, resends
+    /// the spools if a delivery failed (and again while something stays spooled).
+    fn resend_when_idle(
+        &self,
+        needs_resend: Arc<AtomicBool>,
+        stop: Arc<AtomicBool>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (publisher, suspect, inflight) = (
+            self.publisher.clone(),
+            self.suspect.clone(),
+            self.inflight.clone(),
         );
-        tokio::spawn(async move {
+        async move {
             while !stop.load(Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 if needs_resend.load(Ordering::Relaxed) && inflight.load(Ordering::Relaxed) == 0 {
@@ -965,77 +1166,22 @@ pub async fn run_many(
                     }
                 }
             }
-        })
-    };
+        }
+    }
 
-    // Processing, in arrival order.
-    let mut taken: u64 = 0;
-    loop {
-        let p = tokio::select! {
-            p = rx.recv() => p,
-            _ = tokio::time::sleep(Duration::from_millis(200)) => {
-                if stop.load(Ordering::Relaxed) { break } else { continue }
-            }
-        };
-        let Some(p) = p else { break };
-        counters.backlog.fetch_sub(1, Ordering::Relaxed);
-        if stop.load(Ordering::Relaxed) {
-            // Not acknowledged: the broker delivers it again to the next run.
-            break;
-        }
-        taken += 1;
-        Counters::add(&counters.received);
-        let which = topic::parse(&intake.interface, &p.topic)
-            .ok()
-            .and_then(|t| route.get(&(t.manufacturer, t.serial)).copied())
-            .or(master_core)
-            .unwrap_or(0);
-        let outcome = cores[which].decide(&p.topic, &p.payload).await;
-        let mut pending: Vec<Done> = Vec::new();
-        // Spool everything it produced (retrying while the spool refuses), then ack.
-        loop {
-            let r: Result<(), BridgeError> = match &outcome {
-                Outcome::Evidence(envs, receipts) => envs
-                    .iter()
-                    .map(Ok)
-                    .chain(receipts.iter().map(Err))
-                    .skip(pending.len())
-                    .try_for_each(|item| {
-                        let a = match item {
-                            Ok(e) => publisher.accept(e),
-                            Err(r) => publisher.accept_receipt(r),
-                        }
-                        .map_err(BridgeError::Client)?;
-                        pending.push(Done::Envelope(a));
-                        Ok(())
-                    }),
-                Outcome::Quarantine(r) => {
-                    let q = quarantine::record(&p.topic, taken, &p.payload, r);
-                    suspect.accept(&q).map(|a| pending.push(Done::Suspect(a)))
-                }
-                Outcome::Peer(receipts) => receipts[pending.len()..].iter().try_for_each(|r| {
-                    let a = publisher.accept_receipt(r).map_err(BridgeError::Client)?;
-                    pending.push(Done::Envelope(a));
-                    Ok(())
-                }),
-            };
-            match r {
-                Ok(()) => break,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot spool; the message stays unacknowledged");
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
-            }
-        }
-        let complete = match &outcome {
+    /// Records what message `p` (the `taken`-th) became: spools everything it
+    /// produced, counts it, and hands the acceptances to the completion loop.
+    /// Whether all of it is durable (so `p` may be acknowledged); not when stop came
+    /// while the spool refused.
+    async fn record(&self, outcome: &Outcome, p: &Publish, taken: u64, stop: &AtomicBool) -> bool {
+        let pending = self.spool(outcome, p, taken, stop).await;
+        let complete = match outcome {
             Outcome::Evidence(envs, receipts) => pending.len() == envs.len() + receipts.len(),
             Outcome::Quarantine(_) => pending.len() == 1,
             Outcome::Peer(receipts) => pending.len() == receipts.len(),
         };
-        match &outcome {
+        let counters = &self.counters;
+        match outcome {
             Outcome::Evidence(envs, _) => {
                 let e = pending.len().min(envs.len()) as u64;
                 counters.envelopes.fetch_add(e, Ordering::Relaxed);
@@ -1061,31 +1207,59 @@ pub async fn run_many(
             }
         }
         for d in pending {
-            inflight.fetch_add(1, Ordering::Relaxed);
-            let _ = done_tx.send(d);
+            self.inflight.fetch_add(1, Ordering::Relaxed);
+            let _ = self.done.send(d);
         }
-        if !complete {
-            break;
-        }
-        if client.ack(&p).await.is_ok() {
-            Counters::add(&counters.acked);
-        }
+        complete
     }
 
-    // Stop: no more input; let the deliveries in flight finish (bounded). The
-    // feeder stops first: its receipt callback holds a sender of the completion
-    // channel, which must close for the completer to finish (regression: with the
-    // feeder still running, every stop waited out the whole delivery timeout).
-    stop.store(true, Ordering::Relaxed);
-    feeder_stop.store(true, Ordering::Relaxed);
-    let _ = tokio::task::spawn_blocking(move || feeder.join()).await;
-    drop(done_tx);
-    let _ = tokio::time::timeout(config.delivery_timeout + Duration::from_secs(5), completer).await;
-    resender.abort();
-    mqtt.abort();
-    publisher
-        .flush(Duration::from_secs(5))
-        .map_err(BridgeError::Client)?;
-    suspect.flush(Duration::from_secs(5));
-    Ok(counters.summary())
+    /// Spools everything `outcome` produced, retrying every second while the spool
+    /// refuses (until stop); the acceptances, in order.
+    async fn spool(
+        &self,
+        outcome: &Outcome,
+        p: &Publish,
+        taken: u64,
+        stop: &AtomicBool,
+    ) -> Vec<Done> {
+        let (publisher, suspect) = (&self.publisher, &self.suspect);
+        let mut pending: Vec<Done> = Vec::new();
+        loop {
+            let r: Result<(), BridgeError> = match outcome {
+                Outcome::Evidence(envs, receipts) => envs
+                    .iter()
+                    .map(Ok)
+                    .chain(receipts.iter().map(Err))
+                    .skip(pending.len())
+                    .try_for_each(|item| {
+                        let a = match item {
+                            Ok(e) => publisher.accept(e),
+                            Err(r) => publisher.accept_receipt(r),
+                        }
+                        .map_err(BridgeError::Client)?;
+                        pending.push(Done::Envelope(a));
+                        Ok(())
+                    }),
+                Outcome::Quarantine(r) => {
+                    let q = quarantine::record(&p.topic, taken, &p.payload, r);
+                    suspect.accept(&q).map(|a| pending.push(Done::Suspect(a)))
+                }
+                Outcome::Peer(receipts) => receipts[pending.len()..].iter().try_for_each(|r| {
+                    let a = publisher.accept_receipt(r).map_err(BridgeError::Client)?;
+                    pending.push(Done::Envelope(a));
+                    Ok(())
+                }),
+            };
+            match r {
+                Ok(()) => return pending,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot spool; the message stays unacknowledged");
+                    if stop.load(Ordering::Relaxed) {
+                        return pending;
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
 }

@@ -305,9 +305,6 @@ pub fn attribute_until(
         }
         Path::General | Path::Optimisation => false,
     };
-
-    let mut raw: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
-    let mut complete = true;
     let mut path = if monotone {
         Path::Monotone
     } else if opts.path == Path::Optimisation {
@@ -315,93 +312,30 @@ pub fn attribute_until(
     } else {
         Path::General
     };
+    let mut raw: RawCauses = Vec::new();
+    let mut complete = true;
     if outcome {
-        let mut optimise = path == Path::Optimisation;
-        if let (true, Some(signs)) = (monotone, &work.signs) {
-            match crate::monotone::minimal_causes(
-                work,
-                signs,
-                &actual,
-                opts.max_memory_bytes,
-                deadline,
-            ) {
-                Ok(cuts) => raw = cuts.into_iter().map(|x| (x, Vec::new())).collect(),
-                Err(crate::monotone::Stop::Deadline) => {
-                    return Err(AttributeError::DeadlineExceeded("cut-set computation"))
-                }
-                Err(crate::monotone::Stop::Memory) if opts.path == Path::Monotone => {
-                    return Err(AttributeError::MemoryBound(opts.max_memory_bytes))
-                }
-                Err(crate::monotone::Stop::Memory) => optimise = true,
+        let view = Work {
+            model: work,
+            exo: &work_exo,
+            actual: &actual,
+            opts,
+            deadline,
+        };
+        match view.cheap_causes(monotone, path)? {
+            Some(found) => raw = found,
+            None => {
+                path = Path::Optimisation;
+                let listing = view.optimised_causes()?;
+                raw = listing.causes;
+                complete = listing.complete;
             }
-        } else if path == Path::General {
-            let forced = opts.path == Path::General;
-            let budget = if forced {
-                opts.max_evaluations
-            } else {
-                let per_eval = work.vars.len().max(1) as u64;
-                opts.max_evaluations.min(opts.probe_work / per_eval)
-            };
-            let cap = if forced { usize::MAX } else { opts.max_causes };
-            match Search::new(work, &work_exo, actual.clone(), budget, cap, deadline).run() {
-                Ok(found) => raw = found,
-                Err(Stop::Deadline) => {
-                    return Err(AttributeError::DeadlineExceeded("exact search"))
-                }
-                Err(Stop::Budget) if forced => {
-                    return Err(AttributeError::BudgetExhausted(opts.max_evaluations))
-                }
-                Err(Stop::Budget | Stop::TooMany) => optimise = true,
-            }
-        }
-        if optimise {
-            path = Path::Optimisation;
-            let limits = crate::optimise::Limits {
-                max_causes: opts.max_solver_causes.min(opts.max_causes),
-                max_steps: opts.max_solver_steps,
-                max_literals: opts.max_memory_bytes / LITERAL_BYTES,
-                deadline,
-            };
-            let listing = crate::optimise::list(work, &actual, &limits).map_err(|h| match h {
-                crate::optimise::Halt::Deadline => {
-                    AttributeError::DeadlineExceeded("optimisation path")
-                }
-                crate::optimise::Halt::Steps => {
-                    AttributeError::SolverBudgetExhausted(opts.max_solver_steps)
-                }
-                crate::optimise::Halt::Memory => AttributeError::MemoryBound(opts.max_memory_bytes),
-                crate::optimise::Halt::Inconsistent => {
-                    AttributeError::Internal("a solver model failed to replay on the model")
-                }
-            })?;
-            raw = listing.causes;
-            complete = listing.complete;
         }
     }
 
     let lifted = opts.contract && model.groups.contracted.is_some();
-    // Work on variable ids (name order) and convert to names last: sorting id vectors
-    // orders the name vectors identically.
-    let mut sets: Vec<(Vec<u32>, Vec<u32>, usize)> = Vec::with_capacity(raw.len());
-    for (xs, mut ws) in raw {
-        let size = xs.len() + ws.len();
-        ws.sort_unstable();
-        if lifted {
-            // Past the listing bound one lifted alternative suffices: all of them hold
-            // the same principals at the same grade.
-            let room = opts.max_causes.saturating_sub(sets.len()).max(1);
-            let (alts, more) = model.groups.lift(&xs, &exo, room);
-            complete &= !more;
-            for set in alts {
-                sets.push((set, ws.clone(), size));
-            }
-        } else {
-            let mut xs = xs;
-            xs.sort_unstable();
-            sets.push((xs, ws, size));
-        }
-    }
-
+    let (mut sets, all_lifted) = lift_causes(model, raw, &exo, lifted, opts.max_causes);
+    complete &= all_lifted;
     let principal_ix: Vec<Option<usize>> = model
         .vars
         .iter()
@@ -424,6 +358,32 @@ pub fn attribute_until(
     });
     sets.dedup_by(|a, b| a.0 == b.0);
 
+    let (causes, rho) = grade(model, sets, &principal_ix);
+
+    let principal_of: BTreeMap<String, Option<String>> = model
+        .vars
+        .iter()
+        .map(|v| (v.name.clone(), v.principal.clone()))
+        .collect();
+    let responsibility = model.principals.iter().cloned().zip(rho).collect();
+    Ok(Attribution {
+        outcome,
+        causes,
+        causes_complete: complete,
+        responsibility,
+        path,
+        principal_of,
+    })
+}
+
+/// The causes `sets` named and graded `1/(|X|+|W|)`, and ρ per principal (index
+/// into the model's principals): the best grade of a cause holding one of its
+/// variables.
+fn grade(
+    model: &Model,
+    sets: SizedCauses,
+    principal_ix: &[Option<usize>],
+) -> (Vec<Cause>, Vec<f64>) {
     let mut rho = vec![0.0f64; model.principals.len()];
     let names = |ids: &[u32]| -> Vec<String> {
         ids.iter()
@@ -446,21 +406,142 @@ pub fn attribute_until(
             grade,
         });
     }
+    (causes, rho)
+}
 
-    let principal_of: BTreeMap<String, Option<String>> = model
-        .vars
-        .iter()
-        .map(|v| (v.name.clone(), v.principal.clone()))
-        .collect();
-    let responsibility = model.principals.iter().cloned().zip(rho).collect();
-    Ok(Attribution {
-        outcome,
-        causes,
-        causes_complete: complete,
-        responsibility,
-        path,
-        principal_of,
-    })
+/// Minimal causes as variable ids: `(X, W)`, one smallest witness each.
+type RawCauses = Vec<(Vec<u32>, Vec<u32>)>;
+
+/// Causes as variable ids with their size: `(X, W, |X|+|W|)`.
+type SizedCauses = Vec<(Vec<u32>, Vec<u32>, usize)>;
+
+/// The model the causes are listed on (the contraction, when contracting) at its
+/// exogenous values and actual values, with the query's options and deadline.
+struct Work<'a> {
+    model: &'a Model,
+    exo: &'a [bool],
+    actual: &'a [bool],
+    opts: &'a AttributeOptions,
+    deadline: &'a dyn Deadline,
+}
+
+impl Work<'_> {
+    /// Minimal causes `(X, W)` on a cheap exact path: the cut sets of a monotone
+    /// model, or the exact search on `path` General (within the probe budget unless
+    /// forced). `None` sends the listing to the optimisation path: it was asked for,
+    /// or a cheap path that was not forced outgrew its bounds.
+    fn cheap_causes(
+        &self,
+        monotone: bool,
+        path: Path,
+    ) -> Result<Option<RawCauses>, AttributeError> {
+        let (work, opts) = (self.model, self.opts);
+        if let (true, Some(signs)) = (monotone, &work.signs) {
+            return match crate::monotone::minimal_causes(
+                work,
+                signs,
+                self.actual,
+                opts.max_memory_bytes,
+                self.deadline,
+            ) {
+                Ok(cuts) => Ok(Some(cuts.into_iter().map(|x| (x, Vec::new())).collect())),
+                Err(crate::monotone::Stop::Deadline) => {
+                    Err(AttributeError::DeadlineExceeded("cut-set computation"))
+                }
+                Err(crate::monotone::Stop::Memory) if opts.path == Path::Monotone => {
+                    Err(AttributeError::MemoryBound(opts.max_memory_bytes))
+                }
+                Err(crate::monotone::Stop::Memory) => Ok(None),
+            };
+        }
+        if path != Path::General {
+            return Ok((path != Path::Optimisation).then(Vec::new));
+        }
+        let forced = opts.path == Path::General;
+        let budget = if forced {
+            opts.max_evaluations
+        } else {
+            let per_eval = work.vars.len().max(1) as u64;
+            opts.max_evaluations.min(opts.probe_work / per_eval)
+        };
+        let cap = if forced { usize::MAX } else { opts.max_causes };
+        let search = Search::new(
+            work,
+            self.exo,
+            self.actual.to_vec(),
+            budget,
+            cap,
+            self.deadline,
+        );
+        match search.run() {
+            Ok(found) => Ok(Some(found)),
+            Err(Stop::Deadline) => Err(AttributeError::DeadlineExceeded("exact search")),
+            Err(Stop::Budget) if forced => {
+                Err(AttributeError::BudgetExhausted(opts.max_evaluations))
+            }
+            Err(Stop::Budget | Stop::TooMany) => Ok(None),
+        }
+    }
+
+    /// Minimal causes in order of grade on the optimisation path, within the
+    /// solver's cause, step and memory bounds.
+    fn optimised_causes(&self) -> Result<crate::optimise::Listing, AttributeError> {
+        let opts = self.opts;
+        let limits = crate::optimise::Limits {
+            max_causes: opts.max_solver_causes.min(opts.max_causes),
+            max_steps: opts.max_solver_steps,
+            max_literals: opts.max_memory_bytes / LITERAL_BYTES,
+            deadline: self.deadline,
+        };
+        crate::optimise::list(self.model, self.actual, &limits).map_err(|h| match h {
+            crate::optimise::Halt::Deadline => {
+                AttributeError::DeadlineExceeded("optimisation path")
+            }
+            crate::optimise::Halt::Steps => {
+                AttributeError::SolverBudgetExhausted(opts.max_solver_steps)
+            }
+            crate::optimise::Halt::Memory => AttributeError::MemoryBound(opts.max_memory_bytes),
+            crate::optimise::Halt::Inconsistent => {
+                AttributeError::Internal("a solver model failed to replay on the model")
+            }
+        })
+    }
+}
+
+/// The causes `raw` as `(X, W, |X|+|W|)` on the model's variables (ids sorted),
+/// lifted from the contraction when `lifted`, and whether every lifted alternative
+/// is listed. Past `max_causes` one lifted alternative per cause suffices: all of
+/// them hold the same principals at the same grade.
+fn lift_causes(
+    model: &Model,
+    raw: RawCauses,
+    exo: &[bool],
+    lifted: bool,
+    max_causes: usize,
+) -> (SizedCauses, bool) {
+    let mut complete = true;
+    // Work on variable ids (name order) and convert to names last: sorting id vectors
+    // orders the name vectors identically.
+    let mut sets: Vec<(Vec<u32>, Vec<u32>, usize)> = Vec::with_capacity(raw.len());
+    for (xs, mut ws) in raw {
+        let size = xs.len() + ws.len();
+        ws.sort_unstable();
+        if lifted {
+            // Past the listing bound one lifted alternative suffices: all of them hold
+            // the same principals at the same grade.
+            let room = max_causes.saturating_sub(sets.len()).max(1);
+            let (alts, more) = model.groups.lift(&xs, exo, room);
+            complete &= !more;
+            for set in alts {
+                sets.push((set, ws.clone(), size));
+            }
+        } else {
+            let mut xs = xs;
+            xs.sort_unstable();
+            sets.push((xs, ws, size));
+        }
+    }
+    (sets, complete)
 }
 
 /// Bytes of solver memory counted per encoded literal (clause storage, watches and

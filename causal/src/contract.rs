@@ -17,22 +17,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Model, Node};
-
-/// One same-author conjunctive group.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Group {
-    /// Members, sorted by variable index; `members[0]` is the representative.
-    pub members: Vec<u32>,
-}
-
-/// The groups of a model and its contraction.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Groups {
-    pub groups: Vec<Group>,
-    /// The contracted model (present iff there is at least one group).
-    pub contracted: Option<Box<Model>>,
-}
+use crate::model::{compile_all, relevance, Group, Groups, Model, Node};
+use crate::monotone::analyse;
 
 #[derive(Default)]
 struct Occurrences {
@@ -121,21 +107,10 @@ pub(crate) fn find_groups(model: &Model) -> Groups {
         }
     }
     drop_members(&mut contracted.outcome, &dropped);
-    contracted.progs = contracted
-        .vars
-        .iter()
-        .map(|v| {
-            let mut ops = Vec::new();
-            if let Some(eq) = &v.eq {
-                crate::model::compile(eq, &mut ops);
-            }
-            ops
-        })
-        .collect();
-    contracted.outcome_prog.clear();
-    crate::model::compile(&contracted.outcome, &mut contracted.outcome_prog);
-    contracted.relevant = crate::model::relevance(&contracted);
-    contracted.signs = crate::monotone::analyse(&contracted);
+    (contracted.progs, contracted.outcome_prog) =
+        compile_all(&contracted.vars, &contracted.outcome);
+    contracted.relevant = relevance(&contracted);
+    contracted.signs = analyse(&contracted);
     Groups {
         groups,
         contracted: Some(Box::new(contracted)),

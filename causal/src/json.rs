@@ -15,7 +15,8 @@ use std::fmt;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use crate::model::{Model, ModelBuilder, ModelError};
+use crate::build::ModelBuilder;
+use crate::model::{Model, ModelError};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod attribution;
+pub mod build;
 pub mod certify;
 mod check;
 pub mod contract;
@@ -54,8 +55,9 @@ pub use attribution::{
     attribute, attribute_until, attribute_with, AttributeError, AttributeOptions, Attribution,
     Cause, Path,
 };
+pub use build::ModelBuilder;
 pub use certify::{CertifyConfig, Replayer};
 pub use check::{check_cause, CauseCheck};
 pub use deadline::{Deadline, NoDeadline};
 pub use expr::{Expr, ParseError, ParseErrorKind};
-pub use model::{Location, Mechanism, Model, ModelBuilder, ModelError, VarId, Variable};
+pub use model::{Location, Mechanism, Model, ModelError, VarId, Variable};

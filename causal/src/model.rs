@@ -1,4 +1,5 @@
-//! Binary structural models: variables, mechanisms, the builder, validation.
+//! Binary structural models: variables, mechanisms, the compiled model and its
+//! evaluation. Built and validated by `build.rs`.
 //!
 //! Design constraints:
 //! - A variable has a name (a SPEC §7 identifier), an optional principal (`None` is the
@@ -8,14 +9,15 @@
 //!   the equations are acyclic. It is compiled once (topological order, postfix programs,
 //!   the monotonicity analysis, the contraction groups), so attributing many variants
 //!   of one model (exogenous values overridden) costs no re-validation.
+//! - This module is the bottom of the engine: it holds the model's data, including the
+//!   results of the analyses (`Signs`, `Groups`), and imports none of the modules that
+//!   compute them (`monotone.rs`, `contract.rs`, `build.rs` sit above it).
 //! - Variables are kept in name order; [`VarId`]s index that order, so every iteration
 //!   over a model is deterministic.
 
 use std::collections::BTreeMap;
 
-use crate::contract::Groups;
-use crate::expr::{is_identifier, Expr, ParseError};
-use crate::monotone::Signs;
+use crate::expr::{Expr, ParseError};
 
 /// Index of a variable in a [`Model`] (variables are stored in name order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -367,7 +369,7 @@ impl Model {
     }
 }
 
-enum EqSource {
+pub(crate) enum EqSource {
     Text(String),
     Parsed(Expr),
 }
@@ -379,7 +381,7 @@ pub trait IntoEq {
 }
 
 /// Opaque carrier for [`IntoEq`].
-pub struct EqSourcePub(EqSource);
+pub struct EqSourcePub(pub(crate) EqSource);
 
 impl IntoEq for &str {
     fn into_source(self) -> EqSourcePub {
@@ -407,165 +409,22 @@ impl IntoEq for &Expr {
     }
 }
 
-struct Decl {
-    name: String,
-    principal: Option<String>,
-    candidate: bool,
-    mech: DeclMech,
-}
-
-enum DeclMech {
-    Value(bool),
-    Eq(EqSource),
-    Invalid(ModelError),
-}
-
-/// Programmatic construction of a [`Model`]; errors surface at [`ModelBuilder::build`].
-#[derive(Default)]
-pub struct ModelBuilder {
-    decls: Vec<Decl>,
-    outcome: Option<EqSource>,
-}
-
-impl ModelBuilder {
-    /// An empty builder.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Declares an exogenous variable with its actual value.
-    pub fn exogenous(
-        mut self,
-        name: impl Into<String>,
-        principal: Option<&str>,
-        value: bool,
-        candidate: bool,
-    ) -> Self {
-        self.decls.push(Decl {
-            name: name.into(),
-            principal: principal.map(str::to_string),
-            candidate,
-            mech: DeclMech::Value(value),
-        });
-        self
-    }
-
-    /// Declares an endogenous variable with its equation.
-    pub fn endogenous(
-        mut self,
-        name: impl Into<String>,
-        principal: Option<&str>,
-        eq: impl IntoEq,
-        candidate: bool,
-    ) -> Self {
-        self.decls.push(Decl {
-            name: name.into(),
-            principal: principal.map(str::to_string),
-            candidate,
-            mech: DeclMech::Eq(eq.into_source().0),
-        });
-        self
-    }
-
-    pub(crate) fn invalid(mut self, name: String, err: ModelError) -> Self {
-        self.decls.push(Decl {
-            name,
-            principal: None,
-            candidate: false,
-            mech: DeclMech::Invalid(err),
-        });
-        self
-    }
-
-    /// Sets the outcome expression.
-    pub fn outcome(mut self, outcome: impl IntoEq) -> Self {
-        self.outcome = Some(outcome.into_source().0);
-        self
-    }
-
-    /// Validates and compiles the model.
-    pub fn build(self) -> Result<Model, ModelError> {
-        let mut index = BTreeMap::new();
-        for d in &self.decls {
-            if let DeclMech::Invalid(e) = &d.mech {
-                return Err(e.clone());
+/// The postfix programs of the variables' equations (empty for exogenous ones) and
+/// of the outcome.
+pub(crate) fn compile_all(vars: &[Var], outcome: &Node) -> (Vec<Vec<Op>>, Vec<Op>) {
+    let progs = vars
+        .iter()
+        .map(|v| {
+            let mut ops = Vec::new();
+            if let Some(eq) = &v.eq {
+                compile(eq, &mut ops);
             }
-            if !is_identifier(&d.name) {
-                return Err(ModelError::InvalidName(d.name.clone()));
-            }
-            if index.insert(d.name.clone(), 0u32).is_some() {
-                return Err(ModelError::Duplicate(d.name.clone()));
-            }
-        }
-        for (i, v) in index.values_mut().enumerate() {
-            *v = i as u32;
-        }
-        let mut decls = self.decls;
-        decls.sort_by(|a, b| a.name.cmp(&b.name));
-
-        let mut vars = Vec::with_capacity(decls.len());
-        for d in decls {
-            let (value, eq, source) = match d.mech {
-                DeclMech::Value(b) => (Some(b), None, Mechanism::Value(b)),
-                DeclMech::Eq(src) => {
-                    let loc = Location::Eq(d.name.clone());
-                    let expr = parse_source(src, &loc)?;
-                    let node = resolve(&expr, &index, &loc)?;
-                    (None, Some(node), Mechanism::Eq(expr))
-                }
-                DeclMech::Invalid(e) => return Err(e),
-            };
-            vars.push(Var {
-                name: d.name,
-                principal: d.principal,
-                candidate: d.candidate,
-                value,
-                eq,
-                source,
-            });
-        }
-        let outcome_src = parse_source(
-            self.outcome.ok_or(ModelError::MissingOutcome)?,
-            &Location::Outcome,
-        )?;
-        let outcome = resolve(&outcome_src, &index, &Location::Outcome)?;
-        let order = topo_order(&vars)?;
-
-        let progs = vars
-            .iter()
-            .map(|v| {
-                let mut ops = Vec::new();
-                if let Some(eq) = &v.eq {
-                    compile(eq, &mut ops);
-                }
-                ops
-            })
-            .collect();
-        let mut outcome_prog = Vec::new();
-        compile(&outcome, &mut outcome_prog);
-
-        let mut principals: Vec<String> = vars.iter().filter_map(|v| v.principal.clone()).collect();
-        principals.sort();
-        principals.dedup();
-
-        let mut model = Model {
-            vars,
-            index,
-            outcome,
-            outcome_src,
-            order,
-            progs,
-            outcome_prog,
-            relevant: Vec::new(),
-            principals,
-            signs: None,
-            groups: Groups::default(),
-        };
-        model.relevant = relevance(&model);
-        model.signs = crate::monotone::analyse(&model);
-        model.groups = crate::contract::find_groups(&model);
-        Ok(model)
-    }
+            ops
+        })
+        .collect();
+    let mut outcome_prog = Vec::new();
+    compile(outcome, &mut outcome_prog);
+    (progs, outcome_prog)
 }
 
 /// Which variables are ancestors of the outcome.
@@ -584,99 +443,27 @@ pub(crate) fn relevance(model: &Model) -> Vec<bool> {
     relevant
 }
 
-fn parse_source(src: EqSource, loc: &Location) -> Result<Expr, ModelError> {
-    match src {
-        EqSource::Parsed(e) => Ok(e),
-        EqSource::Text(t) => Expr::parse(&t).map_err(|source| ModelError::Parse {
-            location: loc.clone(),
-            source,
-        }),
-    }
+/// Signs of the live variables of a monotone model (computed by the analysis in
+/// `monotone.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Signs {
+    /// +1 / -1 for live ancestors of the outcome, 0 otherwise.
+    pub sign: Vec<i8>,
+    pub live: Vec<bool>,
 }
 
-fn resolve(e: &Expr, index: &BTreeMap<String, u32>, loc: &Location) -> Result<Node, ModelError> {
-    Ok(match e {
-        Expr::Const(b) => Node::Const(*b),
-        Expr::Var(name) => match index.get(name) {
-            Some(&i) => Node::Var(i),
-            None => {
-                return Err(ModelError::UnknownIdentifier {
-                    location: loc.clone(),
-                    name: name.clone(),
-                })
-            }
-        },
-        Expr::Not(inner) => Node::Not(Box::new(resolve(inner, index, loc)?)),
-        Expr::And(es) | Expr::Or(es) => {
-            let is_and = matches!(e, Expr::And(_));
-            let mut out = Vec::with_capacity(es.len());
-            for x in es {
-                match (resolve(x, index, loc)?, is_and) {
-                    (Node::And(inner), true) | (Node::Or(inner), false) => out.extend(inner),
-                    (n, _) => out.push(n),
-                }
-            }
-            if is_and {
-                Node::And(out)
-            } else {
-                Node::Or(out)
-            }
-        }
-    })
+/// One same-author conjunctive group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Group {
+    /// Members, sorted by variable index; `members[0]` is the representative.
+    pub members: Vec<u32>,
 }
 
-/// Kahn's algorithm; on failure walks parents to report one cycle.
-fn topo_order(vars: &[Var]) -> Result<Vec<u32>, ModelError> {
-    let n = vars.len();
-    let mut parents: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for (i, v) in vars.iter().enumerate() {
-        if let Some(eq) = &v.eq {
-            eq.for_each_var(&mut |u| parents[i].push(u));
-            parents[i].sort_unstable();
-            parents[i].dedup();
-            for &u in &parents[i] {
-                children[u as usize].push(i as u32);
-            }
-        }
-    }
-    let mut indeg: Vec<usize> = parents.iter().map(Vec::len).collect();
-    let mut ready: std::collections::BTreeSet<u32> =
-        (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(v) = ready.pop_first() {
-        order.push(v);
-        for &c in &children[v as usize] {
-            indeg[c as usize] -= 1;
-            if indeg[c as usize] == 0 {
-                ready.insert(c);
-            }
-        }
-    }
-    if order.len() == n {
-        return Ok(order);
-    }
-    // Every remaining variable has a remaining parent: walk until a repeat.
-    let start = (0..n).find(|&i| indeg[i] > 0).unwrap_or(0);
-    let mut seen = vec![usize::MAX; n];
-    let mut path = Vec::new();
-    let mut cur = start;
-    while seen[cur] == usize::MAX {
-        seen[cur] = path.len();
-        path.push(cur);
-        cur = parents[cur]
-            .iter()
-            .map(|&p| p as usize)
-            .find(|&p| indeg[p] > 0)
-            .unwrap_or(cur);
-    }
-    let mut cycle: Vec<String> = path[seen[cur]..]
-        .iter()
-        .map(|&i| vars[i].name.clone())
-        .collect();
-    cycle.reverse();
-    // `cycle` now follows dependency direction child <- parent reversed: parent -> child.
-    let first = cycle.first().cloned().unwrap_or_default();
-    cycle.push(first.clone());
-    Err(ModelError::Cycle { var: first, cycle })
+/// The groups of a model and its contraction (found by `contract.rs`; lifted back
+/// there too).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Groups {
+    pub groups: Vec<Group>,
+    /// The contracted model (present iff there is at least one group).
+    pub contracted: Option<Box<Model>>,
 }

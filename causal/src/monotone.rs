@@ -21,7 +21,7 @@
 
 use crate::deadline::Deadline;
 use crate::family::{Family, TooLarge};
-use crate::model::{Model, Node};
+use crate::model::{Model, Node, Signs};
 
 /// Why the cut-set computation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,14 +36,6 @@ impl From<TooLarge> for Stop {
     fn from(_: TooLarge) -> Stop {
         Stop::Memory
     }
-}
-
-/// Signs of the live variables of a monotone model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Signs {
-    /// +1 / -1 for live ancestors of the outcome, 0 otherwise.
-    pub sign: Vec<i8>,
-    pub live: Vec<bool>,
 }
 
 fn constrain(node: &Node, pol: i8, live: &[bool], sign: &mut [i8]) -> bool {

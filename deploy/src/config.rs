@@ -387,6 +387,159 @@ fn read_text(path: &Path) -> Result<String, ConfigError> {
     String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".into()))
 }
 
+/// An error in a registry file read while loading the configuration.
+fn in_file(path: &Path, e: impl std::fmt::Display) -> ConfigError {
+    ConfigError {
+        file: path.display().to_string(),
+        field: "-".into(),
+        reason: e.to_string(),
+    }
+}
+
+/// How a configuration check names the field it refuses.
+type At<'a> = &'a dyn Fn(&str, String) -> ConfigError;
+
+impl Raw {
+    /// Checks the epoch bounds, the retention horizons and the topic prefix.
+    fn check_bounds(&self, at: At<'_>) -> Result<(), ConfigError> {
+        if self.epoch.max_messages == 0 || self.epoch.max_messages > 1 << 20 {
+            return Err(at(
+                "epoch.max_messages",
+                format!("{} (want 1 to 1048576)", self.epoch.max_messages),
+            ));
+        }
+        if self.epoch.max_age_ms == 0 {
+            return Err(at("epoch.max_age_ms", "must be at least 1".into()));
+        }
+        for (field, ms) in [
+            (
+                "retention.dedupe_horizon_ms",
+                self.retention.dedupe_horizon_ms,
+            ),
+            (
+                "retention.slicer_horizon_ms",
+                self.retention.slicer_horizon_ms,
+            ),
+        ] {
+            if ms < 10_000 {
+                return Err(at(
+                    field,
+                    format!("{ms} is below 10000: re-deliveries and late declarations would fall outside it"),
+                ));
+            }
+        }
+        let prefix_ok = self
+            .topics
+            .prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if !prefix_ok || self.topics.prefix.len() > 100 {
+            return Err(at(
+                "topics.prefix",
+                format!(
+                    "{:?}: letters, digits, '.', '_', '-' only",
+                    self.topics.prefix
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl RawWitness {
+    /// The keepers (each named once, its vkey under its name, its URL http(s)) and
+    /// the quorum (all of them by default, never more).
+    fn resolve(&self, at: At<'_>) -> Result<(Vec<Keeper>, usize), ConfigError> {
+        let mut keepers = Vec::new();
+        for (i, k) in self.keepers.iter().enumerate() {
+            let field = |f: &str| format!("witness.keepers[{i}].{f}");
+            check_name(&k.name).map_err(|e| at(&field("name"), e.to_string()))?;
+            if keepers.iter().any(|x: &Keeper| x.name == k.name) {
+                return Err(at(&field("name"), format!("{:?} listed twice", k.name)));
+            }
+            let (n, key) = parse_vkey(&k.vkey, &[COSIGNATURE_V1_TYPE, ED25519_NOTE_TYPE])
+                .map_err(|e| at(&field("vkey"), e))?;
+            if n != k.name {
+                return Err(at(&field("vkey"), format!("names {n:?}, not {:?}", k.name)));
+            }
+            if let Some(u) = &k.url {
+                if !(u.starts_with("http://") || u.starts_with("https://")) {
+                    return Err(at(&field("url"), format!("{u:?} is not an http(s) URL")));
+                }
+            }
+            keepers.push(Keeper {
+                name: k.name.clone(),
+                key,
+                url: k.url.clone(),
+                key_source: k.key.clone(),
+            });
+        }
+        let quorum = self.quorum.unwrap_or(keepers.len());
+        if quorum > keepers.len() {
+            return Err(at(
+                "witness.quorum",
+                format!("{quorum} exceeds the {} keepers listed", keepers.len()),
+            ));
+        }
+        Ok((keepers, quorum))
+    }
+}
+
+/// The `[kafka]` settings as librdkafka strings (strings, numbers and booleans only).
+fn kafka_settings(
+    raw: &BTreeMap<String, toml::Value>,
+    at: At<'_>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut kafka = BTreeMap::new();
+    for (k, v) in raw {
+        let v = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            _ => {
+                return Err(at(
+                    &format!("kafka.{k}"),
+                    "want a string, number or boolean".into(),
+                ))
+            }
+        };
+        kafka.insert(k.clone(), v);
+    }
+    Ok(kafka)
+}
+
+impl Clock {
+    /// The `[clock]` section resolved: unset, Unix milliseconds (no origin), or
+    /// relative (with an optional RFC 3339 origin).
+    fn resolve(raw: Option<RawClock>, at: At<'_>) -> Result<Clock, ConfigError> {
+        Ok(match raw {
+            None => Clock::Unset,
+            Some(c) => match (c.record_time.as_str(), c.origin) {
+                ("unix_ms", None) => Clock::UnixMs,
+                ("unix_ms", Some(_)) => {
+                    return Err(at(
+                        "clock.origin",
+                        "record_time \"unix_ms\" has its origin (the Unix epoch); origin is for \"relative\"".into(),
+                    ))
+                }
+                ("relative", origin) => {
+                    if let Some(o) = &origin {
+                        check_rfc3339(o).map_err(|e| at("clock.origin", e))?;
+                    }
+                    Clock::Relative(origin)
+                }
+                (other, _) => {
+                    return Err(at(
+                        "clock.record_time",
+                        format!("{other:?} (want \"unix_ms\" or \"relative\")"),
+                    ))
+                }
+            },
+        })
+    }
+}
+
 impl Config {
     /// A new private key for `name` in this deployment: OS randomness, or derived from
     /// the public `[insecure] demo_seed` when the deployment declares one.
@@ -440,152 +593,30 @@ impl Config {
             ));
         }
         let principals_path = dir.join(&raw.registry.principals);
-        let principals =
-            PrincipalRegistry::from_json(&read_text(&principals_path)?).map_err(|e| {
-                ConfigError {
-                    file: principals_path.display().to_string(),
-                    field: "-".into(),
-                    reason: e.to_string(),
-                }
-            })?;
+        let principals = PrincipalRegistry::from_json(&read_text(&principals_path)?)
+            .map_err(|e| in_file(&principals_path, e))?;
         let duties_path = dir.join(&raw.registry.duties);
         let duties = DutyRegistry::from_json(&read_text(&duties_path)?)
             .and_then(|d| d.validate().map(|()| d))
-            .map_err(|e| ConfigError {
-                file: duties_path.display().to_string(),
-                field: "-".into(),
-                reason: e.to_string(),
-            })?;
+            .map_err(|e| in_file(&duties_path, e))?;
         let predicates_path = raw.registry.predicates.as_ref().map(|p| dir.join(p));
         let predicates = match &predicates_path {
             None => None,
             Some(path) => Some(
-                Predicates::from_json_with_zones(&read_text(path)?, &duties.zones).map_err(
-                    |e| ConfigError {
-                        file: path.display().to_string(),
-                        field: "-".into(),
-                        reason: e.to_string(),
-                    },
-                )?,
+                Predicates::from_json_with_zones(&read_text(path)?, &duties.zones)
+                    .map_err(|e| in_file(path, e))?,
             ),
         };
-        if raw.epoch.max_messages == 0 || raw.epoch.max_messages > 1 << 20 {
-            return Err(at(
-                "epoch.max_messages",
-                format!("{} (want 1 to 1048576)", raw.epoch.max_messages),
-            ));
-        }
-        if raw.epoch.max_age_ms == 0 {
-            return Err(at("epoch.max_age_ms", "must be at least 1".into()));
-        }
-        for (field, ms) in [
-            (
-                "retention.dedupe_horizon_ms",
-                raw.retention.dedupe_horizon_ms,
-            ),
-            (
-                "retention.slicer_horizon_ms",
-                raw.retention.slicer_horizon_ms,
-            ),
-        ] {
-            if ms < 10_000 {
-                return Err(at(
-                    field,
-                    format!("{ms} is below 10000: re-deliveries and late declarations would fall outside it"),
-                ));
-            }
-        }
-        let prefix_ok = raw
-            .topics
-            .prefix
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-        if !prefix_ok || raw.topics.prefix.len() > 100 {
-            return Err(at(
-                "topics.prefix",
-                format!(
-                    "{:?}: letters, digits, '.', '_', '-' only",
-                    raw.topics.prefix
-                ),
-            ));
-        }
-        let mut keepers = Vec::new();
-        for (i, k) in raw.witness.keepers.iter().enumerate() {
-            let field = |f: &str| format!("witness.keepers[{i}].{f}");
-            check_name(&k.name).map_err(|e| at(&field("name"), e.to_string()))?;
-            if keepers.iter().any(|x: &Keeper| x.name == k.name) {
-                return Err(at(&field("name"), format!("{:?} listed twice", k.name)));
-            }
-            let (n, key) = parse_vkey(&k.vkey, &[COSIGNATURE_V1_TYPE, ED25519_NOTE_TYPE])
-                .map_err(|e| at(&field("vkey"), e))?;
-            if n != k.name {
-                return Err(at(&field("vkey"), format!("names {n:?}, not {:?}", k.name)));
-            }
-            if let Some(u) = &k.url {
-                if !(u.starts_with("http://") || u.starts_with("https://")) {
-                    return Err(at(&field("url"), format!("{u:?} is not an http(s) URL")));
-                }
-            }
-            keepers.push(Keeper {
-                name: k.name.clone(),
-                key,
-                url: k.url.clone(),
-                key_source: k.key.clone(),
-            });
-        }
-        let quorum = raw.witness.quorum.unwrap_or(keepers.len());
-        if quorum > keepers.len() {
-            return Err(at(
-                "witness.quorum",
-                format!("{quorum} exceeds the {} keepers listed", keepers.len()),
-            ));
-        }
-        let mut kafka = BTreeMap::new();
-        for (k, v) in &raw.kafka {
-            let v = match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Boolean(b) => b.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                _ => {
-                    return Err(at(
-                        &format!("kafka.{k}"),
-                        "want a string, number or boolean".into(),
-                    ))
-                }
-            };
-            kafka.insert(k.clone(), v);
-        }
+        raw.check_bounds(&at)?;
+        let (keepers, quorum) = raw.witness.resolve(&at)?;
+        let kafka = kafka_settings(&raw.kafka, &at)?;
         if raw.engine.workers == 0 || raw.engine.workers > 256 {
             return Err(at(
                 "engine.workers",
                 format!("{} (want 1 to 256)", raw.engine.workers),
             ));
         }
-        let clock = match raw.clock {
-            None => Clock::Unset,
-            Some(c) => match (c.record_time.as_str(), c.origin) {
-                ("unix_ms", None) => Clock::UnixMs,
-                ("unix_ms", Some(_)) => {
-                    return Err(at(
-                        "clock.origin",
-                        "record_time \"unix_ms\" has its origin (the Unix epoch); origin is for \"relative\"".into(),
-                    ))
-                }
-                ("relative", origin) => {
-                    if let Some(o) = &origin {
-                        check_rfc3339(o).map_err(|e| at("clock.origin", e))?;
-                    }
-                    Clock::Relative(origin)
-                }
-                (other, _) => {
-                    return Err(at(
-                        "clock.record_time",
-                        format!("{other:?} (want \"unix_ms\" or \"relative\")"),
-                    ))
-                }
-            },
-        };
+        let clock = Clock::resolve(raw.clock, &at)?;
         Ok(Config {
             dir: dir.to_path_buf(),
             file: file.to_path_buf(),

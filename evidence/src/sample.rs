@@ -122,30 +122,70 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
         episode += 1;
         let robot = if episode & 1 == 0 { "agv-2" } else { "agv-1" };
         if episode <= 2 {
-            // Personal data goes to the payload store; only its commitment is signed.
-            let text = format!(
-                "shift note {episode}: worker badge 40{episode}7 cleared for aisle {episode}"
-            );
-            let digest = payloads.put(text.as_bytes(), &mut store_rng);
-            f.send(Envelope::new(
-                p("operator"),
-                p("supervisor"),
-                0,
-                Payload::Stored {
-                    kind: crate::StoredKind::ExternalInput,
-                    digest,
-                    len: text.len() as u64,
-                },
-            ));
-            if episode == 1 {
-                payloads.shred(&digest);
-            }
+            f.shift_note(episode, &mut payloads, &mut store_rng);
         }
+        f.delivery(episode, robot);
+        if episode & 1 == 0 {
+            f.quality_check(episode);
+        }
+    }
+
+    let keys = sample_keys(seed);
+    let (envelopes, receipts): (Vec<_>, Vec<_>) = f.out.into_iter().unzip();
+    let mut epochs = seal_in_three(seed, &envelopes);
+    cosign(seed, &keys, &envelopes, &mut epochs);
+    let mut record = Record::new();
+    for env in &envelopes {
+        record.push_envelope(env);
+    }
+    for r in &receipts {
+        record.push_receipt(r);
+    }
+    for e in &epochs {
+        record.push_epoch(e);
+    }
+    Sample {
+        record,
+        keys,
+        envelopes,
+        receipts,
+        epochs,
+        payloads,
+    }
+}
+
+impl Fleet {
+    /// The operator's shift note of `episode`: personal data goes to the payload
+    /// store, only its commitment is signed; the first note is then shredded.
+    fn shift_note(&mut self, episode: u64, payloads: &mut PayloadStore, rng: &mut ChaCha20Rng) {
+        let text =
+            format!("shift note {episode}: worker badge 40{episode}7 cleared for aisle {episode}");
+        let digest = payloads.put(text.as_bytes(), rng);
+        self.send(Envelope::new(
+            p("operator"),
+            p("supervisor"),
+            0,
+            Payload::Stored {
+                kind: crate::StoredKind::ExternalInput,
+                digest,
+                len: text.len() as u64,
+            },
+        ));
+        if episode == 1 {
+            payloads.shred(&digest);
+        }
+    }
+
+    /// A delivery of `episode` by `robot`: operator order → planner text → dispatcher
+    /// `move_to` and `set_speed`; a lidar report → supervisor `halt`; the robot's
+    /// report.
+    fn delivery(&mut self, episode: u64, robot: &str) {
+        let seed = self.seed;
         let (x, y) = (
-            (f.rng.next_u64() % 40_000) as i64,
-            (f.rng.next_u64() % 20_000) as i64,
+            (self.rng.next_u64() % 40_000) as i64,
+            (self.rng.next_u64() % 20_000) as i64,
         );
-        let order = f.send(Envelope::new(
+        let order = self.send(Envelope::new(
             p("operator"),
             p("planner"),
             0,
@@ -154,7 +194,7 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
                 text: format!("deliver crate {episode} to dock {}", episode % 4),
             },
         ));
-        let plan = f.send(
+        let plan = self.send(
             Envelope::new(
                 p("planner"),
                 p("dispatcher"),
@@ -177,7 +217,7 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
                 }],
             }),
         );
-        let mv = f.send(
+        let mv = self.send(
             Envelope::new(
                 p("dispatcher"),
                 p(robot),
@@ -196,8 +236,8 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
                 tolerance_mm: 50,
             }),
         );
-        let speed = 800 + f.rng.next_u64() % 1200;
-        f.send(
+        let speed = 800 + self.rng.next_u64() % 1200;
+        self.send(
             Envelope::new(
                 p("dispatcher"),
                 p(robot),
@@ -213,7 +253,7 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
                 mm_per_s: speed,
             }),
         );
-        let seen = f.send(Envelope::new(
+        let seen = self.send(Envelope::new(
             p("lidar-3"),
             p("supervisor"),
             0,
@@ -222,7 +262,7 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
                 reading: format!("human@{},{}", x + 900, y),
             },
         ));
-        f.send(
+        self.send(
             Envelope::new(
                 p("supervisor"),
                 p(robot),
@@ -236,7 +276,7 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
                 target: robot.into(),
             }),
         );
-        f.send(
+        self.send(
             Envelope::new(
                 p(robot),
                 p("planner"),
@@ -248,37 +288,42 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
             )
             .cite([mv.clone()]),
         );
-        if episode & 1 == 0 {
-            let qc = f.send(Envelope::new(
-                p("qc-station"),
+    }
+
+    /// A quality check of `episode`'s batch → supervisor `set_param` on it.
+    fn quality_check(&mut self, episode: u64) {
+        let qc = self.send(Envelope::new(
+            p("qc-station"),
+            p("supervisor"),
+            0,
+            Payload::SensorReport {
+                sensor: "qc-station".into(),
+                reading: format!("batch-{episode} temp 71.5C"),
+            },
+        ));
+        self.send(
+            Envelope::new(
                 p("supervisor"),
+                p("arm-1"),
                 0,
-                Payload::SensorReport {
-                    sensor: "qc-station".into(),
-                    reading: format!("batch-{episode} temp 71.5C"),
-                },
-            ));
-            f.send(
-                Envelope::new(
-                    p("supervisor"),
-                    p("arm-1"),
-                    0,
-                    Payload::SetParam {
-                        target: format!("batch-{episode}"),
-                        name: "temp_c".into(),
-                        value: 70_000,
-                    },
-                )
-                .cite([qc])
-                .with_effect(Effect::Param {
+                Payload::SetParam {
                     target: format!("batch-{episode}"),
                     name: "temp_c".into(),
                     value: 70_000,
-                }),
-            );
-        }
+                },
+            )
+            .cite([qc])
+            .with_effect(Effect::Param {
+                target: format!("batch-{episode}"),
+                name: "temp_c".into(),
+                value: 70_000,
+            }),
+        );
     }
+}
 
+/// The sample's public keys: principals, keepers and the log, derived from `seed`.
+fn sample_keys(seed: u64) -> KeyRegistry {
     let mut keys = KeyRegistry::new();
     for name in SAMPLE_PRINCIPALS {
         keys.add_principal(p(name), derive_signing_key(seed, name).verifying_key());
@@ -288,17 +333,21 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
     }
     let log_key = derive_signing_key(seed, SAMPLE_ORIGIN);
     let _ = keys.add_log(SAMPLE_ORIGIN, log_key.verifying_key());
+    keys
+}
+
+/// Seals `envelopes` into three epochs (the last may be shorter), each closed 10 ms
+/// after its last message.
+fn seal_in_three(seed: u64, envelopes: &[SignedEnvelope]) -> Vec<SealedEpoch> {
+    let log_key = derive_signing_key(seed, SAMPLE_ORIGIN);
     let mut sealer = match Sealer::new(SAMPLE_ORIGIN, log_key) {
         Ok(s) => s,
         Err(e) => panic!("sample origin: {e}"),
     };
-
-    let per_epoch = f.out.len().div_ceil(3);
-    let mut record = Record::new();
+    let per_epoch = envelopes.len().div_ceil(3);
     let mut epochs = Vec::new();
-    let (envelopes, receipts): (Vec<_>, Vec<_>) = f.out.into_iter().unzip();
     let mut last_time = 0;
-    for env in &envelopes {
+    for env in envelopes {
         sealer.append_envelope(env);
         last_time = env.envelope().timestamp;
         if sealer.pending() == per_epoch {
@@ -308,6 +357,12 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
     if sealer.pending() > 0 {
         epochs.push(sealer.close_epoch(last_time + 10));
     }
+    epochs
+}
+
+/// Has every sample keeper co-sign every epoch's checkpoint, each against a
+/// consistency proof from the previous one.
+fn cosign(seed: u64, keys: &KeyRegistry, envelopes: &[SignedEnvelope], epochs: &mut [SealedEpoch]) {
     let all_leaves: Vec<crate::Hash> = envelopes
         .iter()
         .map(|e| crate::merkle::leaf_hash(&e.id().leaf_bytes()))
@@ -318,36 +373,19 @@ pub fn sample_record(seed: u64, messages: usize) -> Sample {
             Err(e) => panic!("sample keeper {name}: {e}"),
         };
         let mut old_size = 0u64;
-        for e in &mut epochs {
+        for e in epochs.iter_mut() {
             let size = e.header.size as usize;
             let proof = ConsistencyProof::generate(&all_leaves[..size], old_size)
                 .unwrap_or_else(|err| panic!("sample consistency proof: {err}"));
             if let Err(err) = keeper.cosign(
                 &mut e.checkpoint,
                 &proof,
-                &keys,
+                keys,
                 1_790_000_000 + e.header.number,
             ) {
                 panic!("sample keeper refused: {err}");
             }
             old_size = size as u64;
         }
-    }
-    for env in &envelopes {
-        record.push_envelope(env);
-    }
-    for r in &receipts {
-        record.push_receipt(r);
-    }
-    for e in &epochs {
-        record.push_epoch(e);
-    }
-    Sample {
-        record,
-        keys,
-        envelopes,
-        receipts,
-        epochs,
-        payloads,
     }
 }

@@ -706,7 +706,47 @@ pub(crate) fn check_messages(
     store: Option<&PayloadStore>,
     out: &mut Partition,
 ) {
-    // Envelopes.
+    let (mut present, extra_suspects) = decode_envelopes(envelopes);
+    check_envelopes(&mut present, keys, policy);
+    let receipted = check_receipts(receipts, &present, keys, policy, out);
+
+    // Receipt and seal checks per message.
+    for (id, p) in present.iter_mut() {
+        if !receipted.by.contains_key(id) {
+            p.reasons.push(SuspectReason::Unreceipted);
+        }
+        match sealed.get(id) {
+            None => p.reasons.push(SuspectReason::Unsealed),
+            Some(&(epoch, _, false)) => p.reasons.push(SuspectReason::SealBroken { epoch }),
+            Some(_) => {}
+        }
+    }
+    propagate_suspicion(&mut present);
+    partition_present(&present, extra_suspects, sealed, out);
+    out.missing = find_missing(&present, &receipted, sealed, &out.certified);
+
+    // Payloads.
+    if let Some(store) = store {
+        for (id, c) in &out.certified {
+            if let Payload::Stored { digest, .. } = &c.envelope.envelope().payload {
+                let status = store.status(digest);
+                let corrupted = status == PayloadStatus::Available && store.get(digest).is_err();
+                out.payloads.push(PayloadFinding {
+                    message: id.clone(),
+                    digest: *digest,
+                    status,
+                    corrupted,
+                });
+            }
+        }
+    }
+}
+
+/// Decodes the envelopes: the first of each id is present; an undecodable one or a
+/// later duplicate is suspect (with its record index).
+fn decode_envelopes(
+    envelopes: &[Vec<u8>],
+) -> (BTreeMap<MessageId, Present>, Vec<(usize, Suspect)>) {
     let mut present: BTreeMap<MessageId, Present> = BTreeMap::new();
     let mut extra_suspects: Vec<(usize, Suspect)> = Vec::new();
     for (i, raw) in envelopes.iter().enumerate() {
@@ -742,6 +782,16 @@ pub(crate) fn check_messages(
             }
         }
     }
+    (present, extra_suspects)
+}
+
+/// Checks each present envelope's signature (in one batch when the policy says so,
+/// else one by one) and rules, noting the failures as reasons.
+fn check_envelopes(
+    present: &mut BTreeMap<MessageId, Present>,
+    keys: &KeyRegistry,
+    policy: &Policy,
+) {
     let batched = if policy.batch_signatures {
         batch_verify(
             present.values().map(|p| {
@@ -774,11 +824,89 @@ pub(crate) fn check_messages(
             Err(MessageCheck::Envelope(e)) => p.reasons.push(SuspectReason::Rule(e)),
         }
     }
+}
 
-    // Receipts.
-    let mut receipted: BTreeMap<MessageId, Vec<PrincipalId>> = BTreeMap::new();
-    let mut receipt_times: BTreeMap<MessageId, Vec<u64>> = BTreeMap::new();
+/// The valid receipts per message id.
+struct Receipted {
+    /// Recipients, in record order.
+    by: BTreeMap<MessageId, Vec<PrincipalId>>,
+    /// Receipt timestamps, in record order.
+    times: BTreeMap<MessageId, Vec<u64>>,
+}
+
+/// Checks the receipts: each is decoded, unique, validly signed and (when its
+/// message is present) by the message's destination, else a receipt problem in
+/// `out`; the valid ones are returned.
+fn check_receipts(
+    receipts: &[Vec<u8>],
+    present: &BTreeMap<MessageId, Present>,
+    keys: &KeyRegistry,
+    policy: &Policy,
+    out: &mut Partition,
+) -> Receipted {
+    let mut receipted = Receipted {
+        by: BTreeMap::new(),
+        times: BTreeMap::new(),
+    };
     let mut seen_receipts: BTreeSet<Hash> = BTreeSet::new();
+    for (i, (decoded, signature)) in decode_receipts(receipts, keys, policy)
+        .into_iter()
+        .enumerate()
+    {
+        let r = match decoded {
+            Err(e) => {
+                out.receipt_problems.push(ReceiptProblem {
+                    record_index: i,
+                    message: None,
+                    fault: ReceiptFault::Undecodable(e),
+                });
+                continue;
+            }
+            Ok(r) => r,
+        };
+        let fault = if !seen_receipts.insert(r.digest()) {
+            Some(ReceiptFault::Duplicate)
+        } else if let Err(e) = signature {
+            Some(ReceiptFault::Signature(e))
+        } else {
+            present
+                .get(r.message())
+                .map(|p| &p.env.envelope().destination)
+                .filter(|dest| *dest != r.recipient())
+                .map(|dest| ReceiptFault::WrongRecipient {
+                    expected: dest.clone(),
+                    got: r.recipient().clone(),
+                })
+        };
+        if let Some(fault) = fault {
+            out.receipt_problems.push(ReceiptProblem {
+                record_index: i,
+                message: Some(r.message().clone()),
+                fault,
+            });
+            continue;
+        }
+        receipted
+            .by
+            .entry(r.message().clone())
+            .or_default()
+            .push(r.recipient().clone());
+        receipted
+            .times
+            .entry(r.message().clone())
+            .or_default()
+            .push(r.timestamp());
+    }
+    receipted
+}
+
+/// Decodes the receipts and checks their signatures (in one batch when the policy
+/// says so, else one by one); aligned with `receipts`.
+fn decode_receipts(
+    receipts: &[Vec<u8>],
+    keys: &KeyRegistry,
+    policy: &Policy,
+) -> Vec<(Result<Receipt, DecodeError>, Result<(), SignatureError>)> {
     let decoded: Vec<Result<Receipt, DecodeError>> = receipts
         .iter()
         .map(|raw| Receipt::decode(raw.clone()))
@@ -813,73 +941,18 @@ pub(crate) fn check_messages(
         Ok(r) if !batched => r.verify(keys),
         _ => Ok(()),
     });
-    for (i, ((decoded, _), signature)) in decoded.into_iter().zip(receipt_sigs).enumerate() {
-        let r = match decoded {
-            Err(e) => {
-                out.receipt_problems.push(ReceiptProblem {
-                    record_index: i,
-                    message: None,
-                    fault: ReceiptFault::Undecodable(e),
-                });
-                continue;
-            }
-            Ok(r) => r,
-        };
-        if !seen_receipts.insert(r.digest()) {
-            out.receipt_problems.push(ReceiptProblem {
-                record_index: i,
-                message: Some(r.message().clone()),
-                fault: ReceiptFault::Duplicate,
-            });
-            continue;
-        }
-        if let Err(e) = signature {
-            out.receipt_problems.push(ReceiptProblem {
-                record_index: i,
-                message: Some(r.message().clone()),
-                fault: ReceiptFault::Signature(e),
-            });
-            continue;
-        }
-        if let Some(p) = present.get(r.message()) {
-            let dest = &p.env.envelope().destination;
-            if dest != r.recipient() {
-                out.receipt_problems.push(ReceiptProblem {
-                    record_index: i,
-                    message: Some(r.message().clone()),
-                    fault: ReceiptFault::WrongRecipient {
-                        expected: dest.clone(),
-                        got: r.recipient().clone(),
-                    },
-                });
-                continue;
-            }
-        }
-        receipted
-            .entry(r.message().clone())
-            .or_default()
-            .push(r.recipient().clone());
-        receipt_times
-            .entry(r.message().clone())
-            .or_default()
-            .push(r.timestamp());
-    }
+    decoded
+        .into_iter()
+        .map(|(d, _)| d)
+        .zip(receipt_sigs)
+        .collect()
+}
 
-    // Receipt and seal checks per message.
-    for (id, p) in present.iter_mut() {
-        if !receipted.contains_key(id) {
-            p.reasons.push(SuspectReason::Unreceipted);
-        }
-        match sealed.get(id) {
-            None => p.reasons.push(SuspectReason::Unsealed),
-            Some(&(epoch, _, false)) => p.reasons.push(SuspectReason::SealBroken { epoch }),
-            Some(_) => {}
-        }
-    }
-
-    // Citations: greatest fixed point, propagated through a worklist.
+/// Citations: a message citing a suspect one is suspect too (the greatest fixed
+/// point, propagated through a worklist).
+fn propagate_suspicion(present: &mut BTreeMap<MessageId, Present>) {
     let mut citers: BTreeMap<MessageId, Vec<MessageId>> = BTreeMap::new();
-    for (id, p) in &present {
+    for (id, p) in present.iter() {
         for c in &p.env.envelope().citations {
             citers.entry(c.clone()).or_default().push(id.clone());
         }
@@ -904,8 +977,16 @@ pub(crate) fn check_messages(
             }
         }
     }
+}
 
-    // Partition.
+/// The partition of the present messages: those without a reason are certified,
+/// the others suspect (with `extra_suspects`, in record order).
+fn partition_present(
+    present: &BTreeMap<MessageId, Present>,
+    extra_suspects: Vec<(usize, Suspect)>,
+    sealed: &Sealed,
+    out: &mut Partition,
+) {
     let mut suspects: Vec<(usize, Suspect)> = extra_suspects;
     for (id, p) in present.iter() {
         if p.reasons.is_empty() {
@@ -934,8 +1015,16 @@ pub(crate) fn check_messages(
     }
     suspects.sort_by_key(|(i, _)| *i);
     out.suspect = suspects.into_iter().map(|(_, s)| s).collect();
+}
 
-    // Missing.
+/// The ids not present that the record attests: cited by a certified message,
+/// receipted, or sealed in an intact epoch.
+fn find_missing(
+    present: &BTreeMap<MessageId, Present>,
+    receipted: &Receipted,
+    sealed: &Sealed,
+    certified: &BTreeMap<MessageId, Certified>,
+) -> Vec<Missing> {
     let mut missing: BTreeMap<MessageId, Missing> = BTreeMap::new();
     fn entry<'m>(
         missing: &'m mut BTreeMap<MessageId, Missing>,
@@ -953,44 +1042,28 @@ pub(crate) fn check_messages(
             sealed_in: None,
         }))
     }
-    for (id, c) in &out.certified {
+    for (id, c) in certified {
         for cited in &c.envelope.envelope().citations {
-            if let Some(m) = entry(&mut missing, &present, cited) {
+            if let Some(m) = entry(&mut missing, present, cited) {
                 m.certified_citers.push(id.clone());
             }
         }
     }
-    for (id, who) in &receipted {
-        if let Some(m) = entry(&mut missing, &present, id) {
+    for (id, who) in &receipted.by {
+        if let Some(m) = entry(&mut missing, present, id) {
             m.receipted_by.extend(who.iter().cloned());
             m.receipted_at
-                .extend(receipt_times.get(id).into_iter().flatten().copied());
+                .extend(receipted.times.get(id).into_iter().flatten().copied());
         }
     }
     for (id, &(epoch, _, intact)) in sealed {
         if intact {
-            if let Some(m) = entry(&mut missing, &present, id) {
+            if let Some(m) = entry(&mut missing, present, id) {
                 m.sealed_in = Some(epoch);
             }
         }
     }
-    out.missing = missing.into_values().collect();
-
-    // Payloads.
-    if let Some(store) = store {
-        for (id, c) in &out.certified {
-            if let Payload::Stored { digest, .. } = &c.envelope.envelope().payload {
-                let status = store.status(digest);
-                let corrupted = status == PayloadStatus::Available && store.get(digest).is_err();
-                out.payloads.push(PayloadFinding {
-                    message: id.clone(),
-                    digest: *digest,
-                    status,
-                    corrupted,
-                });
-            }
-        }
-    }
+    missing.into_values().collect()
 }
 
 /// The keepers whose co-signatures an epoch needs, and how many of them.

@@ -1,7 +1,10 @@
-// Shared by `examples/gen_vectors.rs` (writes testdata/vectors.json) and
-// `tests/it/vectors.rs` (checks the committed file against the code).
-//
-// Everything here is deterministic: keys come from `derive_signing_key`.
+//! The test vectors of `audita-evidence`: keys, signed envelopes, a receipt, Merkle
+//! roots and proofs, sealed epochs and their checkpoints.
+//!
+//! Shared by `examples/gen_vectors.rs` (writes testdata/vectors.json) and
+//! `tests/it/vectors.rs` (checks the committed file against the code).
+//!
+//! Everything here is deterministic: keys come from `derive_signing_key`.
 
 use audita_evidence::merkle::{leaf_hash, root_from_leaf_hashes};
 use audita_evidence::*;
@@ -15,6 +18,11 @@ fn p(n: &str) -> PrincipalId {
     PrincipalId::new(n).unwrap()
 }
 
+/// The log origin of the vectors' epochs.
+const ORIGIN: &str = "audita.example/vector-log";
+/// The keeper co-signing the vectors' checkpoints.
+const KEEPER: &str = "insurer.example/keeper";
+
 pub fn vectors() -> Value {
     let seed = 2026;
     let names = ["planner", "dispatcher", "supervisor", "agv-7", "lidar-3"];
@@ -25,7 +33,50 @@ pub fn vectors() -> Value {
             json!({"name": n, "seed": seed, "secret": h(&k.to_bytes()), "public": h(k.verifying_key().as_bytes())})
         })
         .collect();
+    let envs = episode(seed);
+    let [_, _, _, halt] = &envs;
+    let envelopes: Vec<Value> = envs
+        .iter()
+        .map(|e| {
+            json!({
+                "kind": e.envelope().payload.kind(),
+                "author": e.id().author.as_str(),
+                "signed": h(e.as_bytes()),
+                "bytes": e.as_bytes().len(),
+                "id_digest": h(&e.id().digest),
+                "leaf": h(&e.id().leaf_bytes()),
+                "leaf_hash": h(&leaf_hash(&e.id().leaf_bytes())),
+            })
+        })
+        .collect();
+    let receipt = Receipt::sign(
+        halt.id().clone(),
+        p("agv-7"),
+        1_031,
+        &derive_signing_key(seed, "agv-7"),
+    );
+    let origin = ORIGIN;
+    let keeper = KEEPER;
+    let log_key = derive_signing_key(seed, origin);
+    let keeper_key = derive_signing_key(seed, keeper);
+    json!({
+        "description": "audita-evidence test vectors; regenerate with `cargo run -p audita-evidence --example gen_vectors`",
+        "keys": keys,
+        "log": {"origin": origin, "public": h(log_key.verifying_key().as_bytes()),
+                "note_key_id": h(&key_id(origin, 0x01, &log_key.verifying_key()))},
+        "keeper": {"name": keeper, "public": h(keeper_key.verifying_key().as_bytes()),
+                   "cosignature_key_id": h(&key_id(keeper, 0x04, &keeper_key.verifying_key()))},
+        "envelopes": envelopes,
+        "receipt": {"signed": h(receipt.as_bytes()), "message": h(&halt.id().digest), "recipient": "agv-7"},
+        "merkle": merkle(),
+        "epochs": epochs(seed, &envs),
+    })
+}
 
+/// One episode, signed: a lidar report, the planner's text citing it, the
+/// dispatcher's `move_to` citing that, and the supervisor's `halt` citing the report
+/// and the move.
+fn episode(seed: u64) -> [SignedEnvelope; 4] {
     let sensor = Envelope::new(
         p("lidar-3"),
         p("supervisor"),
@@ -91,29 +142,12 @@ pub fn vectors() -> Value {
     })
     .sign(&derive_signing_key(seed, "supervisor"))
     .unwrap();
-    let envs = [&sensor, &plan, &mv, &halt];
-    let envelopes: Vec<Value> = envs
-        .iter()
-        .map(|e| {
-            json!({
-                "kind": e.envelope().payload.kind(),
-                "author": e.id().author.as_str(),
-                "signed": h(e.as_bytes()),
-                "bytes": e.as_bytes().len(),
-                "id_digest": h(&e.id().digest),
-                "leaf": h(&e.id().leaf_bytes()),
-                "leaf_hash": h(&leaf_hash(&e.id().leaf_bytes())),
-            })
-        })
-        .collect();
-    let receipt = Receipt::sign(
-        halt.id().clone(),
-        p("agv-7"),
-        1_031,
-        &derive_signing_key(seed, "agv-7"),
-    );
+    [sensor, plan, mv, halt]
+}
 
-    // Merkle: leaves are leaf hashes of the single bytes 0..n.
+/// Merkle vectors over the leaf hashes of the single bytes 0..13: the root of every
+/// prefix, and inclusion and consistency proofs.
+fn merkle() -> Value {
     let leaves: Vec<[u8; 32]> = (0u8..13).map(|i| leaf_hash(&[i])).collect();
     let roots: Vec<Value> = (0..=13)
         .map(|n| json!({"size": n, "root": h(&root_from_leaf_hashes(&leaves[..n]))}))
@@ -157,22 +191,25 @@ pub fn vectors() -> Value {
             "encoded": h(&proof.encode()),
         }));
     }
+    json!({"leaves": "leaf_hash([i]) for i in 0..13", "roots": roots, "inclusion": inclusion, "consistency": consistency})
+}
 
-    // Epochs and checkpoints.
-    let origin = "audita.example/vector-log";
-    let log_key = derive_signing_key(seed, origin);
-    let mut sealer = Sealer::new(origin, log_key.clone()).unwrap();
-    sealer.append_envelope(&sensor);
-    sealer.append_envelope(&plan);
+/// The episode sealed into two epochs (two messages each), each checkpoint
+/// co-signed by the keeper.
+fn epochs(seed: u64, envs: &[SignedEnvelope; 4]) -> Vec<Value> {
+    let [sensor, plan, mv, halt] = envs;
+    let log_key = derive_signing_key(seed, ORIGIN);
+    let mut sealer = Sealer::new(ORIGIN, log_key.clone()).unwrap();
+    sealer.append_envelope(sensor);
+    sealer.append_envelope(plan);
     let mut e0 = sealer.close_epoch(2_000);
-    sealer.append_envelope(&mv);
-    sealer.append_envelope(&halt);
+    sealer.append_envelope(mv);
+    sealer.append_envelope(halt);
     let mut e1 = sealer.close_epoch(3_000);
-    let keeper = "insurer.example/keeper";
-    let keeper_key = derive_signing_key(seed, keeper);
-    e0.checkpoint.cosign(keeper, &keeper_key, 1_790_000_000);
-    e1.checkpoint.cosign(keeper, &keeper_key, 1_790_000_100);
-    let epochs: Vec<Value> = [&e0, &e1]
+    let keeper_key = derive_signing_key(seed, KEEPER);
+    e0.checkpoint.cosign(KEEPER, &keeper_key, 1_790_000_000);
+    e1.checkpoint.cosign(KEEPER, &keeper_key, 1_790_000_100);
+    [&e0, &e1]
         .iter()
         .map(|e| {
             json!({
@@ -184,18 +221,5 @@ pub fn vectors() -> Value {
                 "checkpoint": e.checkpoint.to_text(),
             })
         })
-        .collect();
-
-    json!({
-        "description": "audita-evidence test vectors; regenerate with `cargo run -p audita-evidence --example gen_vectors`",
-        "keys": keys,
-        "log": {"origin": origin, "public": h(log_key.verifying_key().as_bytes()),
-                "note_key_id": h(&key_id(origin, 0x01, &log_key.verifying_key()))},
-        "keeper": {"name": keeper, "public": h(keeper_key.verifying_key().as_bytes()),
-                   "cosignature_key_id": h(&key_id(keeper, 0x04, &keeper_key.verifying_key()))},
-        "envelopes": envelopes,
-        "receipt": {"signed": h(receipt.as_bytes()), "message": h(&halt.id().digest), "recipient": "agv-7"},
-        "merkle": {"leaves": "leaf_hash([i]) for i in 0..13", "roots": roots, "inclusion": inclusion, "consistency": consistency},
-        "epochs": epochs,
-    })
+        .collect()
 }

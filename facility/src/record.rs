@@ -161,25 +161,7 @@ pub fn sign_record_hiding(
     let seed = sc.seed;
     let key = |n: &str| derive_signing_key(seed, n);
     let (run, frames) = spec.run_observed();
-    let mut keys = KeyRegistry::new();
-    let mut names: Vec<String> = vec![
-        OPERATOR.to_string(),
-        MONITOR.to_string(),
-        RTLS.to_string(),
-        QC.to_string(),
-    ];
-    names.extend(spec.principals.iter().map(|p| p.name.clone()));
-    names.extend(spec.robots.iter().map(|r| r.name.clone()));
-    names.extend(spec.batches.iter().map(|b| b.name.clone()));
-    for n in &names {
-        keys.add_principal(pid(n)?, key(n).verifying_key());
-    }
-    for k in KEEPERS {
-        keys.add_keeper(k, key(k).verifying_key())
-            .map_err(|_| RecordError::Name(k.to_string()))?;
-    }
-    keys.add_log(ORIGIN, key(ORIGIN).verifying_key())
-        .map_err(|_| RecordError::Name(ORIGIN.into()))?;
+    let keys = key_registry(spec, seed)?;
 
     // Items in time order: (timestamp ms, envelope, recipient).
     let mut out: Vec<(SignedEnvelope, String)> = Vec::new();
@@ -205,6 +187,163 @@ pub fn sign_record_hiding(
     ))?;
     let order_id = order.id().clone();
     out.push((order, order_to.clone()));
+    let events = record_events(spec, &run, &frames, off_bus);
+    let mut report_ids: Vec<Option<MessageId>> = vec![None; run.reports.len()];
+    let mut command_ids: Vec<Option<MessageId>> = vec![None; spec.commands.len()];
+    let to_super = supervisor_or(spec, &order_to);
+    let mut n = 0u64;
+    for &(tick, class, i) in &events {
+        // Reports, actuations and commands take sub-tick sequence numbers; telemetry
+        // closes its tick (it reports the state after the tick's actuations and motion).
+        let stamp = if class >= 3 {
+            u64::from(tick) * 100 + 99
+        } else {
+            n += 1;
+            u64::from(tick) * 100 + ((n - 1) % 100)
+        };
+        match class {
+            0 => {
+                let s = sign(report_envelope(spec, &run.reports[i], &to_super, stamp)?)?;
+                report_ids[i] = Some(s.id().clone());
+                out.push((s, to_super.clone()));
+            }
+            1 => {
+                let e = &run.actuations[i];
+                let Source::Command(c) = e.source else {
+                    continue;
+                };
+                let Some(cid) = command_ids.get(c.0 as usize).cloned().flatten() else {
+                    continue;
+                };
+                let author = spec.name(spec.commands[c.0 as usize].author).to_string();
+                let s = sign(actuation_envelope(spec, e, &author, cid, stamp)?)?;
+                out.push((s, author));
+            }
+            2 => {
+                let c = &spec.commands[i];
+                let cites = Citations {
+                    hidden: hidden_citations,
+                    commands: &command_ids,
+                    reports: &report_ids,
+                    order: &order_id,
+                }
+                .of(CommandId(i as u32), c);
+                let (env, dest) = command_envelope(spec, seed, c, cites, stamp)?;
+                let s = sign(env)?;
+                command_ids[i] = Some(s.id().clone());
+                out.push((s, dest));
+            }
+            3 => {
+                let reading = rtls_reading(spec, &frames[i]);
+                let s = sign(telemetry(RTLS, stamp, reading)?)?;
+                out.push((s, MONITOR.to_string()));
+            }
+            _ => {
+                let reading = qc_reading(spec, &frames[i]);
+                let s = sign(telemetry(QC, stamp, reading)?)?;
+                out.push((s, MONITOR.to_string()));
+            }
+        }
+    }
+    let command_map = command_ids.clone();
+    let command_ids: Vec<MessageId> = command_ids.into_iter().flatten().collect();
+
+    let record = seal(seed, &receipted(seed, &out)?)?;
+    Ok(SignedRecord {
+        record,
+        keys,
+        envelopes: out.into_iter().map(|(e, _)| e).collect(),
+        command_ids,
+        command_map,
+    })
+}
+
+/// Each envelope with the receipt its recipient signs (1 ms after it).
+fn receipted(
+    seed: u64,
+    out: &[(SignedEnvelope, String)],
+) -> Result<Vec<(SignedEnvelope, Receipt)>, RecordError> {
+    let mut signed = Vec::with_capacity(out.len());
+    for (env, to) in out {
+        let r = Receipt::sign(
+            env.id().clone(),
+            pid(to)?,
+            env.envelope().timestamp + 1,
+            &derive_signing_key(seed, to),
+        );
+        signed.push((env.clone(), r));
+    }
+    Ok(signed)
+}
+
+/// What a command's citations are drawn from: the citations hidden from the record,
+/// the ids of the commands and reports signed so far, and the shift order's id.
+struct Citations<'a> {
+    hidden: &'a std::collections::BTreeSet<(CommandId, CommandId)>,
+    commands: &'a [Option<MessageId>],
+    reports: &'a [Option<MessageId>],
+    order: &'a MessageId,
+}
+
+impl Citations<'_> {
+    /// The citations of command `id`: its recorded inputs (those signed and not
+    /// hidden) and reports, else the shift order.
+    fn of(&self, id: CommandId, c: &crate::world::Command) -> Vec<MessageId> {
+        let mut cites: Vec<MessageId> = c
+            .cites
+            .iter()
+            .filter(|x| !self.hidden.contains(&(id, **x)))
+            .filter_map(|x| self.commands.get(x.0 as usize).cloned().flatten())
+            .collect();
+        cites.extend(
+            c.cites_reports
+                .iter()
+                .filter_map(|r| self.reports.get(*r as usize).cloned().flatten()),
+        );
+        if cites.is_empty() {
+            cites.push(self.order.clone());
+        }
+        cites
+    }
+}
+
+/// The registry of a facility record: every principal (operator, monitor, tracking
+/// system, quality-control station, the spec's principals, robots and batch lines),
+/// the keepers and the log, each with its key derived from `seed`.
+fn key_registry(spec: &crate::world::WorldSpec, seed: u64) -> Result<KeyRegistry, RecordError> {
+    let key = |n: &str| derive_signing_key(seed, n);
+    let mut keys = KeyRegistry::new();
+    let mut names: Vec<String> = vec![
+        OPERATOR.to_string(),
+        MONITOR.to_string(),
+        RTLS.to_string(),
+        QC.to_string(),
+    ];
+    names.extend(spec.principals.iter().map(|p| p.name.clone()));
+    names.extend(spec.robots.iter().map(|r| r.name.clone()));
+    names.extend(spec.batches.iter().map(|b| b.name.clone()));
+    for n in &names {
+        keys.add_principal(pid(n)?, key(n).verifying_key());
+    }
+    for k in KEEPERS {
+        keys.add_keeper(k, key(k).verifying_key())
+            .map_err(|_| RecordError::Name(k.to_string()))?;
+    }
+    keys.add_log(ORIGIN, key(ORIGIN).verifying_key())
+        .map_err(|_| RecordError::Name(ORIGIN.into()))?;
+    Ok(keys)
+}
+
+/// What the record holds after the shift order, as `(tick, class, index)` in time
+/// order: sensor reports (class 0), realised actuations of commands (1), commands
+/// on the bus (2, not reference counterparts nor `off_bus` ones), then telemetry
+/// last in its tick — tracking frames (3) and batch readings (4).
+fn record_events(
+    spec: &crate::world::WorldSpec,
+    run: &crate::world::Run,
+    frames: &[crate::world::Frame],
+    off_bus: &std::collections::BTreeSet<CommandId>,
+) -> Vec<(u32, u8, usize)> {
     // Sensor reports, commands, realised actuations and the incident report, merged in
     // time order: within a tick, reports, then actuations, then commands (index order),
     // then the incident report.
@@ -248,191 +387,141 @@ pub fn sign_record_hiding(
         }
     }
     events.sort();
-    let mut report_ids: Vec<Option<MessageId>> = vec![None; run.reports.len()];
-    let mut command_ids: Vec<Option<MessageId>> = vec![None; spec.commands.len()];
-    let to_super = supervisor_or(spec, &order_to);
-    let mut n = 0u64;
-    for &(tick, class, i) in &events {
-        // Reports, actuations and commands take sub-tick sequence numbers; telemetry
-        // closes its tick (it reports the state after the tick's actuations and motion).
-        let stamp = if class >= 3 {
-            u64::from(tick) * 100 + 99
-        } else {
-            n += 1;
-            u64::from(tick) * 100 + ((n - 1) % 100)
-        };
-        match class {
-            0 => {
-                let r = &run.reports[i];
-                let sensor = spec.name(r.sensor).to_string();
-                let env = Envelope::new(
-                    pid(&sensor)?,
-                    pid(&to_super)?,
-                    stamp,
-                    Payload::SensorReport {
-                        sensor: sensor.clone(),
-                        reading: format!(
-                            "human {} entered {}",
-                            spec.humans
-                                .get(r.human as usize)
-                                .map(|h| h.name.as_str())
-                                .unwrap_or("?"),
-                            spec.zones[r.zone as usize].name
-                        ),
-                    },
-                );
-                let s = sign(env)?;
-                report_ids[i] = Some(s.id().clone());
-                out.push((s, to_super.clone()));
-            }
-            1 => {
-                let e = &run.actuations[i];
-                let Source::Command(c) = e.source else {
-                    continue;
-                };
-                let Some(cid) = command_ids.get(c.0 as usize).cloned().flatten() else {
-                    continue;
-                };
-                let actuator = target_name(spec, e.action);
-                let author = spec.name(spec.commands[c.0 as usize].author).to_string();
-                let env = Envelope::new(
-                    pid(&actuator)?,
-                    pid(&author)?,
-                    stamp,
-                    Payload::ToolOutput {
-                        tool: "actuator".into(),
-                        output: format!("{} realised at tick {}", e.action.name(), e.tick),
-                    },
-                )
-                .cite([cid]);
-                let s = sign(env)?;
-                out.push((s, author));
-            }
-            2 => {
-                let c = &spec.commands[i];
-                let author = spec.name(c.author).to_string();
-                let (dest, target) = match (c.destination, c.action) {
-                    (Destination::Principal(p), a) => {
-                        (spec.name(p).to_string(), target_name(spec, a))
-                    }
-                    (Destination::Actuator, a) => (target_name(spec, a), target_name(spec, a)),
-                };
-                let (payload, effect) = match c.action {
-                    Action::MoveTo { to, .. } => (
-                        Payload::MoveTo {
-                            target: target.clone(),
-                            x_mm: to.x,
-                            y_mm: to.y,
-                        },
-                        Effect::AtPosition {
-                            target: target.clone(),
-                            x_mm: to.x,
-                            y_mm: to.y,
-                            tolerance_mm: 50,
-                        },
-                    ),
-                    Action::SetSpeed { speed, .. } => (
-                        Payload::SetSpeed {
-                            target: target.clone(),
-                            mm_per_s: speed.max(0) as u64 * 10,
-                        },
-                        Effect::Speed {
-                            target: target.clone(),
-                            mm_per_s: speed.max(0) as u64 * 10,
-                        },
-                    ),
-                    Action::Halt { .. } => (
-                        Payload::Halt {
-                            target: target.clone(),
-                        },
-                        Effect::Halted {
-                            target: target.clone(),
-                        },
-                    ),
-                    Action::SetParam { value, .. } => (
-                        Payload::SetParam {
-                            target: target.clone(),
-                            name: "param".into(),
-                            value,
-                        },
-                        Effect::Param {
-                            target: target.clone(),
-                            name: "param".into(),
-                            value,
-                        },
-                    ),
-                };
-                let mut cites: Vec<MessageId> = c
-                    .cites
-                    .iter()
-                    .filter(|x| !hidden_citations.contains(&(CommandId(i as u32), **x)))
-                    .filter_map(|x| command_ids.get(x.0 as usize).cloned().flatten())
-                    .collect();
-                cites.extend(
-                    c.cites_reports
-                        .iter()
-                        .filter_map(|r| report_ids.get(*r as usize).cloned().flatten()),
-                );
-                if cites.is_empty() {
-                    cites.push(order_id.clone());
-                }
-                let policy = match c.derivation {
-                    Derivation::Origin => "origin",
-                    Derivation::RelayAny => "relay-any",
-                    Derivation::RelayAll => "relay-all",
-                };
-                let env = Envelope::new(pid(&author)?, pid(&dest)?, stamp, payload)
-                    .cite(cites)
-                    .with_effect(effect)
-                    .with_pins(ReplayPins {
-                        model_id: Some(format!(
-                            "{}-policy",
-                            spec.principals[c.author.0 as usize].role.as_str()
-                        )),
-                        model_hash: None,
-                        seed: Some(seed),
-                        tools: vec![ToolPin {
-                            name: "policy".into(),
-                            version: policy.into(),
-                        }],
-                    });
-                let s = sign(env)?;
-                command_ids[i] = Some(s.id().clone());
-                out.push((s, dest));
-            }
-            3 => {
-                let reading = rtls_reading(spec, &frames[i]);
-                let s = sign(telemetry(RTLS, stamp, reading)?)?;
-                out.push((s, MONITOR.to_string()));
-            }
-            _ => {
-                let reading = qc_reading(spec, &frames[i]);
-                let s = sign(telemetry(QC, stamp, reading)?)?;
-                out.push((s, MONITOR.to_string()));
-            }
-        }
-    }
-    let command_map = command_ids.clone();
-    let command_ids: Vec<MessageId> = command_ids.into_iter().flatten().collect();
+    events
+}
 
-    let mut signed = Vec::with_capacity(out.len());
-    for (env, to) in &out {
-        let r = Receipt::sign(
-            env.id().clone(),
-            pid(to)?,
-            env.envelope().timestamp + 1,
-            &key(to),
-        );
-        signed.push((env.clone(), r));
+/// A sensor report: a root `sensor_report` of its sensor, addressed to `to_super`.
+fn report_envelope(
+    spec: &crate::world::WorldSpec,
+    r: &crate::world::SensorReport,
+    to_super: &str,
+    stamp: u64,
+) -> Result<Envelope, RecordError> {
+    let sensor = spec.name(r.sensor).to_string();
+    Ok(Envelope::new(
+        pid(&sensor)?,
+        pid(to_super)?,
+        stamp,
+        Payload::SensorReport {
+            sensor: sensor.clone(),
+            reading: format!(
+                "human {} entered {}",
+                spec.humans
+                    .get(r.human as usize)
+                    .map(|h| h.name.as_str())
+                    .unwrap_or("?"),
+                spec.zones[r.zone as usize].name
+            ),
+        },
+    ))
+}
+
+/// A realised actuation: a `tool_output` of the actuator, addressed to the command's
+/// `author` and citing the command `cid` it realised.
+fn actuation_envelope(
+    spec: &crate::world::WorldSpec,
+    e: &crate::world::ActuationEvent,
+    author: &str,
+    cid: MessageId,
+    stamp: u64,
+) -> Result<Envelope, RecordError> {
+    let actuator = target_name(spec, e.action);
+    Ok(Envelope::new(
+        pid(&actuator)?,
+        pid(author)?,
+        stamp,
+        Payload::ToolOutput {
+            tool: "actuator".into(),
+            output: format!("{} realised at tick {}", e.action.name(), e.tick),
+        },
+    )
+    .cite([cid]))
+}
+
+/// A command as signed: its payload and declared effect, its citations `cites`, the
+/// policy that produced it pinned for replay; and its recipient (the destination
+/// principal, or the actuator).
+fn command_envelope(
+    spec: &crate::world::WorldSpec,
+    seed: u64,
+    c: &crate::world::Command,
+    cites: Vec<MessageId>,
+    stamp: u64,
+) -> Result<(Envelope, String), RecordError> {
+    let author = spec.name(c.author).to_string();
+    let (dest, target) = match (c.destination, c.action) {
+        (Destination::Principal(p), a) => (spec.name(p).to_string(), target_name(spec, a)),
+        (Destination::Actuator, a) => (target_name(spec, a), target_name(spec, a)),
+    };
+    let (payload, effect) = payload_and_effect(c.action, target);
+    let policy = match c.derivation {
+        Derivation::Origin => "origin",
+        Derivation::RelayAny => "relay-any",
+        Derivation::RelayAll => "relay-all",
+    };
+    let env = Envelope::new(pid(&author)?, pid(&dest)?, stamp, payload)
+        .cite(cites)
+        .with_effect(effect)
+        .with_pins(ReplayPins {
+            model_id: Some(format!(
+                "{}-policy",
+                spec.principals[c.author.0 as usize].role.as_str()
+            )),
+            model_hash: None,
+            seed: Some(seed),
+            tools: vec![ToolPin {
+                name: "policy".into(),
+                version: policy.into(),
+            }],
+        });
+    Ok((env, dest))
+}
+
+/// The payload of `action` on `target` and the effect it declares.
+fn payload_and_effect(action: Action, target: String) -> (Payload, Effect) {
+    match action {
+        Action::MoveTo { to, .. } => (
+            Payload::MoveTo {
+                target: target.clone(),
+                x_mm: to.x,
+                y_mm: to.y,
+            },
+            Effect::AtPosition {
+                target,
+                x_mm: to.x,
+                y_mm: to.y,
+                tolerance_mm: 50,
+            },
+        ),
+        Action::SetSpeed { speed, .. } => (
+            Payload::SetSpeed {
+                target: target.clone(),
+                mm_per_s: speed.max(0) as u64 * 10,
+            },
+            Effect::Speed {
+                target,
+                mm_per_s: speed.max(0) as u64 * 10,
+            },
+        ),
+        Action::Halt { .. } => (
+            Payload::Halt {
+                target: target.clone(),
+            },
+            Effect::Halted { target },
+        ),
+        Action::SetParam { value, .. } => (
+            Payload::SetParam {
+                target: target.clone(),
+                name: "param".into(),
+                value,
+            },
+            Effect::Param {
+                target,
+                name: "param".into(),
+                value,
+            },
+        ),
     }
-    let record = seal(seed, &signed)?;
-    Ok(SignedRecord {
-        record,
-        keys,
-        envelopes: out.into_iter().map(|(e, _)| e).collect(),
-        command_ids,
-        command_map,
-    })
 }
 
 /// A telemetry report: a root `sensor_report` of `author`, addressed to the incident

@@ -766,6 +766,8 @@ impl WorldSpec {
         (run, frames)
     }
 
+    /// Runs the world under an intervention, recording each tick's [`Frame`] into
+    /// `frames` when given.
     fn run_recording(
         &self,
         iv: &Intervention,
@@ -774,7 +776,60 @@ impl WorldSpec {
         mut frames: Option<&mut Vec<Frame>>,
     ) -> Run {
         let eff = self.effective(&iv.absent);
-        // Schedule: (effect tick, order key, source, action).
+        let sched = self.schedule(iv, mode, &eff, &reports);
+        let mut state = Motion::initial(self);
+        let mut actuations = Vec::new();
+        let mut next = 0usize;
+        let mut adverse = None;
+        for tick in 0..=self.horizon {
+            // 1. Apply actuations due this tick.
+            while next < sched.len() && sched[next].0 <= tick {
+                let (_, _, source, action) = sched[next];
+                next += 1;
+                state.apply(action);
+                actuations.push(ActuationEvent {
+                    tick,
+                    source,
+                    action,
+                });
+            }
+            // 2. Move.
+            if tick > 0 {
+                state.step(&self.humans, tick);
+            }
+            if let Some(frames) = frames.as_deref_mut() {
+                frames.push(state.frame(tick));
+            }
+            // 3. Predicates.
+            adverse = state.adverse(self, tick);
+            if adverse.is_some() {
+                break;
+            }
+        }
+        let effective = eff
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| **e)
+            .map(|(i, _)| CommandId(i as u32))
+            .collect();
+        Run {
+            effective,
+            actuations,
+            reports,
+            adverse,
+        }
+    }
+
+    /// The actuation schedule, as `(effect tick, order key, source, action)` sorted:
+    /// the effective actuating commands after their latency (under `mode`, jittered or
+    /// dropped), the halts of the duties `iv` fulfils, and the exogenous events.
+    fn schedule(
+        &self,
+        iv: &Intervention,
+        mode: Mode,
+        eff: &[bool],
+        reports: &[SensorReport],
+    ) -> Vec<(u32, u32, Source, Action)> {
         let mut sched: Vec<(u32, u32, Source, Action)> = Vec::new();
         let mut rng = match mode {
             Mode::Pinned => None,
@@ -806,7 +861,7 @@ impl WorldSpec {
             }
         }
         for &d in &iv.fulfilled {
-            if let Some((tick, robot, _)) = self.dutiful_halt(d, &reports) {
+            if let Some((tick, robot, _)) = self.dutiful_halt(d, reports) {
                 // Dutiful halts are ordered before same-tick commands.
                 sched.push((
                     tick + self.latency,
@@ -817,159 +872,24 @@ impl WorldSpec {
             }
         }
         for (k, e) in self.exogenous.iter().enumerate() {
+            let source = Source::Exogenous(k as u16);
             match *e {
-                Exogenous::Drift { tick, batch, value } => sched.push((
-                    tick,
-                    0,
-                    Source::Exogenous(k as u16),
-                    Action::SetParam { batch, value },
-                )),
+                Exogenous::Drift { tick, batch, value } => {
+                    sched.push((tick, 0, source, Action::SetParam { batch, value }))
+                }
                 Exogenous::Lurch {
                     tick,
                     robot,
                     to,
                     speed,
                 } => {
-                    sched.push((
-                        tick,
-                        0,
-                        Source::Exogenous(k as u16),
-                        Action::SetSpeed { robot, speed },
-                    ));
-                    sched.push((
-                        tick,
-                        0,
-                        Source::Exogenous(k as u16),
-                        Action::MoveTo { robot, to },
-                    ));
+                    sched.push((tick, 0, source, Action::SetSpeed { robot, speed }));
+                    sched.push((tick, 0, source, Action::MoveTo { robot, to }));
                 }
             }
         }
         sched.sort_by_key(|a| (a.0, a.1, a.2));
-
-        let mut rpos: Vec<Point> = self.robots.iter().map(|r| r.pos).collect();
-        let mut rtarget: Vec<Option<Point>> = self.robots.iter().map(|r| r.target).collect();
-        let mut rspeed: Vec<i64> = self.robots.iter().map(|r| r.speed).collect();
-        let mut halted: Vec<bool> = vec![false; self.robots.len()];
-        let mut bval: Vec<i64> = self.batches.iter().map(|b| b.value).collect();
-        let mut hpos: Vec<Point> = self
-            .humans
-            .iter()
-            .map(|h| h.path.first().copied().unwrap_or_default())
-            .collect();
-        let mut hleg: Vec<usize> = vec![1; self.humans.len()];
-        let mut actuations = Vec::new();
-        let mut next = 0usize;
-        let mut adverse = None;
-        'time: for tick in 0..=self.horizon {
-            // 1. Apply actuations due this tick.
-            while next < sched.len() && sched[next].0 <= tick {
-                let (_, _, source, action) = sched[next];
-                next += 1;
-                match action {
-                    Action::MoveTo { robot, to } => {
-                        if let Some(t) = rtarget.get_mut(robot.0 as usize) {
-                            if !halted[robot.0 as usize] {
-                                *t = Some(to);
-                            }
-                        }
-                    }
-                    Action::SetSpeed { robot, speed } => {
-                        if let Some(s) = rspeed.get_mut(robot.0 as usize) {
-                            if !halted[robot.0 as usize] {
-                                *s = speed.max(0);
-                            }
-                        }
-                    }
-                    Action::Halt { robot } => {
-                        if let Some(h) = halted.get_mut(robot.0 as usize) {
-                            *h = true;
-                            rspeed[robot.0 as usize] = 0;
-                        }
-                    }
-                    Action::SetParam { batch, value } => {
-                        if let Some(v) = bval.get_mut(batch.0 as usize) {
-                            *v = value;
-                        }
-                    }
-                }
-                actuations.push(ActuationEvent {
-                    tick,
-                    source,
-                    action,
-                });
-            }
-            // 2. Move.
-            if tick > 0 {
-                for r in 0..rpos.len() {
-                    if let Some(t) = rtarget[r] {
-                        if !halted[r] {
-                            rpos[r] = rpos[r].step_towards(t, rspeed[r]);
-                        }
-                    }
-                }
-                step_humans(&self.humans, &mut hpos, &mut hleg, tick);
-            }
-            if let Some(frames) = frames.as_deref_mut() {
-                frames.push(Frame {
-                    tick,
-                    robots: (0..rpos.len())
-                        .map(|r| RobotState {
-                            pos: rpos[r],
-                            speed: if rtarget[r].is_some_and(|t| t != rpos[r]) && !halted[r] {
-                                rspeed[r]
-                            } else {
-                                0
-                            },
-                            halted: halted[r],
-                        })
-                        .collect(),
-                    humans: hpos.clone(),
-                    batches: bval.clone(),
-                });
-            }
-            // 3. Predicates.
-            for (r, rp) in rpos.iter().enumerate() {
-                for (h, hp) in hpos.iter().enumerate() {
-                    if rp.dist2(*hp) < (SEPARATION_MM as i128) * (SEPARATION_MM as i128) {
-                        let moving = rtarget[r].is_some_and(|t| t != *rp) && !halted[r];
-                        let v = if moving { rspeed[r] as u128 } else { 0 };
-                        // v mm/tick = v/100 m/s; ½·m·v² J = m·v²/20000 J = m·v²/20 mJ.
-                        let sev = (self.robots[r].mass_kg as u128 * v * v / 20) as u64;
-                        adverse = Some(Adverse::Safety {
-                            tick,
-                            robot: RobotId(r as u16),
-                            human: h as u16,
-                            severity_mj: sev,
-                        });
-                        break 'time;
-                    }
-                }
-            }
-            for (b, v) in bval.iter().enumerate() {
-                let (lo, hi) = self.batches[b].range;
-                if *v < lo || *v > hi {
-                    adverse = Some(Adverse::Quality {
-                        tick,
-                        batch: BatchId(b as u16),
-                        value: *v,
-                    });
-                    break 'time;
-                }
-            }
-        }
-        let effective = eff
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| **e)
-            .map(|(i, _)| CommandId(i as u32))
-            .collect();
-        Run {
-            effective,
-            actuations,
-            reports,
-            adverse,
-        }
+        sched
     }
 
     /// Runs the recorded world (no intervention).
@@ -988,6 +908,138 @@ impl WorldSpec {
                     && !self.duty_fulfilled(*d, &reports)
             })
             .collect()
+    }
+}
+
+/// The moving state of a world during a run: robots (position, target, speed,
+/// halted), batch values, and humans (position, next leg of their path).
+struct Motion {
+    rpos: Vec<Point>,
+    rtarget: Vec<Option<Point>>,
+    rspeed: Vec<i64>,
+    halted: Vec<bool>,
+    bval: Vec<i64>,
+    hpos: Vec<Point>,
+    hleg: Vec<usize>,
+}
+
+impl Motion {
+    /// The state at tick 0, as `spec` declares it.
+    fn initial(spec: &WorldSpec) -> Motion {
+        Motion {
+            rpos: spec.robots.iter().map(|r| r.pos).collect(),
+            rtarget: spec.robots.iter().map(|r| r.target).collect(),
+            rspeed: spec.robots.iter().map(|r| r.speed).collect(),
+            halted: vec![false; spec.robots.len()],
+            bval: spec.batches.iter().map(|b| b.value).collect(),
+            hpos: spec
+                .humans
+                .iter()
+                .map(|h| h.path.first().copied().unwrap_or_default())
+                .collect(),
+            hleg: vec![1; spec.humans.len()],
+        }
+    }
+
+    /// Applies an actuation: a halted robot takes no new target or speed; a halt
+    /// latches and stops it.
+    fn apply(&mut self, action: Action) {
+        match action {
+            Action::MoveTo { robot, to } => {
+                if let Some(t) = self.rtarget.get_mut(robot.0 as usize) {
+                    if !self.halted[robot.0 as usize] {
+                        *t = Some(to);
+                    }
+                }
+            }
+            Action::SetSpeed { robot, speed } => {
+                if let Some(s) = self.rspeed.get_mut(robot.0 as usize) {
+                    if !self.halted[robot.0 as usize] {
+                        *s = speed.max(0);
+                    }
+                }
+            }
+            Action::Halt { robot } => {
+                if let Some(h) = self.halted.get_mut(robot.0 as usize) {
+                    *h = true;
+                    self.rspeed[robot.0 as usize] = 0;
+                }
+            }
+            Action::SetParam { batch, value } => {
+                if let Some(v) = self.bval.get_mut(batch.0 as usize) {
+                    *v = value;
+                }
+            }
+        }
+    }
+
+    /// One tick of motion: every unhalted robot towards its target, every human
+    /// along its path.
+    fn step(&mut self, humans: &[Human], tick: u32) {
+        for r in 0..self.rpos.len() {
+            if let Some(t) = self.rtarget[r] {
+                if !self.halted[r] {
+                    self.rpos[r] = self.rpos[r].step_towards(t, self.rspeed[r]);
+                }
+            }
+        }
+        step_humans(humans, &mut self.hpos, &mut self.hleg, tick);
+    }
+
+    /// Whether robot `r` is moving (a target not yet reached, not halted).
+    fn moving(&self, r: usize) -> bool {
+        self.rtarget[r].is_some_and(|t| t != self.rpos[r]) && !self.halted[r]
+    }
+
+    /// What the tracking and quality-control systems observe at `tick`.
+    fn frame(&self, tick: u32) -> Frame {
+        Frame {
+            tick,
+            robots: (0..self.rpos.len())
+                .map(|r| RobotState {
+                    pos: self.rpos[r],
+                    speed: if self.moving(r) { self.rspeed[r] } else { 0 },
+                    halted: self.halted[r],
+                })
+                .collect(),
+            humans: self.hpos.clone(),
+            batches: self.bval.clone(),
+        }
+    }
+
+    /// The adverse outcome at `tick`, if any: a robot within the separation of a
+    /// human (severity its kinetic energy), else a batch value out of range.
+    fn adverse(&self, spec: &WorldSpec, tick: u32) -> Option<Adverse> {
+        for (r, rp) in self.rpos.iter().enumerate() {
+            for (h, hp) in self.hpos.iter().enumerate() {
+                if rp.dist2(*hp) < (SEPARATION_MM as i128) * (SEPARATION_MM as i128) {
+                    let v = if self.moving(r) {
+                        self.rspeed[r] as u128
+                    } else {
+                        0
+                    };
+                    // v mm/tick = v/100 m/s; ½·m·v² J = m·v²/20000 J = m·v²/20 mJ.
+                    let sev = (spec.robots[r].mass_kg as u128 * v * v / 20) as u64;
+                    return Some(Adverse::Safety {
+                        tick,
+                        robot: RobotId(r as u16),
+                        human: h as u16,
+                        severity_mj: sev,
+                    });
+                }
+            }
+        }
+        for (b, v) in self.bval.iter().enumerate() {
+            let (lo, hi) = spec.batches[b].range;
+            if *v < lo || *v > hi {
+                return Some(Adverse::Quality {
+                    tick,
+                    batch: BatchId(b as u16),
+                    value: *v,
+                });
+            }
+        }
+        None
     }
 }
 

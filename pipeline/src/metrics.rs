@@ -100,6 +100,32 @@ pub struct Metrics {
     pub monitor_alert_latency: Histogram,
 }
 
+/// A counter (the name is static, so valid).
+fn counter(name: &str, help: &str) -> IntCounter {
+    IntCounter::new(name, help).expect("static metric name")
+}
+
+/// A counter with one label.
+fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), &[label]).expect("static metric name")
+}
+
+/// An integer gauge.
+fn int_gauge(name: &str, help: &str) -> IntGauge {
+    IntGauge::new(name, help).expect("static metric name")
+}
+
+/// A gauge.
+fn gauge(name: &str, help: &str) -> Gauge {
+    Gauge::new(name, help).expect("static metric name")
+}
+
+/// A histogram with `buckets`.
+fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
+    Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets))
+        .expect("static metric name")
+}
+
 impl Metrics {
     /// A fresh registry with every pipeline metric (and process metrics) registered:
     /// for a process running every stage (the embedded demo, `audita load`).
@@ -120,19 +146,35 @@ impl Metrics {
         })
     }
 
+    /// Every metric, registered where `keep` holds for its name (and the process
+    /// metrics), every label value created at 0.
     fn registering(keep: impl Fn(&str) -> bool) -> Metrics {
+        let m = Metrics::unregistered();
+        let collectors = m.collectors();
+        m.zero_label_values();
+        for c in collectors {
+            let name = c
+                .desc()
+                .first()
+                .map(|d| d.fq_name.clone())
+                .unwrap_or_default();
+            if name.starts_with("audita_") && !keep(&name) {
+                continue;
+            }
+            m.registry.register(c).expect("each metric registered once");
+        }
+        m
+    }
+
+    /// Every metric of the pipeline, with an empty registry.
+    fn unregistered() -> Metrics {
         let registry = Registry::new();
-        let counter =
-            |name: &str, help: &str| IntCounter::new(name, help).expect("static metric name");
-        let m = Metrics {
-            ingest_envelopes: IntCounterVec::new(
-                Opts::new(
-                    "audita_ingest_envelopes_total",
-                    "Envelopes read by ingest, by result",
-                ),
-                &["result"],
-            )
-            .expect("static metric name"),
+        Metrics {
+            ingest_envelopes: counter_vec(
+                "audita_ingest_envelopes_total",
+                "Envelopes read by ingest, by result",
+                "result",
+            ),
             sealer_messages: counter(
                 "audita_sealer_messages_sealed_total",
                 "Messages sealed into epochs",
@@ -141,11 +183,10 @@ impl Metrics {
                 "audita_sealer_late_total",
                 "Envelopes older than the dedupe horizon, quarantined as late",
             ),
-            sealer_watermark: Gauge::new(
+            sealer_watermark: gauge(
                 "audita_sealer_watermark_seconds",
                 "Event-time watermark of the sealer (record time, seconds)",
-            )
-            .expect("static metric name"),
+            ),
             sealer_duplicates: counter(
                 "audita_sealer_duplicates_total",
                 "Re-delivered messages not sealed twice",
@@ -159,171 +200,144 @@ impl Metrics {
                 "audita_sealer_cosignatures_total",
                 "Keeper co-signatures collected",
             ),
-            sealer_keepers_behind: IntGauge::new(
+            sealer_keepers_behind: int_gauge(
                 "audita_sealer_keepers_behind",
                 "Keepers whose latest co-signed size is behind the log's head",
-            )
-            .expect("static metric name"),
+            ),
             slicer_incidents: counter(
                 "audita_slicer_incidents_total",
                 "Incidents sliced and fanned out",
             ),
-            slicer_graph_messages: IntGauge::new(
+            slicer_graph_messages: int_gauge(
                 "audita_slicer_graph_messages",
                 "Messages in the citation graph",
-            )
-            .expect("static metric name"),
-            slicer_retained_epochs: IntGauge::new(
+            ),
+            slicer_retained_epochs: int_gauge(
                 "audita_slicer_retained_epochs",
                 "Epochs retained for inclusion proofs",
-            )
-            .expect("static metric name"),
+            ),
             slicer_evicted: counter(
                 "audita_slicer_evicted_messages_total",
                 "Messages evicted past the retention horizon",
             ),
-            slicer_waiting: IntGauge::new(
+            slicer_waiting: int_gauge(
                 "audita_slicer_waiting_declarations",
                 "Adverse declarations waiting for their slice",
-            )
-            .expect("static metric name"),
-            slicer_grace: Gauge::new(
+            ),
+            slicer_grace: gauge(
                 "audita_slicer_grace_seconds",
                 "Record time past a window's end the slicer waits (adapted to observed lateness)",
-            )
-            .expect("static metric name"),
-            slicer_spill_bytes: IntGauge::new(
+            ),
+            slicer_spill_bytes: int_gauge(
                 "audita_slicer_spill_bytes",
                 "Bytes of held messages and receipts the slicer keeps on disk",
-            )
-            .expect("static metric name"),
-            slicer_whole_window_scopes: IntCounter::new(
+            ),
+            slicer_whole_window_scopes: counter(
                 "audita_slicer_whole_window_scopes_total",
                 "Incidents scoped over their whole window (a missing citation or anchor)",
-            )
-            .expect("static metric name"),
+            ),
             slicer_unresolved: counter(
                 "audita_slicer_unresolved_citations_total",
                 "Citations emitted slices could not resolve",
             ),
-            slicer_slice_wait: Histogram::with_opts(
-                HistogramOpts::new(
-                    "audita_slicer_slice_wait_seconds",
-                    "Adverse declaration arrival to slice emission",
-                )
-                .buckets(vec![
+            slicer_slice_wait: histogram(
+                "audita_slicer_slice_wait_seconds",
+                "Adverse declaration arrival to slice emission",
+                vec![
                     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-                ]),
-            )
-            .expect("static metric name"),
+                ],
+            ),
             engine_verdicts: counter("audita_engine_verdicts_total", "Verdicts produced"),
-            engine_judge: Histogram::with_opts(
-                HistogramOpts::new(
-                    "audita_engine_judge_seconds",
-                    "Verify and judge one slice bundle",
-                )
-                .buckets(vec![
+            engine_judge: histogram(
+                "audita_engine_judge_seconds",
+                "Verify and judge one slice bundle",
+                vec![
                     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                ]),
-            )
-            .expect("static metric name"),
+                ],
+            ),
             sinks_rows: counter(
                 "audita_sinks_rows_written_total",
                 "Verdict rows written to Parquet",
             ),
-            sinks_incidents: IntCounterVec::new(
-                Opts::new(
-                    "audita_sinks_incidents_total",
-                    "Incidents recorded by the sink, by outcome (verdict, abstained)",
-                ),
-                &["outcome"],
-            )
-            .expect("static metric name"),
-            monitor_alerts: IntCounterVec::new(
-                Opts::new(
-                    "audita_monitor_alerts_total",
-                    "Alerts raised by the monitor, by kind",
-                ),
-                &["kind"],
-            )
-            .expect("static metric name"),
+            sinks_incidents: counter_vec(
+                "audita_sinks_incidents_total",
+                "Incidents recorded by the sink, by outcome (verdict, abstained)",
+                "outcome",
+            ),
+            monitor_alerts: counter_vec(
+                "audita_monitor_alerts_total",
+                "Alerts raised by the monitor, by kind",
+                "kind",
+            ),
             monitor_declarations: counter(
                 "audita_monitor_declarations_total",
                 "Adverse declarations the monitor derived and published",
             ),
-            monitor_pending: IntGauge::new(
+            monitor_pending: int_gauge(
                 "audita_monitor_pending_incidents",
                 "Incidents fired and waiting for the watermark to be declared",
-            )
-            .expect("static metric name"),
-            monitor_alert_latency: Histogram::with_opts(
-                HistogramOpts::new(
-                    "audita_monitor_alert_seconds",
-                    "Epoch arrival at the monitor to the alert's publication",
-                )
-                .buckets(vec![
+            ),
+            monitor_alert_latency: histogram(
+                "audita_monitor_alert_seconds",
+                "Epoch arrival at the monitor to the alert's publication",
+                vec![
                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-                ]),
-            )
-            .expect("static metric name"),
+                ],
+            ),
             registry,
             ready: Arc::new(AtomicBool::new(false)),
             stop: Arc::new(OnceLock::new()),
-        };
-        let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
-            Box::new(m.ingest_envelopes.clone()),
-            Box::new(m.sealer_messages.clone()),
-            Box::new(m.sealer_duplicates.clone()),
-            Box::new(m.sealer_epochs.clone()),
-            Box::new(m.sealer_under_witnessed.clone()),
-            Box::new(m.sealer_cosignatures.clone()),
-            Box::new(m.sealer_keepers_behind.clone()),
-            Box::new(m.sealer_late.clone()),
-            Box::new(m.sealer_watermark.clone()),
-            Box::new(m.slicer_incidents.clone()),
-            Box::new(m.slicer_graph_messages.clone()),
-            Box::new(m.slicer_retained_epochs.clone()),
-            Box::new(m.slicer_evicted.clone()),
-            Box::new(m.slicer_waiting.clone()),
-            Box::new(m.slicer_spill_bytes.clone()),
-            Box::new(m.slicer_whole_window_scopes.clone()),
-            Box::new(m.slicer_unresolved.clone()),
-            Box::new(m.slicer_grace.clone()),
-            Box::new(m.slicer_slice_wait.clone()),
-            Box::new(m.engine_verdicts.clone()),
-            Box::new(m.engine_judge.clone()),
-            Box::new(m.sinks_rows.clone()),
-            Box::new(m.sinks_incidents.clone()),
-            Box::new(m.monitor_alerts.clone()),
-            Box::new(m.monitor_declarations.clone()),
-            Box::new(m.monitor_pending.clone()),
-            Box::new(m.monitor_alert_latency.clone()),
+        }
+    }
+
+    /// Every metric of the pipeline, then the process collector.
+    fn collectors(&self) -> Vec<Box<dyn prometheus::core::Collector>> {
+        vec![
+            Box::new(self.ingest_envelopes.clone()),
+            Box::new(self.sealer_messages.clone()),
+            Box::new(self.sealer_duplicates.clone()),
+            Box::new(self.sealer_epochs.clone()),
+            Box::new(self.sealer_under_witnessed.clone()),
+            Box::new(self.sealer_cosignatures.clone()),
+            Box::new(self.sealer_keepers_behind.clone()),
+            Box::new(self.sealer_late.clone()),
+            Box::new(self.sealer_watermark.clone()),
+            Box::new(self.slicer_incidents.clone()),
+            Box::new(self.slicer_graph_messages.clone()),
+            Box::new(self.slicer_retained_epochs.clone()),
+            Box::new(self.slicer_evicted.clone()),
+            Box::new(self.slicer_waiting.clone()),
+            Box::new(self.slicer_spill_bytes.clone()),
+            Box::new(self.slicer_whole_window_scopes.clone()),
+            Box::new(self.slicer_unresolved.clone()),
+            Box::new(self.slicer_grace.clone()),
+            Box::new(self.slicer_slice_wait.clone()),
+            Box::new(self.engine_verdicts.clone()),
+            Box::new(self.engine_judge.clone()),
+            Box::new(self.sinks_rows.clone()),
+            Box::new(self.sinks_incidents.clone()),
+            Box::new(self.monitor_alerts.clone()),
+            Box::new(self.monitor_declarations.clone()),
+            Box::new(self.monitor_pending.clone()),
+            Box::new(self.monitor_alert_latency.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
-        ];
+        ]
+    }
+
+    /// Creates every label value a counter can take.
+    fn zero_label_values(&self) {
         // Every label value a counter can take exists from the start at 0, so a
         // dashboard's `rate()` or `increase()` has a series before the first event
         // (and an alert's first event is an increase, not a new series).
         for (v, values) in [
-            (&m.ingest_envelopes, &["accepted", "suspect"][..]),
-            (&m.sinks_incidents, &["verdict", "abstained"][..]),
-            (&m.monitor_alerts, &["fired", "near_miss"][..]),
+            (&self.ingest_envelopes, &["accepted", "suspect"][..]),
+            (&self.sinks_incidents, &["verdict", "abstained"][..]),
+            (&self.monitor_alerts, &["fired", "near_miss"][..]),
         ] {
             for value in values {
                 v.with_label_values(&[value]);
             }
         }
-        for c in collectors {
-            let name = c
-                .desc()
-                .first()
-                .map(|d| d.fq_name.clone())
-                .unwrap_or_default();
-            if name.starts_with("audita_") && !keep(&name) {
-                continue;
-            }
-            m.registry.register(c).expect("each metric registered once");
-        }
-        m
     }
 
     /// Marks the stage ready (connected and taking input) or not (starting, draining).

@@ -549,6 +549,8 @@ fn status_phrase(p: &str, f: &FindingView, standard: &str, predicate: &str) -> S
     }
 }
 
+/// The page of a graded (or abstained) verdict: its kind, header, summary, evidence
+/// graph, message table, responsibility bars, findings and replay receipts.
 fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> ReportPage {
     let mut page = base(record, origin);
     // No actuation anchor: the outcome is exogenous to the record. The slice's
@@ -592,101 +594,140 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
         .map(|i| format!("{} ({}, by {})", i.id, i.kind, i.author))
         .collect();
     // Summary.
-    let standard = page.standard.clone();
-    if page.kind == "unresolved" {
-        page.summary.push(format!(
-            "Unresolved: the declaration names no actuation anchor for {} at {}, but {} \
-             issued commands to {} that the record does not show realised. They are not \
-             anchors, and the record cannot exclude that they produced the outcome, so \
-             nobody is exonerated: {}.",
-            v.outcome,
-            page.t_wall,
-            unshown
-                .iter()
-                .map(|(p, _)| p.as_str())
-                .collect::<Vec<_>>()
-                .join(" and "),
-            record
-                .declaration
-                .as_ref()
-                .and_then(|d| d["targets"].as_array())
-                .map(|t| t
-                    .iter()
-                    .filter_map(|x| x.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "))
-                .unwrap_or_default(),
-            unshown
-                .iter()
-                .flat_map(|(_, f)| f.notes.iter().filter(|n| n.contains("not shown realised")))
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; ")
-        ));
+    page.summary = if page.kind == "unresolved" {
+        vec![unresolved_summary(record, v, &page.t_wall, &unshown)]
     } else if no_cause {
-        page.summary.push(format!(
+        vec![format!(
             "No principal is responsible for {} at {}: the declaration names no actuation \
              anchor, so the outcome is exogenous to the certified record (an event no \
              recorded command produced). Nobody is culpable, nobody is accused, and no \
              causal claim is made.",
             v.outcome, page.t_wall
-        ));
+        )]
     } else {
-        if v.status == "abstained" {
-            page.summary.push(format!(
-                "Audita abstained: {} No principal is found culpable on this incident.",
-                v.abstain_reason().unwrap_or_default()
-            ));
-        }
-        let culpable: Vec<&String> = v
-            .principals
-            .iter()
-            .filter(|(_, f)| f.culpable)
-            .map(|(p, _)| p)
-            .collect();
-        page.summary.push(if culpable.is_empty() {
-            format!(
-                "No principal is culpable for {} under the {standard} standard.",
-                v.outcome
-            )
-        } else {
-            format!(
-                "Under the {standard} standard, {} {} culpable for {} (severity {}).",
-                culpable
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-                if culpable.len() == 1 { "is" } else { "are" },
-                v.outcome,
-                page.severity
-            )
-        });
-        let rank = |status: &str| match status {
-            "culpable" => 0,
-            "unresolved" => 1,
-            "negligent_but_inert" => 2,
-            "involved_cleared" => 3,
-            _ => 4,
-        };
-        let mut ordered: Vec<(&String, &FindingView)> = v.principals.iter().collect();
-        ordered.sort_by_key(|(p, f)| (rank(&f.status), p.as_str()));
-        for (p, f) in ordered {
-            page.summary
-                .push(status_phrase(p, f, &standard, &v.outcome));
-        }
-        if v.claim.level != "causal" {
-            page.summary.push(format!(
-                "The incident-level claim is {}: no causal verdict is made through a non-witness edge.",
-                v.claim.level
-            ));
-        }
-    }
+        graded_summary(v, &page.standard, &page.severity)
+    };
     page.graph = graph(record, v, origin);
     page.messages = message_rows(record, v, origin);
-    // Bars.
-    page.bars = v
+    page.bars = bars(v);
+    page.bars_height = v.principals.len() as i64 * 28 + 20;
+    page.findings = v
         .principals
+        .iter()
+        .map(|(name, f)| finding_row(record, name, f))
+        .collect();
+    page.replay = v
+        .replay
+        .iter()
+        .map(|r| ReplayRow {
+            vars: r.vars.join(" ∧ "),
+            grade: fmt_rho(r.grade),
+            risk: format!("{:.3} → {:.3}", r.q0, r.q1),
+            runs: r.runs,
+            certified: r.certified,
+        })
+        .collect();
+    page
+}
+
+/// The summary of an unresolved incident: no anchor, and the `unshown` principals
+/// issued commands to the subject that the record does not show realised.
+fn unresolved_summary(
+    record: &VerdictRecord,
+    v: &VerdictView,
+    t_wall: &str,
+    unshown: &[(&String, &FindingView)],
+) -> String {
+    format!(
+        "Unresolved: the declaration names no actuation anchor for {} at {}, but {} \
+         issued commands to {} that the record does not show realised. They are not \
+         anchors, and the record cannot exclude that they produced the outcome, so \
+         nobody is exonerated: {}.",
+        v.outcome,
+        t_wall,
+        unshown
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect::<Vec<_>>()
+            .join(" and "),
+        record
+            .declaration
+            .as_ref()
+            .and_then(|d| d["targets"].as_array())
+            .map(|t| t
+                .iter()
+                .filter_map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", "))
+            .unwrap_or_default(),
+        unshown
+            .iter()
+            .flat_map(|(_, f)| f.notes.iter().filter(|n| n.contains("not shown realised")))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
+}
+
+/// The summary of a graded (or abstained) incident with a cause: the abstention,
+/// who is culpable under `standard`, one phrase per principal (culpable first), and
+/// the incident-level claim when it is not causal.
+fn graded_summary(v: &VerdictView, standard: &str, severity: &str) -> Vec<String> {
+    let mut summary = Vec::new();
+    if v.status == "abstained" {
+        summary.push(format!(
+            "Audita abstained: {} No principal is found culpable on this incident.",
+            v.abstain_reason().unwrap_or_default()
+        ));
+    }
+    let culpable: Vec<&String> = v
+        .principals
+        .iter()
+        .filter(|(_, f)| f.culpable)
+        .map(|(p, _)| p)
+        .collect();
+    summary.push(if culpable.is_empty() {
+        format!(
+            "No principal is culpable for {} under the {standard} standard.",
+            v.outcome
+        )
+    } else {
+        format!(
+            "Under the {standard} standard, {} {} culpable for {} (severity {}).",
+            culpable
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" and "),
+            if culpable.len() == 1 { "is" } else { "are" },
+            v.outcome,
+            severity
+        )
+    });
+    let rank = |status: &str| match status {
+        "culpable" => 0,
+        "unresolved" => 1,
+        "negligent_but_inert" => 2,
+        "involved_cleared" => 3,
+        _ => 4,
+    };
+    let mut ordered: Vec<(&String, &FindingView)> = v.principals.iter().collect();
+    ordered.sort_by_key(|(p, f)| (rank(&f.status), p.as_str()));
+    for (p, f) in ordered {
+        summary.push(status_phrase(p, f, standard, &v.outcome));
+    }
+    if v.claim.level != "causal" {
+        summary.push(format!(
+            "The incident-level claim is {}: no causal verdict is made through a non-witness edge.",
+            v.claim.level
+        ));
+    }
+    summary
+}
+
+/// One responsibility bar per principal: ρ_lo solid, the interval's span beside it.
+fn bars(v: &VerdictView) -> Vec<Bar> {
+    v.principals
         .iter()
         .enumerate()
         .map(|(i, (name, f))| Bar {
@@ -703,64 +744,52 @@ fn graded_page(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -
             colour: if f.culpable { "#c62828" } else { "#1565c0" },
             y: 10 + i as i64 * 28,
         })
-        .collect();
-    page.bars_height = v.principals.len() as i64 * 28 + 20;
-    page.findings = v
-        .principals
-        .iter()
-        .map(|(name, f)| FindingRowView {
-            name: name.clone(),
-            status: f.status.replace('_', " "),
-            interval: format!("[{}, {}]", fmt_rho(f.rho_lo), fmt_rho(f.rho_hi)),
-            breach: format!(
-                "specification: {} · reasonable agent: {}",
-                if f.breach.specification { "yes" } else { "no" },
-                if f.breach.reasonable_agent {
-                    "yes"
-                } else {
-                    "no"
-                }
-            ),
-            claim: f.claim.level.clone(),
-            flags: f.flags.join(", "),
-            duties: f
-                .duties
-                .iter()
-                .map(|d| {
-                    let meaning = record
-                        .duties
-                        .get(d)
-                        .map(|x| duty_meaning(&x.holder, &x.definition))
-                        .unwrap_or_else(|| "(declaration not in the record)".into());
-                    (d.clone(), meaning)
-                })
-                .collect(),
-            violations: f
-                .breach
-                .violations
-                .iter()
-                .map(|x| format!("{} [{}]: {}", x.duty, x.standards.join(", "), x.detail))
-                .collect(),
-            evidence: f
-                .evidence
-                .iter()
-                .map(|e| (anchor_of(e), short(e)))
-                .collect(),
-            notes: f.notes.clone(),
-        })
-        .collect();
-    page.replay = v
-        .replay
-        .iter()
-        .map(|r| ReplayRow {
-            vars: r.vars.join(" ∧ "),
-            grade: fmt_rho(r.grade),
-            risk: format!("{:.3} → {:.3}", r.q0, r.q1),
-            runs: r.runs,
-            certified: r.certified,
-        })
-        .collect();
-    page
+        .collect()
+}
+
+/// The finding of principal `name` as a table row, its duties with their meaning
+/// from the record's declarations.
+fn finding_row(record: &VerdictRecord, name: &str, f: &FindingView) -> FindingRowView {
+    FindingRowView {
+        name: name.to_string(),
+        status: f.status.replace('_', " "),
+        interval: format!("[{}, {}]", fmt_rho(f.rho_lo), fmt_rho(f.rho_hi)),
+        breach: format!(
+            "specification: {} · reasonable agent: {}",
+            if f.breach.specification { "yes" } else { "no" },
+            if f.breach.reasonable_agent {
+                "yes"
+            } else {
+                "no"
+            }
+        ),
+        claim: f.claim.level.clone(),
+        flags: f.flags.join(", "),
+        duties: f
+            .duties
+            .iter()
+            .map(|d| {
+                let meaning = record
+                    .duties
+                    .get(d)
+                    .map(|x| duty_meaning(&x.holder, &x.definition))
+                    .unwrap_or_else(|| "(declaration not in the record)".into());
+                (d.clone(), meaning)
+            })
+            .collect(),
+        violations: f
+            .breach
+            .violations
+            .iter()
+            .map(|x| format!("{} [{}]: {}", x.duty, x.standards.join(", "), x.detail))
+            .collect(),
+        evidence: f
+            .evidence
+            .iter()
+            .map(|e| (anchor_of(e), short(e)))
+            .collect(),
+        notes: f.notes.clone(),
+    }
 }
 
 fn role_of(id: &str, v: &VerdictView) -> String {
@@ -827,17 +856,11 @@ const LANE_H: i64 = 54;
 const LEFT: i64 = 150;
 const TOP: i64 = 46;
 
+/// The evidence graph: messages in author lanes by time, citation edges, duty
+/// absences, and the outcome node the anchors and absences lead into (none when the
+/// slice is empty).
 fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Option<Graph> {
-    // Node set: slice, anchors, edge endpoints, items.
-    let mut ids: BTreeSet<String> = v.slice.messages.iter().cloned().collect();
-    ids.extend(v.anchors.iter().cloned());
-    for e in &v.slice.edges {
-        ids.insert(e.child.clone());
-        ids.insert(e.parent.clone());
-    }
-    for a in &v.slice.absences {
-        ids.insert(a.trigger.clone());
-    }
+    let ids = graph_ids(v);
     if ids.is_empty() && v.slice.absences.is_empty() {
         return None;
     }
@@ -847,14 +870,92 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
         .iter()
         .map(|i| (i.id.as_str(), i.kind.as_str()))
         .collect();
-    // Times: a message's own; an unknown one just before its earliest citer.
+    let time = graph_times(record, v, &ids);
+    let abs = absence_marks(record, v, &time);
+    let mut grid = Grid::new(record, &time, &abs, v.t_star_ms);
+    let mut pos: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let mut nodes = Vec::new();
+    for (id, t) in &time {
+        let at = grid.cell(*t, &author_of(record, id));
+        pos.insert(id.clone(), at);
+        nodes.push(message_node(record, v, origin, &item_kind, id, at));
+    }
+    let mut edges = citation_edges(v, &pos);
+    // Outcome node.
+    let (ox, oy) = grid.outcome_cell();
+    for a in &v.anchors {
+        if let Some(p) = pos.get(a) {
+            edges.push(Edge {
+                d: curve(*p, (ox, oy)),
+                dash: "",
+                colour: "#000000",
+                marker: "arrow",
+                tip: format!("{} realises {}", short(a), v.outcome),
+            });
+        }
+    }
+    for a in &abs {
+        let at = grid.cell(a.t, &a.holder);
+        edges.extend(a.edges(at, (ox, oy), &pos));
+        nodes.push(a.node(at));
+    }
+    nodes.push(Node {
+        x: ox,
+        y: oy,
+        w: NODE_W,
+        line1: fit(&format!("Y: {}", v.outcome), 22),
+        line2: fit(&format!("t* = {} ms", v.t_star_ms), 24),
+        fill: "#000000",
+        stroke: "#000000",
+        dash: "",
+        tip: format!(
+            "adverse outcome {} at t* = {} ({} ms record time)",
+            v.outcome,
+            rfc3339(origin.wall(v.t_star_ms)),
+            v.t_star_ms
+        ),
+        href: "#summary".into(),
+    });
+    let axis_y = oy + LANE_H + 6;
+    Some(Graph {
+        width: ox + NODE_W + 20,
+        height: axis_y + 40,
+        nodes,
+        edges,
+        ticks: grid.ticks(v.t_star_ms, origin, ox),
+        lanes: grid.lane_views(oy),
+        axis_y,
+    })
+}
+
+/// The graph's message nodes: slice, anchors, edge endpoints, absence triggers.
+fn graph_ids(v: &VerdictView) -> BTreeSet<String> {
+    let mut ids: BTreeSet<String> = v.slice.messages.iter().cloned().collect();
+    ids.extend(v.anchors.iter().cloned());
+    for e in &v.slice.edges {
+        ids.insert(e.child.clone());
+        ids.insert(e.parent.clone());
+    }
+    for a in &v.slice.absences {
+        ids.insert(a.trigger.clone());
+    }
+    ids
+}
+
+/// The time of each node: a message's own; an unknown one just before its earliest
+/// citer (`t*` when no citer has a time).
+fn graph_times(
+    record: &VerdictRecord,
+    v: &VerdictView,
+    ids: &BTreeSet<String>,
+) -> BTreeMap<String, u64> {
     let mut time: BTreeMap<String, u64> = BTreeMap::new();
-    for id in &ids {
+    for id in ids {
         if let Some(m) = record.messages.get(id) {
             time.insert(id.clone(), m.timestamp_ms);
         }
     }
-    for id in &ids {
+    for id in ids {
         if !time.contains_key(id) {
             let t = v
                 .slice
@@ -867,24 +968,36 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
             time.insert(id.clone(), t);
         }
     }
-    let author = |id: &str| -> String {
-        record
-            .messages
-            .get(id)
-            .map(|m| m.author.clone())
-            .unwrap_or_else(|| id.rsplit_once(':').map_or(id, |(a, _)| a).to_string())
-    };
-    // Absence nodes sit in their holder's lane, at the trigger time.
-    struct Abs {
-        holder: String,
-        t: u64,
-        label: String,
-        trigger: String,
-        in_outcome: bool,
-        tip: String,
-    }
-    let abs: Vec<Abs> = v
-        .slice
+    time
+}
+
+/// A message's author: from the record, else from its id.
+fn author_of(record: &VerdictRecord, id: &str) -> String {
+    record
+        .messages
+        .get(id)
+        .map(|m| m.author.clone())
+        .unwrap_or_else(|| id.rsplit_once(':').map_or(id, |(a, _)| a).to_string())
+}
+
+/// A duty absence as drawn: in its holder's lane, when the halt was due.
+struct AbsenceMark {
+    holder: String,
+    /// The trigger's time plus the duty's deadline (at most `t*`).
+    t: u64,
+    label: String,
+    trigger: String,
+    in_outcome: bool,
+    tip: String,
+}
+
+/// The absences of the slice as drawn, timed from their triggers' times in `time`.
+fn absence_marks(
+    record: &VerdictRecord,
+    v: &VerdictView,
+    time: &BTreeMap<String, u64>,
+) -> Vec<AbsenceMark> {
+    v.slice
         .absences
         .iter()
         .map(|a| {
@@ -900,7 +1013,7 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
                 .and_then(|d| d.definition["deadline_ms"].as_u64())
                 .unwrap_or(0);
             let trigger_t = time.get(&a.trigger).copied().unwrap_or(v.t_star_ms);
-            Abs {
+            AbsenceMark {
                 holder: a.holder.clone(),
                 t: trigger_t.saturating_add(deadline).min(v.t_star_ms),
                 label: format!("no halt: {}", a.duty),
@@ -921,108 +1034,269 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
                 ),
             }
         })
-        .collect();
-    // Columns: distinct times, t* last.
-    let mut times: BTreeSet<u64> = time.values().copied().collect();
-    times.extend(abs.iter().map(|a| a.t));
-    if times.is_empty() {
-        times.insert(v.t_star_ms);
-    }
-    // (The outcome gets its own column after these, at t*.)
-    let times: Vec<u64> = times.into_iter().collect();
-    let col = |t: u64| {
-        times
-            .iter()
-            .position(|x| *x >= t)
-            .unwrap_or(times.len() - 1) as i64
-    };
-    // Lanes: authors by first appearance.
-    let mut lanes: Vec<String> = Vec::new();
-    let mut order: Vec<(u64, String)> = time.iter().map(|(id, t)| (*t, author(id))).collect();
-    order.extend(abs.iter().map(|a| (a.t, a.holder.clone())));
-    order.sort();
-    for (_, a) in order {
-        if !lanes.contains(&a) {
-            lanes.push(a);
+        .collect()
+}
+
+impl AbsenceMark {
+    /// Its edges, drawn at `at`: from its trigger (when drawn, at `pos`), and into
+    /// the outcome at `outcome` when it enters it.
+    fn edges(
+        &self,
+        at: (i64, i64),
+        outcome: (i64, i64),
+        pos: &BTreeMap<String, (i64, i64)>,
+    ) -> Vec<Edge> {
+        let mut edges = Vec::new();
+        if let Some(t) = pos.get(&self.trigger) {
+            edges.push(Edge {
+                d: curve(*t, at),
+                dash: "2,3",
+                colour: "#c62828",
+                marker: "arrow-red",
+                tip: format!(
+                    "{} triggers the duty whose halt never came",
+                    short(&self.trigger)
+                ),
+            });
         }
+        if self.in_outcome {
+            edges.push(Edge {
+                d: curve(at, outcome),
+                dash: "6,4",
+                colour: "#c62828",
+                marker: "arrow-red",
+                tip: "the absence enters the outcome".into(),
+            });
+        }
+        edges
     }
-    let lane_of = |a: &str| lanes.iter().position(|x| x == a).unwrap_or(0) as i64;
-    let outcome_lane = lanes.len() as i64;
-    // Stack nodes sharing a (column, lane) cell.
-    let mut used: BTreeMap<(i64, i64), i64> = BTreeMap::new();
-    let mut place = |c: i64, l: i64| -> (i64, i64) {
-        let k = used.entry((c, l)).or_insert(0);
-        let y = TOP + l * LANE_H + (*k * 10);
-        *k += 1;
-        (LEFT + c * COL_W, y)
-    };
-    let mut pos: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-    let mut nodes = Vec::new();
-    for (id, t) in &time {
-        let (x, y) = place(col(*t), lane_of(&author(id)));
-        pos.insert(id.clone(), (x, y));
-        let m = record.messages.get(id);
-        let kind = item_kind.get(id.as_str()).copied();
-        let (fill, stroke, dash) = match kind {
-            Some("suspect") => ("#ef6c00", "#ef6c00", ""),
-            Some(_) => ("#ffffff", "#c62828", "4,3"),
-            None if m.is_some() || v.slice.messages.contains(id) => ("#2e7d32", "#2e7d32", ""),
-            None => ("#ffffff", "#c62828", "4,3"),
-        };
-        let anchor = v.anchors.contains(id);
-        let line2 = match m {
-            Some(m) => format!("{} {}", m.kind, m.target.clone().unwrap_or_default()),
-            None => kind.unwrap_or("missing").to_string(),
-        };
-        let hex = id.rsplit_once(':').map_or("", |(_, h)| h);
-        let tip = match m {
-            Some(m) => format!(
-                "{id}\nauthor {} → {}\n{} {} {}\neffect: {}\nrecord time {} ms ({}) · {}\ncites {}",
-                m.author,
-                m.destination,
-                m.kind,
-                m.target.clone().unwrap_or_default(),
-                params_text(m),
-                m.effect,
-                m.timestamp_ms,
-                offset(m.timestamp_ms as i64 - v.t_star_ms as i64),
-                rfc3339(origin.wall(m.timestamp_ms)),
-                if m.citations.is_empty() { "nothing (a root)".into() } else { m.citations.iter().map(|c| short(c)).collect::<Vec<_>>().join(", ") }
-            ),
-            None => format!("{id}\n{}: its author is known from its id, its content is not in the certified record", kind.unwrap_or("missing")),
-        };
-        nodes.push(Node {
+
+    /// Its node, at `at`.
+    fn node(&self, (x, y): (i64, i64)) -> Node {
+        Node {
             x,
             y,
             w: NODE_W,
-            line1: fit(&format!("{} {}", author(id), &hex[..hex.len().min(6)]), 22),
-            line2: fit(&line2, 24),
-            fill,
-            stroke: if anchor { "#000000" } else { stroke },
-            dash,
-            tip,
-            href: format!("#{}", anchor_of(id)),
-        });
-    }
-    let mut edges = Vec::new();
-    let curve = |a: (i64, i64), b: (i64, i64)| -> String {
-        let (x1, y1) = (a.0 + NODE_W, a.1 + 14);
-        let (x2, y2) = (b.0 - 2, b.1 + 14);
-        if x2 > x1 {
-            let mid = (x1 + x2) / 2;
-            format!("M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}")
-        } else {
-            // Same column: loop below.
-            let (sx, ex) = (a.0 + NODE_W / 2, b.0 + NODE_W / 2);
-            format!(
-                "M{sx},{} C{sx},{} {ex},{} {ex},{}",
-                a.1 + 28,
-                a.1 + 48,
-                b.1 - 20,
-                b.1 - 2
-            )
+            line1: fit(&format!("absent: {}", self.holder), 21),
+            line2: fit(&self.label, 24),
+            fill: "#fff3e0",
+            stroke: "#c62828",
+            dash: "4,3",
+            tip: self.tip.clone(),
+            href: "#findings".into(),
         }
+    }
+}
+
+/// The graph's grid: a column per distinct time (the outcome's after them), a lane
+/// per author by first appearance (the outcome's below them); nodes sharing a cell
+/// are stacked.
+struct Grid {
+    times: Vec<u64>,
+    lanes: Vec<String>,
+    /// Nodes placed so far per `(column, lane)`.
+    used: BTreeMap<(i64, i64), i64>,
+}
+
+impl Grid {
+    /// The grid of the nodes timed in `time` and the absences `abs`.
+    fn new(
+        record: &VerdictRecord,
+        time: &BTreeMap<String, u64>,
+        abs: &[AbsenceMark],
+        t_star_ms: u64,
+    ) -> Grid {
+        // Columns: distinct times, t* last.
+        let mut times: BTreeSet<u64> = time.values().copied().collect();
+        times.extend(abs.iter().map(|a| a.t));
+        if times.is_empty() {
+            times.insert(t_star_ms);
+        }
+        // (The outcome gets its own column after these, at t*.)
+        let times: Vec<u64> = times.into_iter().collect();
+        // Lanes: authors by first appearance.
+        let mut lanes: Vec<String> = Vec::new();
+        let mut order: Vec<(u64, String)> = time
+            .iter()
+            .map(|(id, t)| (*t, author_of(record, id)))
+            .collect();
+        order.extend(abs.iter().map(|a| (a.t, a.holder.clone())));
+        order.sort();
+        for (_, a) in order {
+            if !lanes.contains(&a) {
+                lanes.push(a);
+            }
+        }
+        Grid {
+            times,
+            lanes,
+            used: BTreeMap::new(),
+        }
+    }
+
+    /// Places a node of `author` at time `t`: its top-left corner, stacked below
+    /// the nodes already in that cell.
+    fn cell(&mut self, t: u64, author: &str) -> (i64, i64) {
+        let c = self
+            .times
+            .iter()
+            .position(|x| *x >= t)
+            .unwrap_or(self.times.len() - 1) as i64;
+        let l = self.lanes.iter().position(|x| x == author).unwrap_or(0) as i64;
+        let k = self.used.entry((c, l)).or_insert(0);
+        let y = TOP + l * LANE_H + (*k * 10);
+        *k += 1;
+        (LEFT + c * COL_W, y)
+    }
+
+    /// The outcome node's corner: its own column and lane, after all others.
+    fn outcome_cell(&self) -> (i64, i64) {
+        (
+            LEFT + self.times.len() as i64 * COL_W,
+            TOP + self.lanes.len() as i64 * LANE_H,
+        )
+    }
+
+    /// The lane labels, the outcome's (at `oy`) last.
+    fn lane_views(&self, oy: i64) -> Vec<Lane> {
+        let mut lanes: Vec<Lane> = self
+            .lanes
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Lane {
+                y: TOP + i as i64 * LANE_H + 18,
+                name: a.clone(),
+            })
+            .collect();
+        lanes.push(Lane {
+            y: oy + 18,
+            name: "outcome".into(),
+        });
+        lanes
+    }
+
+    /// The time axis: per column its offset from `t*` and wall-clock time, then the
+    /// outcome's column (at `ox`).
+    fn ticks(&self, t_star_ms: u64, origin: &RecordOrigin, ox: i64) -> Vec<Tick> {
+        let mut ticks: Vec<Tick> = self
+            .times
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Tick {
+                x: LEFT + i as i64 * COL_W + NODE_W / 2,
+                top: offset(*t as i64 - t_star_ms as i64),
+                bottom: rfc3339(origin.wall(*t))
+                    .get(11..23)
+                    .unwrap_or("")
+                    .to_string(),
+            })
+            .collect();
+        ticks.push(Tick {
+            x: ox + NODE_W / 2,
+            top: "Y".into(),
+            bottom: rfc3339(origin.wall(t_star_ms))
+                .get(11..23)
+                .unwrap_or("")
+                .to_string(),
+        });
+        ticks
+    }
+}
+
+/// The node of message `id` at `(x, y)`: certified (green), suspect (orange) or
+/// missing (dashed red), outlined black when it is an anchor.
+fn message_node(
+    record: &VerdictRecord,
+    v: &VerdictView,
+    origin: &RecordOrigin,
+    item_kind: &BTreeMap<&str, &str>,
+    id: &str,
+    (x, y): (i64, i64),
+) -> Node {
+    let m = record.messages.get(id);
+    let kind = item_kind.get(id).copied();
+    let (fill, stroke, dash) = match kind {
+        Some("suspect") => ("#ef6c00", "#ef6c00", ""),
+        Some(_) => ("#ffffff", "#c62828", "4,3"),
+        None if m.is_some() || v.slice.messages.iter().any(|s| s == id) => {
+            ("#2e7d32", "#2e7d32", "")
+        }
+        None => ("#ffffff", "#c62828", "4,3"),
     };
+    let anchor = v.anchors.iter().any(|a| a == id);
+    let line2 = match m {
+        Some(m) => format!("{} {}", m.kind, m.target.clone().unwrap_or_default()),
+        None => kind.unwrap_or("missing").to_string(),
+    };
+    let hex = id.rsplit_once(':').map_or("", |(_, h)| h);
+    let tip = match m {
+        Some(m) => format!(
+            "{id}\nauthor {} → {}\n{} {} {}\neffect: {}\nrecord time {} ms ({}) · {}\ncites {}",
+            m.author,
+            m.destination,
+            m.kind,
+            m.target.clone().unwrap_or_default(),
+            params_text(m),
+            m.effect,
+            m.timestamp_ms,
+            offset(m.timestamp_ms as i64 - v.t_star_ms as i64),
+            rfc3339(origin.wall(m.timestamp_ms)),
+            if m.citations.is_empty() {
+                "nothing (a root)".into()
+            } else {
+                m.citations
+                    .iter()
+                    .map(|c| short(c))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ),
+        None => format!(
+            "{id}\n{}: its author is known from its id, its content is not in the certified record",
+            kind.unwrap_or("missing")
+        ),
+    };
+    Node {
+        x,
+        y,
+        w: NODE_W,
+        line1: fit(
+            &format!("{} {}", author_of(record, id), &hex[..hex.len().min(6)]),
+            22,
+        ),
+        line2: fit(&line2, 24),
+        fill,
+        stroke: if anchor { "#000000" } else { stroke },
+        dash,
+        tip,
+        href: format!("#{}", anchor_of(id)),
+    }
+}
+
+/// An edge's path from the right of node `a` to the left of node `b` (a loop
+/// below when they share a column).
+fn curve(a: (i64, i64), b: (i64, i64)) -> String {
+    let (x1, y1) = (a.0 + NODE_W, a.1 + 14);
+    let (x2, y2) = (b.0 - 2, b.1 + 14);
+    if x2 > x1 {
+        let mid = (x1 + x2) / 2;
+        format!("M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}")
+    } else {
+        // Same column: loop below.
+        let (sx, ex) = (a.0 + NODE_W / 2, b.0 + NODE_W / 2);
+        format!(
+            "M{sx},{} C{sx},{} {ex},{} {ex},{}",
+            a.1 + 28,
+            a.1 + 48,
+            b.1 - 20,
+            b.1 - 2
+        )
+    }
+}
+
+/// The slice's citation edges between drawn nodes, styled by witness grade.
+fn citation_edges(v: &VerdictView, pos: &BTreeMap<String, (i64, i64)>) -> Vec<Edge> {
+    let mut edges = Vec::new();
     for e in &v.slice.edges {
         let (Some(p), Some(c)) = (pos.get(&e.parent), pos.get(&e.child)) else {
             continue;
@@ -1045,115 +1319,7 @@ fn graph(record: &VerdictRecord, v: &VerdictView, origin: &RecordOrigin) -> Opti
             ),
         });
     }
-    // Outcome node.
-    let ycol = times.len() as i64;
-    let (ox, oy) = (LEFT + ycol * COL_W, TOP + outcome_lane * LANE_H);
-    for a in &v.anchors {
-        if let Some(p) = pos.get(a) {
-            edges.push(Edge {
-                d: curve(*p, (ox, oy)),
-                dash: "",
-                colour: "#000000",
-                marker: "arrow",
-                tip: format!("{} realises {}", short(a), v.outcome),
-            });
-        }
-    }
-    for a in &abs {
-        let (x, y) = place(col(a.t), lane_of(&a.holder));
-        if let Some(t) = pos.get(&a.trigger) {
-            edges.push(Edge {
-                d: curve(*t, (x, y)),
-                dash: "2,3",
-                colour: "#c62828",
-                marker: "arrow-red",
-                tip: format!(
-                    "{} triggers the duty whose halt never came",
-                    short(&a.trigger)
-                ),
-            });
-        }
-        if a.in_outcome {
-            edges.push(Edge {
-                d: curve((x, y), (ox, oy)),
-                dash: "6,4",
-                colour: "#c62828",
-                marker: "arrow-red",
-                tip: "the absence enters the outcome".into(),
-            });
-        }
-        nodes.push(Node {
-            x,
-            y,
-            w: NODE_W,
-            line1: fit(&format!("absent: {}", a.holder), 21),
-            line2: fit(&a.label, 24),
-            fill: "#fff3e0",
-            stroke: "#c62828",
-            dash: "4,3",
-            tip: a.tip.clone(),
-            href: "#findings".into(),
-        });
-    }
-    nodes.push(Node {
-        x: ox,
-        y: oy,
-        w: NODE_W,
-        line1: fit(&format!("Y: {}", v.outcome), 22),
-        line2: fit(&format!("t* = {} ms", v.t_star_ms), 24),
-        fill: "#000000",
-        stroke: "#000000",
-        dash: "",
-        tip: format!(
-            "adverse outcome {} at t* = {} ({} ms record time)",
-            v.outcome,
-            rfc3339(origin.wall(v.t_star_ms)),
-            v.t_star_ms
-        ),
-        href: "#summary".into(),
-    });
-    let mut lane_views: Vec<Lane> = lanes
-        .iter()
-        .enumerate()
-        .map(|(i, a)| Lane {
-            y: TOP + i as i64 * LANE_H + 18,
-            name: a.clone(),
-        })
-        .collect();
-    lane_views.push(Lane {
-        y: oy + 18,
-        name: "outcome".into(),
-    });
-    let axis_y = TOP + (outcome_lane + 1) * LANE_H + 6;
-    let mut ticks: Vec<Tick> = times
-        .iter()
-        .enumerate()
-        .map(|(i, t)| Tick {
-            x: LEFT + i as i64 * COL_W + NODE_W / 2,
-            top: offset(*t as i64 - v.t_star_ms as i64),
-            bottom: rfc3339(origin.wall(*t))
-                .get(11..23)
-                .unwrap_or("")
-                .to_string(),
-        })
-        .collect();
-    ticks.push(Tick {
-        x: ox + NODE_W / 2,
-        top: "Y".into(),
-        bottom: rfc3339(origin.wall(v.t_star_ms))
-            .get(11..23)
-            .unwrap_or("")
-            .to_string(),
-    });
-    Some(Graph {
-        width: ox + NODE_W + 20,
-        height: axis_y + 40,
-        nodes,
-        edges,
-        ticks,
-        lanes: lane_views,
-        axis_y,
-    })
+    edges
 }
 
 /// Renders the index of incidents (rows in any order; the page sorts them).

@@ -208,86 +208,12 @@ impl Slice {
         names: &BTreeMap<MessageId, String>,
         check: bool,
     ) -> Result<Option<Built>, VerdictError> {
-        let item_present =
-            |id: &MessageId| self.items.iter().any(|i| &i.id == id) && reading.present.contains(id);
-        let is_item = |id: &MessageId| self.items.iter().any(|i| &i.id == id);
-        let origin = Production::Origin;
-        let production = |id: &MessageId| reading.production.get(id).unwrap_or(&origin);
-        let external = |id: &MessageId| matches!(production(id), Production::External);
-        // Consuming edges by child.
-        let mut by_child: BTreeMap<&MessageId, Vec<(&MessageId, EdgeKind)>> = BTreeMap::new();
-        for e in self.edges.iter().chain(&self.reach_edges) {
-            if e.consumed {
-                by_child
-                    .entry(&e.child)
-                    .or_default()
-                    .push((&e.parent, e.kind));
-            }
-        }
-        // Gate: reverse reachability from the live anchors.
-        let mut gated: BTreeSet<MessageId> = BTreeSet::new();
-        let mut present_items: BTreeSet<MessageId> = BTreeSet::new();
-        let mut stack: Vec<MessageId> = Vec::new();
-        for a in &self.anchors {
-            if gated.insert(a.clone()) {
-                stack.push(a.clone());
-            }
-        }
-        for it in self.items.iter().filter(|i| i.anchor) {
-            if reading.present.contains(&it.id) && !external(&it.id) {
-                present_items.insert(it.id.clone());
-                stack.push(it.id.clone());
-            }
-        }
-        let mut links = BTreeSet::new();
-        while let Some(child) = stack.pop() {
-            if reading.reverted.contains(&child) {
-                continue;
-            }
-            let Some(node) = self.window.get(&child) else {
-                // A present item produced from certified inputs: the gate continues
-                // into them.
-                for parent in production(&child).inputs() {
-                    if self.window.contains_key(parent) {
-                        links.insert((child.clone(), parent.clone()));
-                        if gated.insert(parent.clone()) {
-                            stack.push(parent.clone());
-                        }
-                    } else if item_present(parent) && !external(parent) {
-                        links.insert((child.clone(), parent.clone()));
-                        if present_items.insert(parent.clone()) {
-                            stack.push(parent.clone());
-                        }
-                    }
-                }
-                continue;
-            };
-            if !matches!(node.policy, Policy::RelayAny | Policy::RelayAll) {
-                continue;
-            }
-            for (parent, kind) in by_child.get(&child).cloned().unwrap_or_default() {
-                if !self.enabled(&child, parent, kind, reading) {
-                    continue;
-                }
-                if self.unrealised.contains(parent) {
-                    continue;
-                }
-                if let Some(p) = self.window.get(parent) {
-                    if p.policy == Policy::Root {
-                        continue;
-                    }
-                    links.insert((child.clone(), parent.clone()));
-                    if gated.insert(parent.clone()) {
-                        stack.push(parent.clone());
-                    }
-                } else if item_present(parent) && !external(parent) {
-                    links.insert((child.clone(), parent.clone()));
-                    if present_items.insert(parent.clone()) {
-                        stack.push(parent.clone());
-                    }
-                }
-            }
-        }
+        let view = ReadingView::new(self, reading);
+        let Gate {
+            gated,
+            present_items,
+            links,
+        } = view.gate();
         let name = |id: &MessageId| -> Result<&String, VerdictError> {
             names
                 .get(id)
@@ -309,41 +235,7 @@ impl Slice {
                 b = b.exogenous(n, principal, false, true);
                 continue;
             }
-            let inputs: Vec<Input> = match node.policy {
-                Policy::RelayAny | Policy::RelayAll => by_child
-                    .get(id)
-                    .cloned()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(parent, kind)| {
-                        if self.unrealised.contains(parent) {
-                            // A preempted input supplies nothing to an any-relay; an
-                            // all-relay exists, so it is not what decided it.
-                            if node.policy == Policy::RelayAny {
-                                Input::False
-                            } else {
-                                Input::True
-                            }
-                        } else if !self.enabled(id, parent, kind, reading) {
-                            Input::True
-                        } else if gated.contains(parent) {
-                            Input::Var(parent.clone())
-                        } else if is_item(parent) {
-                            if present_items.contains(parent) {
-                                Input::Var(parent.clone())
-                            } else if item_present(parent) {
-                                // Present, supplied from outside the model.
-                                Input::True
-                            } else {
-                                Input::False
-                            }
-                        } else {
-                            Input::True
-                        }
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
+            let inputs = view.relay_inputs(id, node, &gated, &present_items);
             let any = node.policy == Policy::RelayAny;
             b = relay(b, n, principal, any, &inputs, names)?;
         }
@@ -352,7 +244,7 @@ impl Slice {
             vars.insert(n.clone(), VarRef::Message(id.clone()));
             name_of.insert(id.clone(), n.clone());
             let principal = Some(id.author.as_str());
-            let any = match production(id) {
+            let any = match view.production(id) {
                 Production::Any(_) => true,
                 Production::All(_) => false,
                 Production::External | Production::Origin => {
@@ -360,19 +252,7 @@ impl Slice {
                     continue;
                 }
             };
-            let inputs: Vec<Input> = production(id)
-                .inputs()
-                .iter()
-                .map(|p| {
-                    if gated.contains(p) || present_items.contains(p) {
-                        Input::Var(p.clone())
-                    } else if item_present(p) {
-                        Input::True
-                    } else {
-                        Input::False
-                    }
-                })
-                .collect();
+            let inputs = view.item_inputs(id, &gated, &present_items);
             b = relay(b, n, principal, any, &inputs, names)?;
         }
         let mut conj = Vec::new();
@@ -387,39 +267,12 @@ impl Slice {
             }
         }
         // Outcome.
-        let mut anchor_terms = Vec::new();
-        let mut anchor_false = false;
-        let mut n_anchor = 0;
-        for a in &self.anchors {
-            n_anchor += 1;
-            anchor_terms.push(name(a)?.clone());
-        }
-        for it in self.items.iter().filter(|i| i.anchor) {
-            n_anchor += 1;
-            if present_items.contains(&it.id) {
-                anchor_terms.push(name(&it.id)?.clone());
-            } else if reading.present.contains(&it.id) {
-                // Present, supplied from outside the model.
-                anchor_terms.push("true".to_string());
-            } else {
-                anchor_false = true;
-            }
-        }
-        let all = self.anchor_combine_all;
-        let anchor_expr = if n_anchor == 0 {
-            "true".to_string()
-        } else if (all && anchor_false) || anchor_terms.is_empty() {
-            "false".to_string()
-        } else {
-            format!("({})", anchor_terms.join(if all { " & " } else { " | " }))
-        };
-        let mut outcome = if n_anchor == 0 {
-            anchor_expr
-        } else {
-            std::iter::once(anchor_expr)
+        let mut outcome = match self.anchor_expr(reading, &present_items, names)? {
+            None => "true".to_string(),
+            Some(anchor_expr) => std::iter::once(anchor_expr)
                 .chain(conj)
                 .collect::<Vec<_>>()
-                .join(" & ")
+                .join(" & "),
         };
         // Reference counterparts that would alone have realised the outcome.
         let mut alternatives = Vec::new();
@@ -452,6 +305,267 @@ impl Slice {
             return Ok(None);
         }
         Ok(Some(built))
+    }
+
+    /// The anchors' part of the outcome: the `&` (combine all) or `|` of the anchor
+    /// variables, `true` for a present anchor item supplied from outside the model,
+    /// `false` when an absent one decides it; `None` when there is no anchor.
+    fn anchor_expr(
+        &self,
+        reading: &Reading,
+        present_items: &BTreeSet<MessageId>,
+        names: &BTreeMap<MessageId, String>,
+    ) -> Result<Option<String>, VerdictError> {
+        let name = |id: &MessageId| -> Result<&String, VerdictError> {
+            names
+                .get(id)
+                .ok_or_else(|| VerdictError::Internal(format!("no variable name for {id}")))
+        };
+        let mut anchor_terms = Vec::new();
+        let mut anchor_false = false;
+        let mut n_anchor = 0;
+        for a in &self.anchors {
+            n_anchor += 1;
+            anchor_terms.push(name(a)?.clone());
+        }
+        for it in self.items.iter().filter(|i| i.anchor) {
+            n_anchor += 1;
+            if present_items.contains(&it.id) {
+                anchor_terms.push(name(&it.id)?.clone());
+            } else if reading.present.contains(&it.id) {
+                // Present, supplied from outside the model.
+                anchor_terms.push("true".to_string());
+            } else {
+                anchor_false = true;
+            }
+        }
+        if n_anchor == 0 {
+            return Ok(None);
+        }
+        let all = self.anchor_combine_all;
+        Ok(Some(if (all && anchor_false) || anchor_terms.is_empty() {
+            "false".to_string()
+        } else {
+            format!("({})", anchor_terms.join(if all { " & " } else { " | " }))
+        }))
+    }
+}
+
+/// The messages and present items the gate lets into a reading's model.
+struct Gate {
+    /// Certified messages reached from the live anchors.
+    gated: BTreeSet<MessageId>,
+    /// Present completion items reached (produced inside the model).
+    present_items: BTreeSet<MessageId>,
+    /// Enabled consuming edges `(child, parent)` the gate followed.
+    links: BTreeSet<(MessageId, MessageId)>,
+}
+
+impl Gate {
+    /// Follows the consuming edge `child → parent` into a certified message (or, with
+    /// `item`, a present item): the link is kept, and a parent seen for the first
+    /// time is pushed on `stack`.
+    fn follow(
+        &mut self,
+        child: &MessageId,
+        parent: &MessageId,
+        item: bool,
+        stack: &mut Vec<MessageId>,
+    ) {
+        self.links.insert((child.clone(), parent.clone()));
+        let seen = if item {
+            &mut self.present_items
+        } else {
+            &mut self.gated
+        };
+        if seen.insert(parent.clone()) {
+            stack.push(parent.clone());
+        }
+    }
+}
+
+/// A reading over a slice: which items are present and how produced, and the
+/// slice's consuming edges by child.
+struct ReadingView<'a> {
+    slice: &'a Slice,
+    reading: &'a Reading,
+    /// Consuming edges (closure and input region) by child.
+    by_child: BTreeMap<&'a MessageId, Vec<(&'a MessageId, EdgeKind)>>,
+    /// The production of an item the reading does not list.
+    origin: Production,
+}
+
+impl<'a> ReadingView<'a> {
+    /// The view of `reading` over `slice`.
+    fn new(slice: &'a Slice, reading: &'a Reading) -> ReadingView<'a> {
+        let mut by_child: BTreeMap<&MessageId, Vec<(&MessageId, EdgeKind)>> = BTreeMap::new();
+        for e in slice.edges.iter().chain(&slice.reach_edges) {
+            if e.consumed {
+                by_child
+                    .entry(&e.child)
+                    .or_default()
+                    .push((&e.parent, e.kind));
+            }
+        }
+        ReadingView {
+            slice,
+            reading,
+            by_child,
+            origin: Production::Origin,
+        }
+    }
+
+    /// Whether `id` is a completion item of the slice.
+    fn is_item(&self, id: &MessageId) -> bool {
+        self.slice.items.iter().any(|i| &i.id == id)
+    }
+
+    /// Whether `id` is a completion item the reading takes as present.
+    fn item_present(&self, id: &MessageId) -> bool {
+        self.is_item(id) && self.reading.present.contains(id)
+    }
+
+    /// How the reading produces `id` ([`Production::Origin`] when not listed).
+    fn production(&self, id: &MessageId) -> &Production {
+        self.reading.production.get(id).unwrap_or(&self.origin)
+    }
+
+    /// Whether the reading supplies `id` from outside the model.
+    fn external(&self, id: &MessageId) -> bool {
+        matches!(self.production(id), Production::External)
+    }
+
+    /// The gate: reverse reachability from the live anchors (certified anchors and
+    /// present anchor items produced inside the model) through enabled consuming
+    /// edges of relays, and through the inputs of present items, never into a
+    /// root, an unrealised command or past a reverted message.
+    fn gate(&self) -> Gate {
+        let (slice, reading) = (self.slice, self.reading);
+        let mut gate = Gate {
+            gated: BTreeSet::new(),
+            present_items: BTreeSet::new(),
+            links: BTreeSet::new(),
+        };
+        let mut stack: Vec<MessageId> = Vec::new();
+        for a in &slice.anchors {
+            if gate.gated.insert(a.clone()) {
+                stack.push(a.clone());
+            }
+        }
+        for it in slice.items.iter().filter(|i| i.anchor) {
+            if reading.present.contains(&it.id) && !self.external(&it.id) {
+                gate.present_items.insert(it.id.clone());
+                stack.push(it.id.clone());
+            }
+        }
+        while let Some(child) = stack.pop() {
+            if reading.reverted.contains(&child) {
+                continue;
+            }
+            let Some(node) = slice.window.get(&child) else {
+                // A present item produced from certified inputs: the gate continues
+                // into them.
+                for parent in self.production(&child).inputs() {
+                    if slice.window.contains_key(parent) {
+                        gate.follow(&child, parent, false, &mut stack);
+                    } else if self.item_present(parent) && !self.external(parent) {
+                        gate.follow(&child, parent, true, &mut stack);
+                    }
+                }
+                continue;
+            };
+            if !matches!(node.policy, Policy::RelayAny | Policy::RelayAll) {
+                continue;
+            }
+            for (parent, kind) in self.by_child.get(&child).cloned().unwrap_or_default() {
+                if !slice.enabled(&child, parent, kind, reading) {
+                    continue;
+                }
+                if slice.unrealised.contains(parent) {
+                    continue;
+                }
+                if let Some(p) = slice.window.get(parent) {
+                    if p.policy == Policy::Root {
+                        continue;
+                    }
+                    gate.follow(&child, parent, false, &mut stack);
+                } else if self.item_present(parent) && !self.external(parent) {
+                    gate.follow(&child, parent, true, &mut stack);
+                }
+            }
+        }
+        gate
+    }
+
+    /// The inputs of present item `id` (produced from certified inputs): a model
+    /// variable where the input is gated or a present item in the model, else `true`
+    /// for a present item supplied from outside, `false` for anything absent.
+    fn item_inputs(
+        &self,
+        id: &MessageId,
+        gated: &BTreeSet<MessageId>,
+        present_items: &BTreeSet<MessageId>,
+    ) -> Vec<Input> {
+        self.production(id)
+            .inputs()
+            .iter()
+            .map(|p| {
+                if gated.contains(p) || present_items.contains(p) {
+                    Input::Var(p.clone())
+                } else if self.item_present(p) {
+                    Input::True
+                } else {
+                    Input::False
+                }
+            })
+            .collect()
+    }
+
+    /// The inputs of gated relay `id` (`node`): a model variable where the parent
+    /// is gated or a present item produced inside the model, else the constant the
+    /// parent supplies (a disabled edge or an input from outside supplies `true`).
+    fn relay_inputs(
+        &self,
+        id: &MessageId,
+        node: &crate::slice::Node,
+        gated: &BTreeSet<MessageId>,
+        present_items: &BTreeSet<MessageId>,
+    ) -> Vec<Input> {
+        if !matches!(node.policy, Policy::RelayAny | Policy::RelayAll) {
+            return Vec::new();
+        }
+        self.by_child
+            .get(id)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(parent, kind)| {
+                if self.slice.unrealised.contains(parent) {
+                    // A preempted input supplies nothing to an any-relay; an
+                    // all-relay exists, so it is not what decided it.
+                    if node.policy == Policy::RelayAny {
+                        Input::False
+                    } else {
+                        Input::True
+                    }
+                } else if !self.slice.enabled(id, parent, kind, self.reading) {
+                    Input::True
+                } else if gated.contains(parent) {
+                    Input::Var(parent.clone())
+                } else if self.is_item(parent) {
+                    if present_items.contains(parent) {
+                        Input::Var(parent.clone())
+                    } else if self.item_present(parent) {
+                        // Present, supplied from outside the model.
+                        Input::True
+                    } else {
+                        Input::False
+                    }
+                } else {
+                    Input::True
+                }
+            })
+            .collect()
     }
 }
 

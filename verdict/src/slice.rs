@@ -605,6 +605,258 @@ fn walk_back(
     }
 }
 
+/// The declared anchors that are certified messages of the window; the others
+/// become (or stay) unresolved anchor items of `items`.
+fn resolve_anchors(
+    all: &BTreeMap<MessageId, Node>,
+    items: &mut BTreeMap<MessageId, Item>,
+    adverse: &Adverse,
+) -> Vec<MessageId> {
+    let mut anchors = Vec::new();
+    for a in &adverse.anchors {
+        if all.contains_key(a) {
+            anchors.push(a.clone());
+        } else {
+            let it = items.entry(a.clone()).or_insert(Item {
+                id: a.clone(),
+                kind: ItemKind::Unresolved,
+                citers: Vec::new(),
+                anchor: true,
+                touches: true,
+                inputs: Vec::new(),
+                attestation: Attestation::default(),
+            });
+            if it.kind == ItemKind::Claimed {
+                // A declared anchor named by a receipt only: nothing sealed it.
+                it.kind = ItemKind::Unresolved;
+            }
+            it.anchor = true;
+            it.touches = true;
+        }
+    }
+    anchors
+}
+
+/// The messages of `all` the scope keeps (given the closure and the halt duties in
+/// scope), with the certified inputs of every kept message (breach reads them).
+fn scoped_window(
+    all: &BTreeMap<MessageId, Node>,
+    scope: &Scope,
+    closure: &BTreeSet<MessageId>,
+    duties: &DutyRegistry,
+) -> BTreeMap<MessageId, Node> {
+    let halts: Vec<&Duty> = duties
+        .all()
+        .filter(|(h, d)| matches!(d, Duty::HaltAuthority { .. }) && scope.duty_in_scope(h, d))
+        .map(|(_, d)| d)
+        .collect();
+    let mut window: BTreeMap<MessageId, Node> = all
+        .iter()
+        .filter(|(_, n)| scope.keeps(n, closure, &halts, duties))
+        .map(|(id, n)| (id.clone(), n.clone()))
+        .collect();
+    // A kept message's certified inputs stay (breach reads them).
+    let parents: Vec<MessageId> = window
+        .values()
+        .flat_map(|n| n.cites.iter())
+        .filter(|c| !window.contains_key(*c) && all.contains_key(*c))
+        .cloned()
+        .collect();
+    for c in parents {
+        if let Some(n) = all.get(&c) {
+            window.insert(c, n.clone());
+        }
+    }
+    window
+}
+
+/// What the possible inputs of a touching item are drawn from.
+struct InputRegion<'a> {
+    /// Every certified message of the time window.
+    all: &'a BTreeMap<MessageId, Node>,
+    /// The scoped window.
+    window: &'a BTreeMap<MessageId, Node>,
+    /// Commands declared not realised.
+    unrealised: BTreeSet<MessageId>,
+    /// The time window `[lo, hi]` (ms).
+    window_ms: (u64, u64),
+    /// Citing messages per message.
+    children: BTreeMap<&'a MessageId, Vec<&'a MessageId>>,
+}
+
+impl<'a> InputRegion<'a> {
+    /// The region over `all` and the scoped `window` of `adverse`.
+    fn new(
+        all: &'a BTreeMap<MessageId, Node>,
+        window: &'a BTreeMap<MessageId, Node>,
+        adverse: &Adverse,
+    ) -> InputRegion<'a> {
+        let mut children: BTreeMap<&MessageId, Vec<&MessageId>> = BTreeMap::new();
+        for n in all.values() {
+            for c in &n.cites {
+                children.entry(c).or_default().push(&n.id);
+            }
+        }
+        InputRegion {
+            all,
+            window,
+            unrealised: adverse.unrealised.iter().cloned().collect(),
+            window_ms: (adverse.decl.window_start_ms, adverse.decl.window_end()),
+            children,
+        }
+    }
+
+    /// Possible inputs of the touching items and the region they open outside the
+    /// `closure`, to a fixed point (an item consumed in the region, or chosen as
+    /// another item's possible input, touches the slice too): the region and its
+    /// edges. Each touching item's `inputs` are set.
+    fn grow(
+        &self,
+        closure: &BTreeSet<MessageId>,
+        items: &mut BTreeMap<MessageId, Item>,
+    ) -> (BTreeSet<MessageId>, Vec<Edge>) {
+        let mut reach: BTreeSet<MessageId> = BTreeSet::new();
+        let mut reach_edges = Vec::new();
+        let mut done: BTreeSet<MessageId> = BTreeSet::new();
+        loop {
+            let pending: Vec<MessageId> = items
+                .values()
+                .filter(|i| i.touches && i.kind != ItemKind::Claimed && !done.contains(&i.id))
+                .map(|i| i.id.clone())
+                .collect();
+            if pending.is_empty() {
+                break;
+            }
+            // Past this many touching items the readings exceed the cap whatever
+            // their inputs (each has at least three choices): the verdict abstains,
+            // so the (quadratic) input search is not worth running.
+            let touching = items
+                .values()
+                .filter(|i| i.touches && i.kind != ItemKind::Claimed)
+                .count();
+            if touching > MAX_TOUCHING {
+                break;
+            }
+            for id in pending {
+                done.insert(id.clone());
+                let inputs = self.possible_inputs(&id, items);
+                let mut queue: VecDeque<MessageId> = VecDeque::new();
+                for c in inputs.iter().filter(|c| self.all.contains_key(*c)) {
+                    if !closure.contains(c) && reach.insert(c.clone()) {
+                        queue.push_back(c.clone());
+                    }
+                }
+                if let Some(it) = items.get_mut(&id) {
+                    it.inputs = inputs;
+                }
+                walk_back(self.all, items, queue, &mut reach_edges, |c| {
+                    !closure.contains(c) && reach.insert(c.clone())
+                });
+            }
+        }
+        reach_edges.sort();
+        reach_edges.dedup();
+        (reach, reach_edges)
+    }
+
+    /// The possible inputs of item `id` (sorted): the derived certified messages its
+    /// author knows or the window holds, neither unrealised nor downstream of it, and
+    /// the other items its author can have consumed (which then touch the slice).
+    fn possible_inputs(
+        &self,
+        id: &MessageId,
+        items: &mut BTreeMap<MessageId, Item>,
+    ) -> Vec<MessageId> {
+        let all = self.all;
+        let (window_lo, window_hi) = self.window_ms;
+        let descendants = descendants(id, &self.children);
+        let author = id.author.as_str();
+        let known = known_to(author, all);
+        let mut inputs: Vec<MessageId> = all
+            .values()
+            .filter(|n| self.window.contains_key(&n.id) || known.contains(&n.id))
+            .filter(|n| n.policy != Policy::Root)
+            .filter(|n| !self.unrealised.contains(&n.id))
+            .filter(|n| !descendants.contains(&n.id))
+            .map(|n| n.id.clone())
+            .collect();
+        // Another attested item its author can have consumed (a chain of
+        // deletions): its own, one receipted by it, one whose delivery nobody
+        // attests (no receipt survives), one delivered to anybody during the
+        // time window (window traffic: a citer need not be the destination),
+        // or one cited by a message it knows. It then touches the slice. Two
+        // items consuming each other close a citation cycle, which no reading
+        // admits.
+        let cited_by_known = |j: &MessageId| {
+            known
+                .iter()
+                .filter_map(|k| all.get(k))
+                .any(|n| n.cites.contains(j))
+        };
+        let more: Vec<MessageId> = items
+            .values()
+            .filter(|j| j.id != *id)
+            .filter(|j| !matches!(j.kind, ItemKind::Unresolved | ItemKind::Claimed))
+            .filter(|j| {
+                j.id.author.as_str() == author
+                    || j.attestation.receipted_by.is_empty()
+                    || j.attestation.receipted_by.iter().any(|r| r == author)
+                    || j.attestation
+                        .delivered_at
+                        .iter()
+                        .any(|t| *t >= window_lo && *t <= window_hi)
+                    || cited_by_known(&j.id)
+            })
+            .map(|j| j.id.clone())
+            .collect();
+        for e in &more {
+            if let Some(it) = items.get_mut(e) {
+                it.touches = true;
+            }
+        }
+        inputs.extend(more);
+        inputs.sort();
+        inputs.dedup();
+        inputs
+    }
+}
+
+/// The items of this incident: those that touch it, and those its scope names
+/// (authored by or delivered to a principal in scope, or cited by a message the
+/// window keeps); anything else is another incident's business. Their citers are
+/// sorted, and only the attested citers the window holds are kept.
+fn items_in_scope(
+    items: BTreeMap<MessageId, Item>,
+    window: &BTreeMap<MessageId, Node>,
+    scope: &Scope,
+) -> Vec<Item> {
+    let authors: BTreeSet<&str> = window
+        .values()
+        .filter(|n| n.policy != Policy::Root)
+        .map(|n| n.id.author.as_str())
+        .chain(scope.principals.iter().map(String::as_str))
+        .collect();
+    let in_scope = |it: &Item| {
+        it.touches
+            || authors.contains(it.id.author.as_str())
+            || it
+                .attestation
+                .receipted_by
+                .iter()
+                .any(|r| authors.contains(r.as_str()))
+            || it.attestation.citers.iter().any(|c| window.contains_key(c))
+            || scope.unknown_anchor
+    };
+    let mut items: Vec<Item> = items.into_values().filter(|i| in_scope(i)).collect();
+    for it in &mut items {
+        it.citers.sort();
+        // Only the citers the slice holds are reported (a proof-carrying slice
+        // holds no others).
+        it.attestation.citers.retain(|c| window.contains_key(c));
+    }
+    items
+}
+
 impl Slice {
     /// Builds the slice of `adverse` over a verified record.
     pub fn build(
@@ -625,29 +877,7 @@ impl Slice {
         // Every certified message of the time window; the slice keeps only its scope.
         let all = &evidence.window;
         let mut items = candidate_items(evidence);
-        // Anchors.
-        let mut anchors = Vec::new();
-        for a in &adverse.anchors {
-            if all.contains_key(a) {
-                anchors.push(a.clone());
-            } else {
-                let it = items.entry(a.clone()).or_insert(Item {
-                    id: a.clone(),
-                    kind: ItemKind::Unresolved,
-                    citers: Vec::new(),
-                    anchor: true,
-                    touches: true,
-                    inputs: Vec::new(),
-                    attestation: Attestation::default(),
-                });
-                if it.kind == ItemKind::Claimed {
-                    // A declared anchor named by a receipt only: nothing sealed it.
-                    it.kind = ItemKind::Unresolved;
-                }
-                it.anchor = true;
-                it.touches = true;
-            }
-        }
+        let anchors = resolve_anchors(all, &mut items, adverse);
         // Backward closure.
         let mut closure = BTreeSet::new();
         let mut edges = Vec::new();
@@ -677,28 +907,7 @@ impl Slice {
             &adverse.decl.targets,
             unshown,
         );
-        let halts: Vec<&Duty> = duties
-            .all()
-            .filter(|(h, d)| matches!(d, Duty::HaltAuthority { .. }) && scope.duty_in_scope(h, d))
-            .map(|(_, d)| d)
-            .collect();
-        let mut window: BTreeMap<MessageId, Node> = all
-            .iter()
-            .filter(|(_, n)| scope.keeps(n, &closure, &halts, duties))
-            .map(|(id, n)| (id.clone(), n.clone()))
-            .collect();
-        // A kept message's certified inputs stay (breach reads them).
-        let parents: Vec<MessageId> = window
-            .values()
-            .flat_map(|n| n.cites.iter())
-            .filter(|c| !window.contains_key(*c) && all.contains_key(*c))
-            .cloned()
-            .collect();
-        for c in parents {
-            if let Some(n) = all.get(&c) {
-                window.insert(c, n.clone());
-            }
-        }
+        let mut window = scoped_window(all, &scope, &closure, duties);
         // Items a halt duty in scope reads: a possibly deleted trigger, a possibly
         // deleted halt of its holder. They touch the slice through the absence's
         // on/off choice.
@@ -710,138 +919,15 @@ impl Slice {
                 }
             }
         }
-        // Possible inputs of the touching items and the region they open, to a fixed
-        // point (an item consumed in the region, or chosen as another item's possible
-        // input, touches the slice too).
-        let unrealised: BTreeSet<MessageId> = adverse.unrealised.iter().cloned().collect();
-        let (window_lo, window_hi) = (adverse.decl.window_start_ms, adverse.decl.window_end());
-        let mut children: BTreeMap<&MessageId, Vec<&MessageId>> = BTreeMap::new();
-        for n in all.values() {
-            for c in &n.cites {
-                children.entry(c).or_default().push(&n.id);
-            }
-        }
-        let mut reach: BTreeSet<MessageId> = BTreeSet::new();
-        let mut reach_edges = Vec::new();
-        let mut done: BTreeSet<MessageId> = BTreeSet::new();
-        loop {
-            let pending: Vec<MessageId> = items
-                .values()
-                .filter(|i| i.touches && i.kind != ItemKind::Claimed && !done.contains(&i.id))
-                .map(|i| i.id.clone())
-                .collect();
-            if pending.is_empty() {
-                break;
-            }
-            // Past this many touching items the readings exceed the cap whatever
-            // their inputs (each has at least three choices): the verdict abstains,
-            // so the (quadratic) input search is not worth running.
-            let touching = items
-                .values()
-                .filter(|i| i.touches && i.kind != ItemKind::Claimed)
-                .count();
-            if touching > MAX_TOUCHING {
-                break;
-            }
-            for id in pending {
-                done.insert(id.clone());
-                let descendants = descendants(&id, &children);
-                let author = id.author.as_str();
-                let known = known_to(author, all);
-                let mut inputs: Vec<MessageId> = all
-                    .values()
-                    .filter(|n| window.contains_key(&n.id) || known.contains(&n.id))
-                    .filter(|n| n.policy != Policy::Root)
-                    .filter(|n| !unrealised.contains(&n.id))
-                    .filter(|n| !descendants.contains(&n.id))
-                    .map(|n| n.id.clone())
-                    .collect();
-                // Another attested item its author can have consumed (a chain of
-                // deletions): its own, one receipted by it, one whose delivery nobody
-                // attests (no receipt survives), one delivered to anybody during the
-                // time window (window traffic: a citer need not be the destination),
-                // or one cited by a message it knows. It then touches the slice. Two
-                // items consuming each other close a citation cycle, which no reading
-                // admits.
-                let cited_by_known = |j: &MessageId| {
-                    known
-                        .iter()
-                        .filter_map(|k| all.get(k))
-                        .any(|n| n.cites.contains(j))
-                };
-                let more: Vec<MessageId> = items
-                    .values()
-                    .filter(|j| j.id != id)
-                    .filter(|j| !matches!(j.kind, ItemKind::Unresolved | ItemKind::Claimed))
-                    .filter(|j| {
-                        j.id.author.as_str() == author
-                            || j.attestation.receipted_by.is_empty()
-                            || j.attestation.receipted_by.iter().any(|r| r == author)
-                            || j.attestation
-                                .delivered_at
-                                .iter()
-                                .any(|t| *t >= window_lo && *t <= window_hi)
-                            || cited_by_known(&j.id)
-                    })
-                    .map(|j| j.id.clone())
-                    .collect();
-                for e in &more {
-                    if let Some(it) = items.get_mut(e) {
-                        it.touches = true;
-                    }
-                }
-                inputs.extend(more);
-                inputs.sort();
-                inputs.dedup();
-                let mut queue: VecDeque<MessageId> = VecDeque::new();
-                for c in inputs.iter().filter(|c| all.contains_key(*c)) {
-                    if !closure.contains(c) && reach.insert(c.clone()) {
-                        queue.push_back(c.clone());
-                    }
-                }
-                if let Some(it) = items.get_mut(&id) {
-                    it.inputs = inputs;
-                }
-                walk_back(all, &mut items, queue, &mut reach_edges, |c| {
-                    !closure.contains(c) && reach.insert(c.clone())
-                });
-            }
-        }
-        reach_edges.sort();
-        reach_edges.dedup();
+        let (reach, reach_edges) =
+            InputRegion::new(all, &window, adverse).grow(&closure, &mut items);
         // The possible-input region joins the window: its messages enter models.
         for id in &reach {
             if let Some(n) = all.get(id) {
                 window.entry(id.clone()).or_insert_with(|| n.clone());
             }
         }
-        // The items of this incident: those that touch it, and those its scope names
-        // (authored by or delivered to a principal in scope, or cited by a message it
-        // keeps). Anything else is another incident's business.
-        let authors: BTreeSet<&str> = window
-            .values()
-            .filter(|n| n.policy != Policy::Root)
-            .map(|n| n.id.author.as_str())
-            .chain(scope.principals.iter().map(String::as_str))
-            .collect();
-        let in_scope = |it: &Item| {
-            it.touches
-                || authors.contains(it.id.author.as_str())
-                || it
-                    .attestation
-                    .receipted_by
-                    .iter()
-                    .any(|r| authors.contains(r.as_str()))
-                || it.attestation.citers.iter().any(|c| window.contains_key(c))
-                || scope.unknown_anchor
-        };
-        let mut items: Vec<Item> = items.into_values().filter(|i| in_scope(i)).collect();
-        for it in &mut items {
-            it.citers.sort();
-            // Only the citers the slice holds are reported (a proof-carrying slice
-            // holds no others).
-            it.attestation.citers.retain(|c| window.contains_key(c));
-        }
+        let items = items_in_scope(items, &window, &scope);
         let mut anchor_targets: BTreeSet<String> = anchors
             .iter()
             .filter_map(|a| window.get(a))

@@ -22,7 +22,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use audita_causal::certify::{certify, CertifyConfig, CertifyMode, ModelReplayer};
+use audita_causal::certify::{
+    certify, Certified, CertifyConfig, CertifyMode, ModelReplayer, Receipt,
+};
 use audita_causal::Replayer;
 use audita_evidence::{MessageId, Partition, Payload, Record};
 use serde::Serialize;
@@ -30,9 +32,9 @@ use serde::Serialize;
 use crate::adverse::{id_string, Adverse};
 use crate::breach::{breaches, degraded, faithful, Breach};
 use crate::duty::{DutyRegistry, Standard};
-use crate::interval::intervals;
-use crate::reading::{var_names, VarRef};
-use crate::slice::{Edge, EdgeKind, ItemKind, Policy, Slice};
+use crate::interval::{intervals, Intervals};
+use crate::reading::{var_names, Built, VarRef};
+use crate::slice::{Absence, Edge, EdgeKind, Item, ItemKind, Node, Policy, Slice};
 use crate::VerdictError;
 
 /// Schema identifier written into every verdict.
@@ -406,37 +408,8 @@ impl Verdict {
         reason: &VerdictError,
     ) -> Verdict {
         Verdict {
-            schema: SCHEMA,
-            incident: adverse.decl.incident.clone(),
-            outcome: adverse.decl.outcome.clone(),
-            t_star_ms: adverse.decl.t_star_ms,
-            severity_j: adverse.severity_j(),
-            standard: duties.standard,
-            record_root: record_root(partition),
-            status: Status::Abstained,
-            claim: Claim {
-                level: ClaimLevel::Indeterminate,
-                offending_edges: Vec::new(),
-                boundary: Vec::new(),
-            },
-            anchors: adverse.anchors.iter().map(id_string).collect(),
-            slice: SliceView {
-                messages: Vec::new(),
-                edges: Vec::new(),
-                absences: Vec::new(),
-            },
-            variables: BTreeMap::new(),
-            completions: Completions {
-                items: Vec::new(),
-                hypotheses: Vec::new(),
-                readings: 0,
-                admissible: 0,
-            },
-            equivocations: partition.equivocations.len(),
-            replay: Vec::new(),
-            principals: BTreeMap::new(),
             notes: vec![format!("abstained: {reason}")],
-            declaration: DeclarationView::of(adverse),
+            ..Verdict::ungraded(partition, duties, adverse)
         }
     }
 }
@@ -515,8 +488,98 @@ pub fn verdict_with(
     duties.validate()?;
     let slice = Slice::build(record, partition, duties, adverse);
     let names = var_names(&slice);
-    // Principals: authors of derived certified messages in the (scoped) window, holders
-    // of duties in the incident's scope, authors of attested items in scope.
+    let principals = principals_of(&slice, duties);
+    let iv = intervals(&slice, &names, &principals)?;
+    let brs = breaches(&slice, duties);
+    let grading = Grading::of(&slice, &principals, &iv, adverse, opts, replayer);
+
+    // Evidence reading: widest if admissible, else canonical.
+    let evidence_reading = iv
+        .widest
+        .as_ref()
+        .or(iv.canonical.as_ref())
+        .map(|(_, built, _)| built);
+    let touching: Vec<&Item> = slice.touching_items().collect();
+    let inputs = FindingInputs {
+        slice: &slice,
+        duties,
+        adverse,
+        built: evidence_reading,
+        latest_item_time: latest_item_time(&slice, &touching, adverse),
+        touching,
+        abstained: &grading.abstained,
+    };
+    let findings = principals
+        .iter()
+        .map(|p| {
+            let breach = brs.get(p).cloned().unwrap_or_default();
+            let rho_lo = grading.lo.get(p).copied().unwrap_or(0.0);
+            let rho_hi = grading.hi.get(p).copied().unwrap_or(0.0).max(rho_lo);
+            (p.clone(), inputs.finding(p, breach, rho_lo, rho_hi))
+        })
+        .collect();
+
+    // Rewrite receipt variable names to message ids for readability is left to readers
+    // through `variables`.
+    Ok(Verdict {
+        status: grading.status,
+        claim: incident_claim(&slice),
+        slice: slice_view(&slice),
+        variables: variables(&slice, evidence_reading),
+        completions: completions(&slice, adverse, &iv),
+        replay: grading.receipts,
+        principals: findings,
+        notes: grading.notes,
+        ..Verdict::ungraded(partition, duties, adverse)
+    })
+}
+
+impl Verdict {
+    /// The header of a verdict of these inputs (incident, outcome, `t*`, severity,
+    /// standard, record root, anchors, equivocations, declaration) with nothing
+    /// graded: status `abstained`, an indeterminate claim, an empty slice, no
+    /// finding, no note.
+    fn ungraded(partition: &Partition, duties: &DutyRegistry, adverse: &Adverse) -> Verdict {
+        Verdict {
+            schema: SCHEMA,
+            incident: adverse.decl.incident.clone(),
+            outcome: adverse.decl.outcome.clone(),
+            t_star_ms: adverse.decl.t_star_ms,
+            severity_j: adverse.severity_j(),
+            standard: duties.standard,
+            record_root: record_root(partition),
+            status: Status::Abstained,
+            claim: Claim {
+                level: ClaimLevel::Indeterminate,
+                offending_edges: Vec::new(),
+                boundary: Vec::new(),
+            },
+            anchors: adverse.anchors.iter().map(id_string).collect(),
+            slice: SliceView {
+                messages: Vec::new(),
+                edges: Vec::new(),
+                absences: Vec::new(),
+            },
+            variables: BTreeMap::new(),
+            completions: Completions {
+                items: Vec::new(),
+                hypotheses: Vec::new(),
+                readings: 0,
+                admissible: 0,
+            },
+            equivocations: partition.equivocations.len(),
+            replay: Vec::new(),
+            principals: BTreeMap::new(),
+            notes: Vec::new(),
+            declaration: DeclarationView::of(adverse),
+        }
+    }
+}
+
+/// The principals of an incident: authors of derived certified messages in the
+/// (scoped) window, holders of duties in the incident's scope, authors of the
+/// completion items it enumerates, and authors of graded items in scope.
+fn principals_of(slice: &Slice, duties: &DutyRegistry) -> BTreeSet<String> {
     let mut principals: BTreeSet<String> = slice
         .window
         .values()
@@ -545,17 +608,89 @@ pub fn verdict_with(
         .map(|i| i.id.author.to_string())
         .collect();
     principals.extend(in_scope);
-    let iv = intervals(&slice, &names, &principals)?;
-    let brs = breaches(&slice, duties);
-    let mut notes = Vec::new();
-    let mut status = Status::Graded;
-    let mut lo = iv.lo.clone();
-    let mut hi = iv.hi.clone();
-    let mut abstained: BTreeSet<String> = BTreeSet::new();
-    let mut receipts = Vec::new();
-    if iv.admissible == 0 {
-        status = Status::Abstained;
-        notes.push(
+    principals
+}
+
+/// The incident's grade before the findings: the interval ends per principal once
+/// replay has certified (or failed to certify) the causes of the canonical reading.
+struct Grading {
+    /// Overall status.
+    status: Status,
+    /// Incident-level notes.
+    notes: Vec<String>,
+    /// ρ_lo per principal, lowered where replay does not confirm a cause.
+    lo: BTreeMap<String, f64>,
+    /// ρ_hi per principal.
+    hi: BTreeMap<String, f64>,
+    /// Principals whose ρ_lo replay lowered.
+    abstained: BTreeSet<String>,
+    /// Replay receipts of the canonical reading.
+    receipts: Vec<ReplayReceipt>,
+}
+
+impl Grading {
+    /// Grades the intervals `iv`: abstains when no reading is admissible, then
+    /// certifies the canonical reading's causes by replay (on `replayer`, else on the
+    /// model itself), lowering ρ_lo to the certified grade.
+    fn of(
+        slice: &Slice,
+        principals: &BTreeSet<String>,
+        iv: &Intervals,
+        adverse: &Adverse,
+        opts: &Options,
+        replayer: Option<&mut dyn Replayer>,
+    ) -> Grading {
+        let mut grading = Grading {
+            status: Status::Graded,
+            notes: Vec::new(),
+            lo: iv.lo.clone(),
+            hi: iv.hi.clone(),
+            abstained: BTreeSet::new(),
+            receipts: Vec::new(),
+        };
+        if iv.admissible == 0 {
+            grading.abstain_without_reading(slice, principals);
+        }
+        // Certification by replay on the canonical reading.
+        if let Some((_, built, att)) = &iv.canonical {
+            let cfg = CertifyConfig {
+                delta: adverse.decl.delta,
+                mode: opts.mode,
+                tolerance: opts.tolerance,
+            };
+            let mut own;
+            let rep: &mut dyn Replayer = match replayer {
+                Some(r) => r,
+                None => {
+                    own = ModelReplayer::exact(built.model.clone());
+                    &mut own
+                }
+            };
+            match certify(&built.model, &[], att.clone(), rep, &cfg) {
+                Ok(c) => grading.take_certified(&c, principals),
+                Err(e) => {
+                    grading.status = Status::Abstained;
+                    grading
+                        .notes
+                        .push(format!("certification by replay failed, abstaining: {e}"));
+                    grading.uncertify(principals);
+                }
+            }
+        } else if iv.admissible > 0 {
+            grading
+                .notes
+                .push("canonical reading not admissible: causes not replay-certified".into());
+            grading.uncertify(principals);
+            grading.status = Status::Abstained;
+        }
+        grading
+    }
+
+    /// No reading reproduces the outcome: abstain, ρ_lo = 0 for everyone and ρ_hi = 1
+    /// for whoever the slice involves (0 for the others).
+    fn abstain_without_reading(&mut self, slice: &Slice, principals: &BTreeSet<String>) {
+        self.status = Status::Abstained;
+        self.notes.push(
             "no reading of the evidence reproduces the declared outcome: no causal finding"
                 .to_string(),
         );
@@ -566,78 +701,62 @@ pub fn verdict_with(
             .chain(slice.items.iter().map(|i| i.id.author.to_string()))
             .chain(slice.absences.iter().map(|a| a.holder.clone()))
             .collect();
-        for p in &principals {
-            lo.insert(p.clone(), 0.0);
-            hi.insert(p.clone(), if involved.contains(p) { 1.0 } else { 0.0 });
+        for p in principals {
+            self.lo.insert(p.clone(), 0.0);
+            self.hi
+                .insert(p.clone(), if involved.contains(p) { 1.0 } else { 0.0 });
         }
-    }
-    // Certification by replay on the canonical reading.
-    if let Some((_, built, att)) = &iv.canonical {
-        let cfg = CertifyConfig {
-            delta: adverse.decl.delta,
-            mode: opts.mode,
-            tolerance: opts.tolerance,
-        };
-        let mut own;
-        let rep: &mut dyn Replayer = match replayer {
-            Some(r) => r,
-            None => {
-                own = ModelReplayer::exact(built.model.clone());
-                &mut own
-            }
-        };
-        match certify(&built.model, &[], att.clone(), rep, &cfg) {
-            Ok(c) => {
-                for r in &c.receipts {
-                    receipts.push(ReplayReceipt {
-                        vars: r.cause.vars.clone(),
-                        witness: r.cause.witness.clone(),
-                        grade: r.cause.grade,
-                        q0: r.q0,
-                        q1: r.q1,
-                        epsilon: r.epsilon,
-                        runs: r.runs,
-                        action_match: r.action_match,
-                        certified: r.certified,
-                        note: r.note.clone(),
-                    });
-                }
-                for p in &principals {
-                    let certified = c.attribution.responsibility_of(p);
-                    if let Some(l) = lo.get_mut(p) {
-                        if certified < *l {
-                            *l = certified;
-                            abstained.insert(p.clone());
-                        }
-                    }
-                }
-            }
-            Err(e) => {
-                status = Status::Abstained;
-                notes.push(format!("certification by replay failed, abstaining: {e}"));
-                for p in &principals {
-                    if lo.get(p).is_some_and(|l| *l > 0.0) {
-                        abstained.insert(p.clone());
-                    }
-                    lo.insert(p.clone(), 0.0);
-                }
-            }
-        }
-    } else if iv.admissible > 0 {
-        notes.push("canonical reading not admissible: causes not replay-certified".into());
-        for p in &principals {
-            if lo.get(p).is_some_and(|l| *l > 0.0) {
-                abstained.insert(p.clone());
-            }
-            lo.insert(p.clone(), 0.0);
-        }
-        status = Status::Abstained;
     }
 
-    // Evidence reading: widest if admissible, else canonical.
-    let evidence_reading = iv.widest.as_ref().or(iv.canonical.as_ref());
-    let touching: Vec<&crate::slice::Item> = slice.touching_items().collect();
-    let latest_item_time = touching
+    /// Keeps the receipts of a certification and lowers each ρ_lo to the certified
+    /// responsibility where that is smaller.
+    fn take_certified(&mut self, c: &Certified, principals: &BTreeSet<String>) {
+        self.receipts
+            .extend(c.receipts.iter().map(ReplayReceipt::from));
+        for p in principals {
+            let certified = c.attribution.responsibility_of(p);
+            if let Some(l) = self.lo.get_mut(p) {
+                if certified < *l {
+                    *l = certified;
+                    self.abstained.insert(p.clone());
+                }
+            }
+        }
+    }
+
+    /// No cause is replay-certified: ρ_lo = 0 for everyone, and whoever had ρ_lo > 0
+    /// is marked abstained.
+    fn uncertify(&mut self, principals: &BTreeSet<String>) {
+        for p in principals {
+            if self.lo.get(p).is_some_and(|l| *l > 0.0) {
+                self.abstained.insert(p.clone());
+            }
+            self.lo.insert(p.clone(), 0.0);
+        }
+    }
+}
+
+impl From<&Receipt> for ReplayReceipt {
+    fn from(r: &Receipt) -> Self {
+        ReplayReceipt {
+            vars: r.cause.vars.clone(),
+            witness: r.cause.witness.clone(),
+            grade: r.cause.grade,
+            q0: r.q0,
+            q1: r.q1,
+            epsilon: r.epsilon,
+            runs: r.runs,
+            action_match: r.action_match,
+            certified: r.certified,
+            note: r.note.clone(),
+        }
+    }
+}
+
+/// The latest time a touching completion item could have been consumed: `t*` for an
+/// anchor, else its latest citer's timestamp (`t*` when none is in the window).
+fn latest_item_time(slice: &Slice, touching: &[&Item], adverse: &Adverse) -> Option<u64> {
+    touching
         .iter()
         .map(|it| {
             if it.anchor {
@@ -651,65 +770,202 @@ pub fn verdict_with(
                     .unwrap_or(adverse.decl.t_star_ms)
             }
         })
-        .max();
+        .max()
+}
 
-    let mut findings = BTreeMap::new();
-    for p in &principals {
-        let breach = brs.get(p).cloned().unwrap_or_default();
-        let rho_lo = lo.get(p).copied().unwrap_or(0.0);
-        let rho_hi = hi.get(p).copied().unwrap_or(0.0).max(rho_lo);
+/// What every finding of one incident reads.
+struct FindingInputs<'a> {
+    /// The incident's slice.
+    slice: &'a Slice,
+    /// The duty registry (its standard decides culpability).
+    duties: &'a DutyRegistry,
+    /// The declaration.
+    adverse: &'a Adverse,
+    /// The evidence reading's model (widest if admissible, else canonical).
+    built: Option<&'a Built>,
+    /// The completion items touching the outcome.
+    touching: Vec<&'a Item>,
+    /// See [`latest_item_time`].
+    latest_item_time: Option<u64>,
+    /// Principals a cause of whom replay did not confirm.
+    abstained: &'a BTreeSet<String>,
+}
+
+/// A principal's evidence trail in the evidence reading.
+struct Trail {
+    /// Message ids: its violations' evidence, its gated messages and everything
+    /// downstream of them, the triggers of its omissions.
+    evidence: BTreeSet<String>,
+    /// Consumed non-witness edges on its path.
+    offending: BTreeSet<EdgeView>,
+    /// Where its own messages' closure exits the window.
+    boundary: BTreeSet<String>,
+    /// Its gated (or named) messages.
+    own_vars: Vec<MessageId>,
+    /// Whether an absence of its enters the model while ρ_hi > 0.
+    omission: bool,
+}
+
+impl FindingInputs<'_> {
+    /// The finding about `p`, given its breach and interval `[rho_lo, rho_hi]`.
+    fn finding(&self, p: &str, breach: Breach, rho_lo: f64, rho_hi: f64) -> Finding {
+        let slice = self.slice;
         let mut flags = BTreeSet::new();
-        let mut f_notes = Vec::new();
-        let mut evidence: BTreeSet<String> = BTreeSet::new();
-        let mut offending: BTreeSet<EdgeView> = BTreeSet::new();
-        let mut boundary: BTreeSet<String> = BTreeSet::new();
-        let mut own_vars: Vec<MessageId> = Vec::new();
-        for v in &breach.violations {
-            evidence.extend(v.evidence.iter().cloned());
+        let mut notes = Vec::new();
+        let trail = self.trail(p, &breach, rho_hi);
+        if trail.omission {
+            flags.insert(Flag::Omission);
         }
-        if let Some((_, built, _)) = evidence_reading {
-            // p's gated messages and everything downstream of them to the anchors.
-            let mut frontier: Vec<MessageId> = built
-                .gated
+        if self.is_conduit(p, &trail.own_vars, rho_hi) {
+            flags.insert(Flag::Conduit);
+        }
+        let orphan = self.has_orphan(p);
+        let items = self.items_bearing_on(p, &trail, rho_lo, rho_hi, orphan);
+        if items.iter().any(|i| i.kind != ItemKind::Suspect) {
+            flags.insert(Flag::EvidenceMissing);
+        }
+        if items.iter().any(|i| i.kind == ItemKind::Suspect) {
+            flags.insert(Flag::EvidenceSuspect);
+        }
+        if self.abstained.contains(p) {
+            flags.insert(Flag::Abstained);
+            notes.push("a cause of this principal was not confirmed by replay: abstained".into());
+        }
+        let claim = finding_claim(trail.offending, trail.boundary, rho_lo, rho_hi);
+        let b = breach.under(self.duties.standard);
+        let culpable = b && rho_lo > 0.0 && claim.level == ClaimLevel::Causal;
+        let withheld = rho_hi == 0.0 && orphan && !self.touching.is_empty();
+        let unshown = self.unshown_commands(p);
+        let omitted = self.omitted_halts(p);
+        for a in &omitted {
+            flags.insert(Flag::UnrealisedCommand);
+            notes.push(omitted_halt_note(a));
+        }
+        let withheld = withheld || !unshown.is_empty() || !omitted.is_empty();
+        if !unshown.is_empty() {
+            flags.insert(Flag::UnrealisedCommand);
+            for (u, via) in &unshown {
+                notes.push(self.unshown_command_note(u, via.as_ref()));
+            }
+        }
+        let exonerated = rho_hi == 0.0 && !withheld && items.is_empty();
+        let status = if culpable {
+            FindingStatus::Culpable
+        } else if exonerated {
+            if b {
+                FindingStatus::NegligentButInert
+            } else {
+                FindingStatus::Exonerated
+            }
+        } else if !b && rho_lo > 0.0 && degraded(slice, p).is_empty() {
+            FindingStatus::InvolvedCleared
+        } else {
+            FindingStatus::Unresolved
+        };
+        if exonerated {
+            flags.insert(Flag::Exonerated);
+            notes.extend(exoneration_notes(slice, p));
+        }
+        if withheld {
+            notes.push(
+                "exoneration withheld: a missing item with unknown inputs could carry a production path of this principal"
+                    .into(),
+            );
+        }
+        match status {
+            FindingStatus::NegligentButInert => {
+                notes.push("negligent but inert: breach without causation".into())
+            }
+            FindingStatus::InvolvedCleared => {
+                notes.push("involved, cleared: causation without breach".into())
+            }
+            _ => {}
+        }
+        Finding {
+            duties: self
+                .duties
+                .duties_of(p)
                 .iter()
-                .chain(built.names.keys())
-                .filter(|id| id.author.as_str() == p)
-                .cloned()
-                .collect();
-            frontier.sort();
-            frontier.dedup();
-            own_vars = frontier.clone();
-            let mut seen: BTreeSet<MessageId> = frontier.iter().cloned().collect();
-            while let Some(m) = frontier.pop() {
-                evidence.insert(id_string(&m));
-                for (child, parent) in &built.links {
-                    if parent == &m && seen.insert(child.clone()) {
-                        frontier.push(child.clone());
-                    }
+                .map(|d| d.id().to_string())
+                .collect(),
+            breach,
+            rho_lo,
+            rho_hi,
+            culpable,
+            status,
+            claim,
+            flags: flags.into_iter().collect(),
+            evidence: trail.evidence.into_iter().collect(),
+            items: items.into_iter().collect(),
+            notes,
+        }
+    }
+
+    /// `p`'s evidence trail: its violations' evidence and, in the evidence reading,
+    /// its gated messages and everything downstream of them to the anchors, the
+    /// non-witness edges and window exits on that path, and its omissions.
+    fn trail(&self, p: &str, breach: &Breach, rho_hi: f64) -> Trail {
+        let slice = self.slice;
+        let mut trail = Trail {
+            evidence: BTreeSet::new(),
+            offending: BTreeSet::new(),
+            boundary: BTreeSet::new(),
+            own_vars: Vec::new(),
+            omission: false,
+        };
+        for v in &breach.violations {
+            trail.evidence.extend(v.evidence.iter().cloned());
+        }
+        let Some(built) = self.built else {
+            return trail;
+        };
+        // p's gated messages and everything downstream of them to the anchors.
+        let mut frontier: Vec<MessageId> = built
+            .gated
+            .iter()
+            .chain(built.names.keys())
+            .filter(|id| id.author.as_str() == p)
+            .cloned()
+            .collect();
+        frontier.sort();
+        frontier.dedup();
+        trail.own_vars = frontier.clone();
+        let mut seen: BTreeSet<MessageId> = frontier.iter().cloned().collect();
+        while let Some(m) = frontier.pop() {
+            trail.evidence.insert(id_string(&m));
+            for (child, parent) in &built.links {
+                if parent == &m && seen.insert(child.clone()) {
+                    frontier.push(child.clone());
                 }
             }
-            for e in &slice.edges {
-                let on_path = seen.contains(&e.child) && seen.contains(&e.parent);
-                if on_path && e.consumed && !e.kind.is_witness() {
-                    offending.insert(EdgeView::from(e));
-                }
-                if e.kind == EdgeKind::WindowExit && e.consumed && own_vars.contains(&e.child) {
-                    boundary.insert(id_string(&e.parent));
-                }
+        }
+        for e in &slice.edges {
+            let on_path = seen.contains(&e.child) && seen.contains(&e.parent);
+            if on_path && e.consumed && !e.kind.is_witness() {
+                trail.offending.insert(EdgeView::from(e));
             }
-            for (name, r) in &built.vars {
-                if let VarRef::Absence(i) = r {
-                    if let Some(a) = slice.absences.get(*i) {
-                        if a.holder == *p && rho_hi > 0.0 && built.model.var(name).is_some() {
-                            flags.insert(Flag::Omission);
-                            evidence.insert(id_string(&a.trigger));
-                        }
+            if e.kind == EdgeKind::WindowExit && e.consumed && trail.own_vars.contains(&e.child) {
+                trail.boundary.insert(id_string(&e.parent));
+            }
+        }
+        for (name, r) in &built.vars {
+            if let VarRef::Absence(i) = r {
+                if let Some(a) = slice.absences.get(*i) {
+                    if a.holder == *p && rho_hi > 0.0 && built.model.var(name).is_some() {
+                        trail.omission = true;
+                        trail.evidence.insert(id_string(&a.trigger));
                     }
                 }
             }
         }
-        // Conduit: every gated message a faithful relay, and involved.
-        let gated_own: Vec<&crate::slice::Node> = own_vars
+        trail
+    }
+
+    /// Conduit: `p` is involved, owns no absence in the outcome, and every gated
+    /// message of its is a faithful relay.
+    fn is_conduit(&self, p: &str, own_vars: &[MessageId], rho_hi: f64) -> bool {
+        let slice = self.slice;
+        let gated_own: Vec<&Node> = own_vars
             .iter()
             .filter_map(|id| slice.window.get(id))
             .collect();
@@ -717,16 +973,43 @@ pub fn verdict_with(
             .absences
             .iter()
             .any(|a| a.holder == *p && a.in_outcome);
-        if rho_hi > 0.0
+        rho_hi > 0.0
             && !gated_own.is_empty()
             && !owns_absence
-            && gated_own.iter().all(|n| faithful(&slice, n))
-        {
-            flags.insert(Flag::Conduit);
-        }
-        // Items bearing on p.
+            && gated_own.iter().all(|n| faithful(slice, n))
+    }
+
+    /// Whether `p` has a certified derived message outside the closure predating a
+    /// touching item's consumption (a completion item could carry its production path).
+    fn has_orphan(&self, p: &str) -> bool {
+        let slice = self.slice;
+        slice.window.values().any(|n| {
+            n.id.author.as_str() == p
+                && n.policy != Policy::Root
+                && !slice.closure.contains(&n.id)
+                && self.latest_item_time.is_some_and(|t| n.timestamp <= t)
+        })
+    }
+
+    /// The missing and suspect items bearing on `p`: its degraded items, those leaving
+    /// an absence of its open, every touching item when it is in the model (or could
+    /// be), and authentic suspects on its evidence path.
+    fn items_bearing_on(
+        &self,
+        p: &str,
+        trail: &Trail,
+        rho_lo: f64,
+        rho_hi: f64,
+        orphan: bool,
+    ) -> BTreeSet<NamedItem> {
+        let slice = self.slice;
+        let named = |id: &MessageId, kind: ItemKind| NamedItem {
+            id: id_string(id),
+            author: id.author.to_string(),
+            kind,
+        };
         let mut items: BTreeSet<NamedItem> = BTreeSet::new();
-        for id in degraded(&slice, p) {
+        for id in degraded(slice, p) {
             let kind = if slice.suspect_nodes.contains_key(&id) {
                 ItemKind::Suspect
             } else {
@@ -735,11 +1018,7 @@ pub fn verdict_with(
                     .map(|i| i.kind)
                     .unwrap_or(ItemKind::Missing)
             };
-            items.insert(NamedItem {
-                id: id_string(&id),
-                author: id.author.to_string(),
-                kind,
-            });
+            items.insert(named(&id, kind));
         }
         // An absence of p's that the record leaves open names the items that do.
         for a in slice
@@ -749,203 +1028,139 @@ pub fn verdict_with(
         {
             for id in &a.uncertain_by {
                 if let Some(it) = slice.graded_item(id) {
-                    items.insert(NamedItem {
-                        id: id_string(id),
-                        author: id.author.to_string(),
-                        kind: it.kind,
-                    });
+                    items.insert(named(id, it.kind));
                 }
             }
         }
         let widened = rho_lo < rho_hi;
-        let orphan = slice.window.values().any(|n| {
-            n.id.author.as_str() == p
-                && n.policy != Policy::Root
-                && !slice.closure.contains(&n.id)
-                && latest_item_time.is_some_and(|t| n.timestamp <= t)
-        });
         // A completion item reads with unknown inputs, so it can move the grade of
         // every principal in the model (and of any whose uncited message it may have
         // consumed): name it in all those findings.
-        let in_model = !own_vars.is_empty() || slice.absences.iter().any(|a| a.holder == *p);
+        let in_model = !trail.own_vars.is_empty() || slice.absences.iter().any(|a| a.holder == *p);
         if widened || orphan || in_model || rho_hi > 0.0 {
-            for it in &touching {
-                items.insert(NamedItem {
-                    id: id_string(&it.id),
-                    author: it.id.author.to_string(),
-                    kind: it.kind,
-                });
+            for it in &self.touching {
+                items.insert(named(&it.id, it.kind));
             }
         }
         // An authentic suspect on p's evidence path (read for its signed content,
         // not certified) is named too.
-        if let Some((_, built, _)) = evidence_reading {
+        if let Some(built) = self.built {
             for id in slice.suspect_nodes.keys() {
-                let on_path = built.gated.contains(id) && evidence.contains(&id_string(id));
+                let on_path = built.gated.contains(id) && trail.evidence.contains(&id_string(id));
                 if on_path {
-                    items.insert(NamedItem {
-                        id: id_string(id),
-                        author: id.author.to_string(),
-                        kind: ItemKind::Suspect,
-                    });
+                    items.insert(named(id, ItemKind::Suspect));
                 }
             }
         }
-        if items.iter().any(|i| i.kind != ItemKind::Suspect) {
-            flags.insert(Flag::EvidenceMissing);
-        }
-        if items.iter().any(|i| i.kind == ItemKind::Suspect) {
-            flags.insert(Flag::EvidenceSuspect);
-        }
-        if abstained.contains(p) {
-            flags.insert(Flag::Abstained);
-            f_notes.push("a cause of this principal was not confirmed by replay: abstained".into());
-        }
-        let level = if !boundary.is_empty() {
-            ClaimLevel::Indeterminate
-        } else if !offending.is_empty() && rho_lo == 0.0 && rho_hi > 0.0 {
-            ClaimLevel::Temporal
-        } else {
-            ClaimLevel::Causal
-        };
-        let claim = Claim {
-            level,
-            offending_edges: offending.into_iter().collect(),
-            boundary: boundary.into_iter().collect(),
-        };
-        let b = breach.under(duties.standard);
-        let culpable = b && rho_lo > 0.0 && level == ClaimLevel::Causal;
-        let withheld = rho_hi == 0.0 && orphan && !touching.is_empty();
-        // No anchor, and p issued commands to the subject the record does not show
-        // realised: the outcome's production is unknown, not exogenous.
-        // Its own, or one it led to: a command p's message was relayed into (p's
-        // message an ancestor of the unrealised one) is p's too.
-        let unshown: Vec<(&MessageId, Option<MessageId>)> =
-            if slice.anchors.is_empty() && adverse.anchors.is_empty() {
-                slice
-                    .unrealised
-                    .iter()
-                    .filter_map(|u| {
-                        if u.author.as_str() == p {
-                            return Some((u, None));
-                        }
-                        crate::slice::ancestors([u.clone()], &slice.window)
-                            .into_iter()
-                            .find(|a| a.author.as_str() == p)
-                            .map(|a| (u, Some(a)))
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-        // A halt p owed the subject and omitted, while commands to it are not shown
-        // realised: had one moved it, the halt would have stopped it.
-        let omitted: Vec<&crate::slice::Absence> = if slice.anchors.is_empty()
-            && adverse.anchors.is_empty()
-            && !slice.unrealised.is_empty()
-        {
-            slice
-                .absences
-                .iter()
-                .filter(|a| a.holder == *p && adverse.decl.targets.contains(&a.target))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        for a in &omitted {
-            flags.insert(Flag::UnrealisedCommand);
-            f_notes.push(format!(
-                "{}: the halt of {} owed after {} was {}omitted while commands to it are not \
-                 shown realised; the record cannot exclude that one moved it and the halt would \
-                 have stopped it",
-                a.duty,
-                a.target,
-                id_string(&a.trigger),
-                if a.certain { "" } else { "possibly " }
-            ));
-        }
-        let withheld = withheld || !unshown.is_empty() || !omitted.is_empty();
-        if !unshown.is_empty() {
-            flags.insert(Flag::UnrealisedCommand);
-            for (u, via) in &unshown {
-                let detail = adverse
-                    .decl
-                    .facts
-                    .iter()
-                    .find(|f| {
-                        f.fact == crate::FactKind::Unrealised
-                            && f.message.as_deref() == Some(id_string(u).as_str())
-                    })
-                    .map(|f| f.detail.clone())
-                    .unwrap_or_else(|| "declared unrealised".into());
-                let via = via
-                    .as_ref()
-                    .map(|a| format!(" (relaying {})", id_string(a)))
-                    .unwrap_or_default();
-                f_notes.push(format!(
-                    "{}{via} issued to {}: {detail}; not shown realised, so it is no anchor, and the \
-                     record cannot exclude that it produced the outcome",
-                    id_string(u),
-                    adverse.decl.targets.join(", ")
-                ));
-            }
-        }
-        let status = if culpable {
-            FindingStatus::Culpable
-        } else if rho_hi == 0.0 && !withheld && items.is_empty() {
-            if b {
-                FindingStatus::NegligentButInert
-            } else {
-                FindingStatus::Exonerated
-            }
-        } else if !b && rho_lo > 0.0 && degraded(&slice, p).is_empty() {
-            FindingStatus::InvolvedCleared
-        } else {
-            FindingStatus::Unresolved
-        };
-        if rho_hi == 0.0 && !withheld && items.is_empty() {
-            flags.insert(Flag::Exonerated);
-            f_notes.extend(exoneration_notes(&slice, p));
-        }
-        if withheld {
-            f_notes.push(
-                "exoneration withheld: a missing item with unknown inputs could carry a production path of this principal"
-                    .into(),
-            );
-        }
-        match status {
-            FindingStatus::NegligentButInert => {
-                f_notes.push("negligent but inert: breach without causation".into())
-            }
-            FindingStatus::InvolvedCleared => {
-                f_notes.push("involved, cleared: causation without breach".into())
-            }
-            _ => {}
-        }
-        let duty_ids: Vec<String> = duties
-            .duties_of(p)
-            .iter()
-            .map(|d| d.id().to_string())
-            .collect();
-        findings.insert(
-            p.clone(),
-            Finding {
-                duties: duty_ids,
-                breach,
-                rho_lo,
-                rho_hi,
-                culpable,
-                status,
-                claim,
-                flags: flags.into_iter().collect(),
-                evidence: evidence.into_iter().collect(),
-                items: items.into_iter().collect(),
-                notes: f_notes,
-            },
-        );
+        items
     }
 
-    // Incident-level claim.
+    /// With no anchor, the commands to the subject the record does not show realised
+    /// that are `p`'s: its own, or one it led to (a command `p`'s message was relayed
+    /// into, named with that message). The outcome's production is unknown, not
+    /// exogenous.
+    fn unshown_commands(&self, p: &str) -> Vec<(&MessageId, Option<MessageId>)> {
+        let slice = self.slice;
+        if !(slice.anchors.is_empty() && self.adverse.anchors.is_empty()) {
+            return Vec::new();
+        }
+        slice
+            .unrealised
+            .iter()
+            .filter_map(|u| {
+                if u.author.as_str() == p {
+                    return Some((u, None));
+                }
+                crate::slice::ancestors([u.clone()], &slice.window)
+                    .into_iter()
+                    .find(|a| a.author.as_str() == p)
+                    .map(|a| (u, Some(a)))
+            })
+            .collect()
+    }
+
+    /// With no anchor and commands not shown realised, the halts `p` owed the subject
+    /// and omitted: had one of those commands moved it, the halt would have stopped it.
+    fn omitted_halts(&self, p: &str) -> Vec<&Absence> {
+        let slice = self.slice;
+        let adverse = self.adverse;
+        if !(slice.anchors.is_empty() && adverse.anchors.is_empty() && !slice.unrealised.is_empty())
+        {
+            return Vec::new();
+        }
+        slice
+            .absences
+            .iter()
+            .filter(|a| a.holder == *p && adverse.decl.targets.contains(&a.target))
+            .collect()
+    }
+
+    /// The note naming an unrealised command `u` (relaying `via` when not `p`'s own)
+    /// with the declaration's detail of it.
+    fn unshown_command_note(&self, u: &MessageId, via: Option<&MessageId>) -> String {
+        let detail = self
+            .adverse
+            .decl
+            .facts
+            .iter()
+            .find(|f| {
+                f.fact == crate::FactKind::Unrealised
+                    && f.message.as_deref() == Some(id_string(u).as_str())
+            })
+            .map(|f| f.detail.clone())
+            .unwrap_or_else(|| "declared unrealised".into());
+        let via = via
+            .map(|a| format!(" (relaying {})", id_string(a)))
+            .unwrap_or_default();
+        format!(
+            "{}{via} issued to {}: {detail}; not shown realised, so it is no anchor, and the \
+             record cannot exclude that it produced the outcome",
+            id_string(u),
+            self.adverse.decl.targets.join(", ")
+        )
+    }
+}
+
+/// The note naming a halt owed and (possibly) omitted while commands are not shown
+/// realised.
+fn omitted_halt_note(a: &Absence) -> String {
+    format!(
+        "{}: the halt of {} owed after {} was {}omitted while commands to it are not \
+         shown realised; the record cannot exclude that one moved it and the halt would \
+         have stopped it",
+        a.duty,
+        a.target,
+        id_string(&a.trigger),
+        if a.certain { "" } else { "possibly " }
+    )
+}
+
+/// A finding's claim: indeterminate when its closure exits the window, temporal when
+/// only non-witness edges carry a possible cause (ρ_lo = 0 < ρ_hi), else causal.
+fn finding_claim(
+    offending: BTreeSet<EdgeView>,
+    boundary: BTreeSet<String>,
+    rho_lo: f64,
+    rho_hi: f64,
+) -> Claim {
+    let level = if !boundary.is_empty() {
+        ClaimLevel::Indeterminate
+    } else if !offending.is_empty() && rho_lo == 0.0 && rho_hi > 0.0 {
+        ClaimLevel::Temporal
+    } else {
+        ClaimLevel::Causal
+    };
+    Claim {
+        level,
+        offending_edges: offending.into_iter().collect(),
+        boundary: boundary.into_iter().collect(),
+    }
+}
+
+/// The incident-level claim: indeterminate when the closure exits the window or an
+/// anchor is unresolved, temporal when a folded-transform or similarity edge is
+/// consumed, else causal.
+fn incident_claim(slice: &Slice) -> Claim {
     let offending: Vec<EdgeView> = slice
         .edges
         .iter()
@@ -973,7 +1188,7 @@ pub fn verdict_with(
         .collect();
     boundary.sort();
     boundary.dedup();
-    let claim = Claim {
+    Claim {
         level: if !boundary.is_empty() {
             ClaimLevel::Indeterminate
         } else if !offending.is_empty() {
@@ -983,9 +1198,14 @@ pub fn verdict_with(
         },
         offending_edges: offending,
         boundary,
-    };
+    }
+}
+
+/// Model variable → the message id, duty absence or counterpart it stands for (empty
+/// without an evidence reading).
+fn variables(slice: &Slice, built: Option<&Built>) -> BTreeMap<String, String> {
     let mut variables = BTreeMap::new();
-    if let Some((_, built, _)) = evidence_reading {
+    if let Some(built) = built {
         for (name, r) in &built.vars {
             let v = match r {
                 VarRef::Message(id) => id_string(id),
@@ -999,76 +1219,65 @@ pub fn verdict_with(
             variables.insert(name.clone(), v);
         }
     }
-    // Rewrite receipt variable names to message ids for readability is left to readers
-    // through `variables`.
-    let verdict = Verdict {
-        schema: SCHEMA,
-        incident: adverse.decl.incident.clone(),
-        outcome: adverse.decl.outcome.clone(),
-        t_star_ms: adverse.decl.t_star_ms,
-        severity_j: adverse.severity_j(),
-        standard: duties.standard,
-        record_root: record_root(partition),
-        status,
-        claim,
-        anchors: adverse.anchors.iter().map(id_string).collect(),
-        slice: SliceView {
-            messages: slice.closure.iter().map(id_string).collect(),
-            edges: slice.edges.iter().map(EdgeView::from).collect(),
-            absences: slice
-                .absences
-                .iter()
-                .map(|a| AbsenceView {
-                    variable: a.variable.clone(),
-                    duty: a.duty.clone(),
-                    holder: a.holder.clone(),
-                    trigger: id_string(&a.trigger),
-                    in_outcome: a.in_outcome,
-                    certain: a.certain,
-                    uncertain_by: a.uncertain_by.iter().map(id_string).collect(),
-                })
-                .collect(),
-        },
-        variables,
-        completions: Completions {
-            items: slice
-                .suspect_nodes
-                .iter()
-                .map(|(id, reasons)| ItemView {
-                    id: id_string(id),
-                    author: id.author.to_string(),
-                    kind: ItemKind::Suspect,
-                    citers: Vec::new(),
-                    anchor: adverse.anchors.contains(id),
-                    enumerated: false,
-                    attested_by: std::iter::once("seal".to_string())
-                        .chain(std::iter::once(format!(
-                            "signed by its author; read for its content ({})",
-                            reasons.join(", ")
-                        )))
-                        .collect(),
-                })
-                .chain(slice.items.iter().map(|i| ItemView {
-                    id: id_string(&i.id),
-                    author: i.id.author.to_string(),
-                    kind: i.kind,
-                    citers: i.citers.iter().map(id_string).collect(),
-                    anchor: i.anchor,
-                    enumerated: i.touches && i.kind != ItemKind::Claimed,
-                    attested_by: i.attestation.describe(),
-                }))
-                .collect(),
-            hypotheses: slice.hypotheses().into_iter().map(EdgeView::from).collect(),
-            readings: iv.total,
-            admissible: iv.admissible,
-        },
-        equivocations: partition.equivocations.len(),
-        replay: receipts,
-        principals: findings,
-        notes,
-        declaration: DeclarationView::of(adverse),
-    };
-    Ok(verdict)
+    variables
+}
+
+/// The slice as written in the verdict: closure, edges, absences.
+fn slice_view(slice: &Slice) -> SliceView {
+    SliceView {
+        messages: slice.closure.iter().map(id_string).collect(),
+        edges: slice.edges.iter().map(EdgeView::from).collect(),
+        absences: slice
+            .absences
+            .iter()
+            .map(|a| AbsenceView {
+                variable: a.variable.clone(),
+                duty: a.duty.clone(),
+                holder: a.holder.clone(),
+                trigger: id_string(&a.trigger),
+                in_outcome: a.in_outcome,
+                certain: a.certain,
+                uncertain_by: a.uncertain_by.iter().map(id_string).collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The completion statistics: attested suspects, then the slice's items, the
+/// hypothesis edges and the reading counts.
+fn completions(slice: &Slice, adverse: &Adverse, iv: &Intervals) -> Completions {
+    Completions {
+        items: slice
+            .suspect_nodes
+            .iter()
+            .map(|(id, reasons)| ItemView {
+                id: id_string(id),
+                author: id.author.to_string(),
+                kind: ItemKind::Suspect,
+                citers: Vec::new(),
+                anchor: adverse.anchors.contains(id),
+                enumerated: false,
+                attested_by: std::iter::once("seal".to_string())
+                    .chain(std::iter::once(format!(
+                        "signed by its author; read for its content ({})",
+                        reasons.join(", ")
+                    )))
+                    .collect(),
+            })
+            .chain(slice.items.iter().map(|i| ItemView {
+                id: id_string(&i.id),
+                author: i.id.author.to_string(),
+                kind: i.kind,
+                citers: i.citers.iter().map(id_string).collect(),
+                anchor: i.anchor,
+                enumerated: i.touches && i.kind != ItemKind::Claimed,
+                attested_by: i.attestation.describe(),
+            }))
+            .collect(),
+        hypotheses: slice.hypotheses().into_iter().map(EdgeView::from).collect(),
+        readings: iv.total,
+        admissible: iv.admissible,
+    }
 }
 
 fn exoneration_notes(slice: &Slice, p: &str) -> Vec<String> {
