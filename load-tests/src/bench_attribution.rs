@@ -555,18 +555,14 @@ impl Tally {
                 )
             })
             .collect();
-        let duty_v: Map<String, Value> = self
-            .duty
-            .iter()
-            .map(|(k, d)| {
-                let n = d[3].max(1.0);
-                (
-                    k.to_string(),
-                    json!({"culpable_changed_rate": round(d[0] / n), "mean_shift": round(d[1] / n),
-                           "causal_invariant_rate": round(d[2] / n), "n": d[3] as u64}),
-                )
-            })
-            .collect();
+        let duty_v = means(
+            &self.duty,
+            [
+                "culpable_changed_rate",
+                "mean_shift",
+                "causal_invariant_rate",
+            ],
+        );
         let wall_v: Map<String, Value> = self
             .wall
             .iter()
@@ -578,18 +574,10 @@ impl Tally {
                 )
             })
             .collect();
-        let hosted_v: Map<String, Value> = self
-            .hosted
-            .iter()
-            .map(|(k, v)| {
-                let n = v[3].max(1.0);
-                (
-                    k.to_string(),
-                    json!({"certified_rate": round(v[0] / n), "mean_action_match": round(v[1] / n),
-                           "profile_exact_rate": round(v[2] / n), "n": v[3] as u64}),
-                )
-            })
-            .collect();
+        let hosted_v = means(
+            &self.hosted,
+            ["certified_rate", "mean_action_match", "profile_exact_rate"],
+        );
         json!({
             "hosted_replay": hosted_v,
             "families": self.families(judge_status),
@@ -1113,6 +1101,22 @@ fn rates_table(s: &mut String, heading: &str, section: &Value, rates: &[&str]) {
             s.push_str(&format!(" {} |\n", v["n"]));
         }
     }
+}
+
+/// Each entry's three sums (`[a, b, c, n]`) averaged over its count `n`, rounded:
+/// `{names[0]: a/n, names[1]: b/n, names[2]: c/n, "n": n}`.
+fn means(sums: &BTreeMap<&'static str, [f64; 4]>, names: [&str; 3]) -> Map<String, Value> {
+    sums.iter()
+        .map(|(k, v)| {
+            let n = v[3].max(1.0);
+            let mut o = Map::new();
+            for (i, name) in names.iter().enumerate() {
+                o.insert(name.to_string(), json!(round(v[i] / n)));
+            }
+            o.insert("n".into(), json!(v[3] as u64));
+            (k.to_string(), Value::Object(o))
+        })
+        .collect()
 }
 
 /// Duty-standard sensitivity, replay certification on the hosted world, and the

@@ -376,6 +376,12 @@ impl<'a> Fields<'a> {
             .and_then(Value::as_u64)
             .ok_or_else(|| Self::bad(f, "not an unsigned integer"))
     }
+    /// `v` as an object (an item of the array at `f`).
+    fn of(v: &'a Value, f: &'static str) -> Result<Fields<'a>, PayloadError> {
+        v.as_object()
+            .map(Fields)
+            .ok_or_else(|| Self::bad(f, "not an object"))
+    }
     /// The objects of the array at `f`, in order (none when absent or not an array);
     /// an item that is not an object is refused when it is reached.
     fn objects(
@@ -388,11 +394,7 @@ impl<'a> Fields<'a> {
             .map(Vec::as_slice)
             .unwrap_or(&[])
             .iter()
-            .map(move |v| {
-                v.as_object()
-                    .map(Fields)
-                    .ok_or_else(|| Self::bad(f, "not an object"))
-            })
+            .map(move |v| Self::of(v, f))
     }
     fn list<T>(
         &self,
@@ -519,10 +521,7 @@ fn metas(v: Option<&Value>, f: &'static str) -> Result<Vec<PartMeta>, PayloadErr
     entries(v, f)?
         .iter()
         .map(|e| {
-            let m = Fields(
-                e.as_object()
-                    .ok_or_else(|| Fields::bad(f, "not an object"))?,
-            );
+            let m = Fields::of(e, f)?;
             Ok(PartMeta {
                 kind: kind_of(&m, f)?,
                 role: m.opt_str("role")?.map(str::to_string),
@@ -549,10 +548,7 @@ fn opaques(v: Option<&Value>, f: &'static str) -> Result<Vec<Opaque>, PayloadErr
     entries(v, f)?
         .iter()
         .map(|e| {
-            let m = Fields(
-                e.as_object()
-                    .ok_or_else(|| Fields::bad(f, "not an object"))?,
-            );
+            let m = Fields::of(e, f)?;
             Ok(Opaque {
                 kind: kind_of(&m, f)?,
                 call_id: m
