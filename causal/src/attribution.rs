@@ -336,15 +336,7 @@ pub fn attribute_until(
     let lifted = opts.contract && model.groups.contracted.is_some();
     let (mut sets, all_lifted) = lift_causes(model, raw, &exo, lifted, opts.max_causes);
     complete &= all_lifted;
-    let principal_ix: Vec<Option<usize>> = model
-        .vars
-        .iter()
-        .map(|v| {
-            v.principal
-                .as_ref()
-                .and_then(|p| model.principals.binary_search(p).ok())
-        })
-        .collect();
+    let principal_ix = model.principal_index();
     if sets.len() > opts.max_causes {
         let before = sets.len();
         sets = shorten(sets, opts.max_causes, &principal_ix, model.principals.len());

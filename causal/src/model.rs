@@ -248,6 +248,19 @@ pub struct Model {
 }
 
 impl Model {
+    /// For each variable, the index of its principal in `principals` (`None`: no
+    /// principal).
+    pub(crate) fn principal_index(&self) -> Vec<Option<usize>> {
+        self.vars
+            .iter()
+            .map(|v| {
+                v.principal
+                    .as_ref()
+                    .and_then(|p| self.principals.binary_search(p).ok())
+            })
+            .collect()
+    }
+
     /// Looks a variable up by name.
     pub fn var(&self, name: &str) -> Option<VarId> {
         self.index.get(name).map(|&i| VarId(i))

@@ -565,15 +565,7 @@ pub(crate) fn list(model: &Model, actual: &[bool], limits: &Limits<'_>) -> Resul
             complete: true,
         });
     }
-    let principal_of: Vec<Option<usize>> = model
-        .vars
-        .iter()
-        .map(|v| {
-            v.principal
-                .as_ref()
-                .and_then(|p| model.principals.binary_search(p).ok())
-        })
-        .collect();
+    let principal_of = model.principal_index();
     let np = model.principals.len();
     // Principals owning a selectable candidate; the others have ρ = 0 outright.
     let mut open = vec![false; np];

@@ -16,7 +16,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::oracle::{candidates, minimal_causes, owner, tabulate, OracleError, Variable};
+use crate::oracle::{
+    candidates, minimal_causes, owner, prime_implicants, tabulate, OracleError, Variable,
+};
 use crate::world::{Derivation, Destination, WorldSpec};
 
 /// Identifier of a variable in the model.
@@ -99,13 +101,7 @@ pub fn model_json(spec: &WorldSpec) -> Result<String, OracleError> {
         let n = act.len();
         // Minimal true sets of a monotone function = its prime implicants.
         minimal_causes(n, &table)?; // monotonicity check
-        let full = if n == 0 { 0 } else { (1u64 << n) - 1 };
-        let implicants: Vec<u64> = (0..=full)
-            .filter(|&m| {
-                table[m as usize]
-                    && (0..n).all(|i| m & (1 << i) == 0 || !table[(m & !(1 << i)) as usize])
-            })
-            .collect();
+        let implicants = prime_implicants(n, &table);
         if implicants.contains(&0) {
             "true".to_string()
         } else if implicants.is_empty() {

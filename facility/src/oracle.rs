@@ -211,6 +211,18 @@ pub fn tabulate(
         .collect())
 }
 
+/// Prime implicants (minimal true sets, as bit masks) of a monotone function given
+/// as a truth table over `n` variables.
+pub(crate) fn prime_implicants(n: usize, table: &[bool]) -> Vec<u64> {
+    let full = if n == 0 { 0 } else { (1u64 << n) - 1 };
+    (0..=full)
+        .filter(|&m| {
+            table[m as usize]
+                && (0..n).all(|i| m & (1 << i) == 0 || !table[(m & !(1 << i)) as usize])
+        })
+        .collect()
+}
+
 /// Minimal causes of a monotone function given as a truth table over `n` variables
 /// whose actual assignment is all-present: prime implicants (minimal true sets), then
 /// their minimal transversals. Returns sorted index lists.

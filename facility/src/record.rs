@@ -974,7 +974,7 @@ pub fn adverse_json(
     sc: &Scenario,
     sr: &SignedRecord,
 ) -> Result<Option<String>, crate::oracle::OracleError> {
-    use crate::oracle::{candidates, minimal_causes, tabulate, Variable};
+    use crate::oracle::{candidates, minimal_causes, prime_implicants, tabulate, Variable};
     let spec = &sc.spec;
     let (adverse, vars) = candidates(spec);
     let Some(adv) = adverse else { return Ok(None) };
@@ -986,13 +986,7 @@ pub fn adverse_json(
     let table = tabulate(spec, &act, &std::collections::BTreeSet::new())?;
     minimal_causes(act.len(), &table)?;
     let n = act.len();
-    let full = if n == 0 { 0 } else { (1u64 << n) - 1 };
-    let implicants: Vec<u64> = (0..=full)
-        .filter(|&m| {
-            table[m as usize]
-                && (0..n).all(|i| m & (1 << i) == 0 || !table[(m & !(1 << i)) as usize])
-        })
-        .collect();
+    let implicants = prime_implicants(n, &table);
     let id_of = |i: usize| match act[i] {
         Variable::Command(c) => sr.command_map.get(c.0 as usize).cloned().flatten(),
         Variable::Absence(_) => None,
