@@ -68,6 +68,7 @@ impl ModelBuilder {
         self.declare(name.into(), principal, candidate, mech)
     }
 
+    /// Declares a variable whose declaration is malformed: `build` reports `err`.
     pub(crate) fn invalid(self, name: String, err: ModelError) -> Self {
         self.declare(name, None, false, DeclMech::Invalid(err))
     }
@@ -169,6 +170,7 @@ impl ModelBuilder {
     }
 }
 
+/// The expression of an equation source: parsed text, or the given expression.
 fn parse_source(src: EqSource, loc: &Location) -> Result<Expr, ModelError> {
     match src {
         EqSource::Parsed(e) => Ok(e),
@@ -179,6 +181,8 @@ fn parse_source(src: EqSource, loc: &Location) -> Result<Expr, ModelError> {
     }
 }
 
+/// Resolves an expression over variable names into a node over indices, flattening
+/// nested conjunctions and disjunctions.
 fn resolve(e: &Expr, index: &BTreeMap<String, u32>, loc: &Location) -> Result<Node, ModelError> {
     Ok(match e {
         Expr::Const(b) => Node::Const(*b),
