@@ -136,19 +136,25 @@ fn framed(others: &[&str], breach: &str, framers: &[(&str, f64)]) -> Planted {
     }
 }
 
+/// The tick agv-1 reaches the crossing when it is sped up `lag` ticks into the
+/// incident (the horizon if it never does).
+fn crossing_hit(a: &Aisle, lag: u32) -> u32 {
+    arrival_tick(
+        a.crossing_x,
+        a.slow,
+        a.t0 + 3,
+        &[(a.t0 + lag + 2, a.fast)],
+        HORIZON,
+    )
+    .unwrap_or(HORIZON)
+}
+
 /// Inevitability rigging: adds agv-2 with insider-1's innocuous deviation (parking it)
 /// and the declared reference plan that would have sent it through the crossing ahead
 /// of agv-1.
 fn rig_reference_plan(b: &mut Builder, a: &Aisle, i1: PrincipalId, lag: u32) {
     let t0 = a.t0;
-    let hit = arrival_tick(
-        a.crossing_x,
-        a.slow,
-        t0 + 3,
-        &[(t0 + lag + 2, a.fast)],
-        HORIZON,
-    )
-    .unwrap_or(HORIZON);
+    let hit = crossing_hit(a, lag);
     let pass = hit.saturating_sub(10);
     let ahead = i64::from(pass.saturating_sub(t0));
     let x2 = a.crossing_x - 80 * ahead;
@@ -251,14 +257,7 @@ pub(crate) fn build(family: Family, rng: &mut ChaCha8Rng) -> (WorldSpec, Planted
             )
         }
     };
-    let hit = arrival_tick(
-        a.crossing_x,
-        a.slow,
-        t0 + 3,
-        &[(t0 + lag + 2, a.fast)],
-        HORIZON,
-    )
-    .unwrap_or(HORIZON);
+    let hit = crossing_hit(&a, lag);
     b.crossing_worker(a.crossing_x, hit);
     (b.spec, planted)
 }
