@@ -147,7 +147,12 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
         Some(f) => w.level.min(level_of(f.claim.level)),
         None => w.level,
     };
-    let who = |s: &Sealed<'_>, span: &str| step_json(&trace, s, span);
+    let mut order: Vec<(u64, &str)> = trace
+        .nodes()
+        .map(|n| (n.start_ns, n.span_id.as_str()))
+        .collect();
+    order.sort();
+    let who = |s: &Sealed<'_>, span: &str| step_json(&trace, &order, s, span);
     let out = json!({
         "schema": "audita.trace-verdict/v1",
         "claim": claim.as_str(),
@@ -238,19 +243,13 @@ fn action_adverse(a: &VerdictArgs, action: &SpanId, act: &Sealed<'_>) -> Result<
     .map_err(|e| e.to_string())
 }
 
-/// A step of the trace as the verdict names it: span, step number (by start time),
-/// name, agent, its message and signer.
-fn step_json(trace: &Trace, s: &Sealed<'_>, span: &str) -> Value {
-    let mut order: Vec<(u64, &str)> = trace
-        .nodes()
-        .map(|n| (n.start_ns, n.span_id.as_str()))
-        .collect();
-    order.sort();
-    let step_of = |span: &str| order.iter().position(|(_, s)| *s == span);
+/// A step of the trace as the verdict names it: span, step number (its place in
+/// `order`, the spans by start time), name, agent, its message and signer.
+fn step_json(trace: &Trace, order: &[(u64, &str)], s: &Sealed<'_>, span: &str) -> Value {
     let node = trace.nodes().find(|n| n.span_id.as_str() == span);
     json!({
-    "span_id": span,
-        "step": step_of(span),
+        "span_id": span,
+        "step": order.iter().position(|(_, s)| *s == span),
         "name": node.map(|n| n.name.clone()),
         "agent": node.and_then(|n| n.agent.clone()).or_else(|| s.conduit_for().map(str::to_string)),
         "message": id_string(&s.id),
