@@ -301,12 +301,12 @@ impl Observer {
                 };
                 let now = Instant::now();
                 if delivery.topic == epochs_topic {
-                    let Some(epoch) = audita_topics::EpochMessage::decode(&delivery.payload) else {
+                    let Some(epoch) = audita_topics::EpochSeal::decode(&delivery.payload) else {
                         continue;
                     };
-                    for bytes in epoch.envelopes {
-                        if let Ok(env) = audita_evidence::SignedEnvelope::decode(bytes) {
-                            sealed.insert(env.id().to_string(), now);
+                    for leaf in &epoch.leaves {
+                        if let Ok(id) = audita_evidence::MessageId::from_leaf_bytes(leaf) {
+                            sealed.insert(id.to_string(), now);
                         }
                     }
                 } else if delivery.topic == alerts_topic {

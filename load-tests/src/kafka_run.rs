@@ -35,7 +35,7 @@ use audita_bus::Bus;
 use audita_pipeline::metrics::Metrics;
 use audita_pipeline::{Deployment, Retention, EPOCH_MESSAGES};
 use audita_topics::names as topics;
-use audita_topics::EpochMessage;
+use audita_topics::EpochSeal;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
@@ -728,7 +728,7 @@ impl Seen {
         planted: &BTreeMap<String, BTreeMap<String, f64>>,
     ) {
         if del.topic.ends_with(topics::EPOCHS) {
-            if let Some(e) = EpochMessage::decode(&del.payload) {
+            if let Some(e) = EpochSeal::decode(&del.payload) {
                 self.record_epoch(&e, now);
             }
         } else if del.topic.ends_with(topics::ALERTS) {
@@ -746,8 +746,8 @@ impl Seen {
 
     /// Counts a sealed epoch and notes when each incident cell's message in it became
     /// readable.
-    fn record_epoch(&mut self, e: &EpochMessage, now: Instant) {
-        self.sealed += e.envelopes.len() as u64;
+    fn record_epoch(&mut self, e: &EpochSeal, now: Instant) {
+        self.sealed += e.leaves.len() as u64;
         self.epochs += 1;
         self.watermark = self.watermark.max(e.watermark);
         self.last_sealed_at = Some(now);

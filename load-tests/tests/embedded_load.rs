@@ -14,7 +14,7 @@ use audita_pipeline::metrics::Metrics;
 use audita_pipeline::Deployment;
 use audita_slicer::stage::{Scoping, SlicerStage};
 use audita_topics::names as topics;
-use audita_topics::EpochMessage;
+use audita_topics::{EpochMessage, EpochSeal};
 use audita_topics::SliceBundle;
 use audita_verdict::DutyRegistry;
 use std::collections::{BTreeMap, BTreeSet};
@@ -119,27 +119,32 @@ fn check(placement: Placement, keeper: Keeper) {
             "watch",
             &[
                 &topic(topics::EPOCHS),
+                &topic(topics::ACCEPTED),
                 &topic(topics::VERDICTS),
                 &topic(topics::SUSPECT),
                 &topic(topics::ADVERSE),
             ],
         )
         .unwrap();
-    let mut sealed: Vec<Vec<u8>> = Vec::new();
-    let mut epochs: Vec<Vec<u8>> = Vec::new();
+    let mut sealed_count = 0;
+    let mut seals: Vec<EpochSeal> = Vec::new();
+    let mut accepted: Vec<(u32, u64, Vec<u8>)> = Vec::new();
     let mut declarations: Vec<Vec<u8>> = Vec::new();
     let mut verdicts: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     let mut quarantined = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline
-        && (sealed.len() < load.envelopes() || verdicts.len() < incidents.len())
+        && (sealed_count < load.envelopes() || verdicts.len() < incidents.len())
     {
         let Some(d) = watch.poll(Duration::from_millis(100)).unwrap() else {
             continue;
         };
         if d.topic.ends_with(topics::EPOCHS) {
-            sealed.extend(EpochMessage::decode(&d.payload).unwrap().envelopes);
-            epochs.push(d.payload);
+            let seal = EpochSeal::decode(&d.payload).unwrap();
+            sealed_count += seal.leaves.len();
+            seals.push(seal);
+        } else if d.topic.ends_with(topics::ACCEPTED) {
+            accepted.push((d.partition, d.offset, d.payload));
         } else if d.topic.ends_with(topics::ADVERSE) {
             declarations.push(d.payload);
         } else if d.topic.ends_with(topics::SUSPECT) {
@@ -159,7 +164,9 @@ fn check(placement: Placement, keeper: Keeper) {
                 let incident = v["incident"].as_str().unwrap().to_string();
                 verdicts.entry(incident).or_default().push(v);
             } else if d.topic.ends_with(topics::EPOCHS) {
-                epochs.push(d.payload);
+                seals.push(EpochSeal::decode(&d.payload).unwrap());
+            } else if d.topic.ends_with(topics::ACCEPTED) {
+                accepted.push((d.partition, d.offset, d.payload));
             } else if d.topic.ends_with(topics::ADVERSE) {
                 declarations.push(d.payload);
             } else if d.topic.ends_with(topics::SUSPECT) {
@@ -170,6 +177,10 @@ fn check(placement: Placement, keeper: Keeper) {
     running.stop().expect("every stage drains cleanly");
 
     assert!(quarantined.is_empty(), "quarantined: {quarantined:?}");
+    // The seals joined with the accepted bytes, as the slicer and monitor read them.
+    let (epochs, joined) = audita_topics::join::join_all(accepted, seals);
+    assert_eq!(joined.missing, 0, "every sealed message's bytes are on audita.accepted");
+    let sealed: Vec<Vec<u8>> = epochs.iter().flat_map(|e| e.envelopes.clone()).collect();
     let sealed_set: BTreeSet<Vec<u8>> = sealed.iter().cloned().collect();
     assert_eq!(
         sealed_set.len(),
@@ -423,13 +434,13 @@ fn assert_same_bundles(
 /// `epochs` with one envelope left out (chosen by `seed` among all, in id order, so
 /// the choice does not depend on how the run cut its epochs), as if deleted between
 /// sealing and the slicer: its leaf stays, so the log and its proofs are unchanged.
-fn cut_envelopes(epochs: &[Vec<u8>], seed: u64) -> Vec<Vec<u8>> {
+fn cut_envelopes(epochs: &[EpochMessage], seed: u64) -> Vec<EpochMessage> {
     use rand::{Rng, SeedableRng};
     let id = |b: &Vec<u8>| SignedEnvelope::decode(b.clone()).unwrap().id().digest;
     let mut all: Vec<[u8; 32]> = epochs
         .iter()
-        .flat_map(|e| EpochMessage::decode(e).unwrap().envelopes)
-        .map(|b| id(&b))
+        .flat_map(|e| e.envelopes.iter())
+        .map(id)
         .collect();
     all.sort_unstable();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -437,9 +448,9 @@ fn cut_envelopes(epochs: &[Vec<u8>], seed: u64) -> Vec<Vec<u8>> {
     epochs
         .iter()
         .map(|e| {
-            let mut m = EpochMessage::decode(e).unwrap();
+            let mut m = e.clone();
             m.envelopes.retain(|b| id(b) != gone);
-            m.encode()
+            m
         })
         .collect()
 }
@@ -448,7 +459,7 @@ fn cut_envelopes(epochs: &[Vec<u8>], seed: u64) -> Vec<Vec<u8>> {
 /// with `duties` and the telemetry of `predicates`' sites when given, by incident; and how many were scoped over a narrowed
 /// window and over the whole window.
 fn replay(
-    epochs: &[Vec<u8>],
+    epochs: &[EpochMessage],
     declarations: &[Vec<u8>],
     duties: Option<&DutyRegistry>,
     predicates: Option<&Predicates>,
@@ -459,7 +470,7 @@ fn replay(
 
 /// [`replay`] with a retention horizon (record-time ms, hold) instead of the default.
 fn replay_with(
-    epochs: &[Vec<u8>],
+    epochs: &[EpochMessage],
     declarations: &[Vec<u8>],
     duties: Option<&DutyRegistry>,
     predicates: Option<&Predicates>,
@@ -482,7 +493,7 @@ fn replay_with(
     }
     stage = stage.with_predicates(predicates.cloned());
     for e in epochs {
-        stage.add_epoch(EpochMessage::decode(e).unwrap());
+        stage.add_epoch(e.clone());
     }
     for d in declarations {
         stage.declare(d.clone()).unwrap();

@@ -31,8 +31,8 @@ use crate::{Deployment, Result};
 use audita_bus::Bus;
 use audita_monitor::{Alert, AlertKind, Monitor};
 use audita_topics::names as topics;
-use audita_topics::{AlertRecord, EpochMessage, ALERT_SCHEMA};
-use std::cell::RefCell;
+use audita_slicer::input::Input;
+use audita_topics::{AlertRecord, ALERT_SCHEMA};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -78,16 +78,15 @@ pub fn run_monitor(
     let Some(file) = d.predicates.clone() else {
         return Ok(());
     };
-    let group = format!("{}monitor-{}", d.prefix, std::process::id());
-    let mut c = bus.consumer(&group, &[&d.topic(topics::EPOCHS)])?;
+    let mut input = crate::stages::sealed_input(d, bus, "monitor", &[])?;
     let mut p = bus.producer()?;
     let (alerts, adverse) = (d.topic(topics::ALERTS), d.topic(topics::ADVERSE));
-    let state = RefCell::new(State {
+    let mut st = State {
         monitor: Monitor::new(file),
         last_number: None,
         last_epoch: Instant::now(),
         grace: audita_topics::Grace::new(),
-    });
+    };
     let declare = |decls: Vec<audita_verdict::AdverseDecl>,
                    out: &mut dyn audita_bus::Producer|
      -> std::result::Result<(), audita_bus::BusError> {
@@ -100,87 +99,99 @@ pub fn run_monitor(
         }
         Ok(())
     };
-    audita_bus::pump_with(
-        c.as_mut(),
-        p.as_mut(),
-        stop,
-        8,
-        idle,
-        |delivery, out| {
-            let started = Instant::now();
-            let mut st = state.borrow_mut();
-            st.last_epoch = started;
-            let Some(epoch) = EpochMessage::decode(&delivery.payload) else {
-                tracing::warn!("monitor: undecodable epoch skipped");
-                return Ok(());
-            };
-            // A restarted sealer republishes its last epoch (topics::epoch): an
-            // epoch number already taken is skipped, as the slicer skips it. Read
-            // twice, its actuation reports would be declared realised twice, and the
-            // engine's re-derivation from the slice (once) would refuse the
-            // declaration: a verdict turned into an abstention by a restart.
-            let number = match audita_evidence::EpochHeader::decode(epoch.header.clone()) {
-                Ok(h) => h.number,
-                Err(e) => {
-                    tracing::error!(error = %e, "monitor: epoch with an undecodable header refused");
-                    return Ok(());
-                }
-            };
-            if st.last_number.is_some_and(|last| number <= last) {
-                tracing::debug!(epoch = number, "monitor: republished epoch skipped");
-                return Ok(());
+    let mut idle_since = Instant::now();
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        match input.poll(Duration::from_millis(20))? {
+            Some(Input::Epoch(epoch)) => {
+                idle_since = Instant::now();
+                let due = take_epoch(d, m, &mut st, epoch, &alerts, p.as_mut())?;
+                declare(due, p.as_mut())?;
+                // Alerts leave with their epoch: a dashboard sees them now.
+                p.flush()?;
             }
-            // One signature for the whole epoch: the log's over its header, whose
-            // window root the leaves reproduce, each envelope the message its leaf
-            // names. The log seals only what ingest verified, so the authors'
-            // signatures are not checked a second time here.
-            let sealed = match audita_evidence::open_sealed(
-                &epoch.header,
-                &epoch.leaves,
-                &epoch.envelopes,
-                &d.keys,
-            ) {
-                Ok((_, sealed)) => sealed,
-                Err(e) => {
-                    tracing::error!(error = %e, "monitor: epoch refused");
-                    return Ok(());
+            Some(Input::Record(_)) => {}
+            None => {
+                if st.monitor.pending() > 0 && st.last_epoch.elapsed() >= quiet {
+                    let due = st.monitor.advance(u64::MAX);
+                    m.monitor_pending.set(0);
+                    declare(due, p.as_mut())?;
+                    p.flush()?;
                 }
-            };
-            st.last_number = Some(number);
-            for verified in &sealed {
-                if !audita_monitor::observes(verified.envelope()) {
-                    continue;
-                }
-                for a in st.monitor.observe(verified) {
-                    let rec = alert_record(&a);
-                    let bytes = serde_json::to_vec(&rec)
-                        .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
-                    out.send(&alerts, a.predicate.as_bytes(), &bytes)?;
-                    m.monitor_alerts.with_label_values(&[&rec.kind]).inc();
-                    m.monitor_alert_latency
-                        .observe(started.elapsed().as_secs_f64());
+                if idle.is_some_and(|i| idle_since.elapsed() >= i) {
+                    break;
                 }
             }
-            st.grace.observe(
-                sealed.iter().map(|e| e.envelope().timestamp),
-                epoch.watermark,
-            );
-            let settled = epoch.watermark.saturating_sub(st.grace.ms());
-            let due = st.monitor.advance(settled.saturating_sub(1));
-            m.monitor_pending.set(st.monitor.pending() as i64);
-            drop(st);
-            declare(due, out)
-        },
-        |out| {
-            let mut st = state.borrow_mut();
-            if st.monitor.pending() > 0 && st.last_epoch.elapsed() >= quiet {
-                let due = st.monitor.advance(u64::MAX);
-                m.monitor_pending.set(0);
-                drop(st);
-                declare(due, out)?;
-            }
-            Ok(())
-        },
-    )?;
+        }
+    }
+    p.flush()?;
     Ok(())
+}
+
+/// Takes one sealed epoch: raises and publishes its alerts, and returns the
+/// incidents the watermark (past the grace) now lets the monitor declare.
+fn take_epoch(
+    d: &Deployment,
+    m: &Metrics,
+    st: &mut State,
+    epoch: audita_topics::EpochMessage,
+    alerts: &str,
+    out: &mut dyn audita_bus::Producer,
+) -> std::result::Result<Vec<audita_verdict::AdverseDecl>, audita_bus::BusError> {
+    let started = Instant::now();
+    st.last_epoch = started;
+    // A restarted sealer republishes its last epoch (topics::epoch): an epoch
+    // number already taken is skipped, as the slicer skips it. Read twice, its
+    // actuation reports would be declared realised twice, and the engine's
+    // re-derivation from the slice (once) would refuse the declaration: a verdict
+    // turned into an abstention by a restart.
+    let number = match audita_evidence::EpochHeader::decode(epoch.header.clone()) {
+        Ok(h) => h.number,
+        Err(e) => {
+            tracing::error!(error = %e, "monitor: epoch with an undecodable header refused");
+            return Ok(Vec::new());
+        }
+    };
+    if st.last_number.is_some_and(|last| number <= last) {
+        tracing::debug!(epoch = number, "monitor: republished epoch skipped");
+        return Ok(Vec::new());
+    }
+    // One signature for the whole epoch: the log's over its header, whose window
+    // root the leaves reproduce, each envelope the message its leaf names. The log
+    // seals only what ingest verified, so the authors' signatures are not checked a
+    // second time here.
+    let sealed = match audita_evidence::open_sealed(
+        &epoch.header,
+        &epoch.leaves,
+        &epoch.envelopes,
+        &d.keys,
+    ) {
+        Ok((_, sealed)) => sealed,
+        Err(e) => {
+            tracing::error!(epoch = number, error = %e, "monitor: epoch refused");
+            return Ok(Vec::new());
+        }
+    };
+    st.last_number = Some(number);
+    for verified in &sealed {
+        if !audita_monitor::observes(verified.envelope()) {
+            continue;
+        }
+        for a in st.monitor.observe(verified) {
+            let rec = alert_record(&a);
+            let bytes = serde_json::to_vec(&rec)
+                .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
+            out.send(alerts, a.predicate.as_bytes(), &bytes)?;
+            m.monitor_alerts.with_label_values(&[&rec.kind]).inc();
+            m.monitor_alert_latency
+                .observe(started.elapsed().as_secs_f64());
+        }
+    }
+    st.grace.observe(
+        sealed.iter().map(|e| e.envelope().timestamp),
+        epoch.watermark,
+    );
+    let settled = epoch.watermark.saturating_sub(st.grace.ms());
+    let due = st.monitor.advance(settled.saturating_sub(1));
+    m.monitor_pending.set(st.monitor.pending() as i64);
+    Ok(due)
 }

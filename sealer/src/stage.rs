@@ -49,8 +49,8 @@ use audita_record::tiles::{TileError, TileLog};
 use audita_record::{self as disk, ReadError, RecordWriter};
 use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT, FRAME_WATERMARK};
 use audita_topics::names as topics;
-use audita_topics::{EpochMessage, Quarantined, Watermark};
-use std::collections::{BTreeMap, BTreeSet};
+use audita_topics::{EpochSeal, Quarantined, Watermark};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -130,20 +130,25 @@ pub struct SealerStage {
     /// Sealed ids within the dedupe horizon (by digest: the SHA-256 of the signed
     /// bytes, which include the author, so it names the message alone), with their
     /// timestamps.
-    sealed: BTreeMap<Hash, u64>,
-    sealed_by_time: BTreeSet<(u64, Hash)>,
-    /// Receipt digests within the dedupe horizon, with their timestamps.
-    receipts_seen: BTreeMap<Hash, u64>,
-    receipts_by_time: BTreeSet<(u64, Hash)>,
+    sealed: Seen,
+    /// Receipt digests within the dedupe horizon.
+    receipts_seen: Seen,
     /// Everything older than this (record time) was forgotten.
     forgotten_before: u64,
     horizon_ms: u64,
     /// Quarantine records for late envelopes, published at the next close.
     late: Vec<Vec<u8>>,
     pending: Vec<SignedEnvelope>,
-    pending_ids: BTreeSet<MessageId>,
+    /// Digests of the pending envelopes (the SHA-256 of the signed bytes names the
+    /// message alone).
+    pending_ids: HashSet<Hash>,
     pending_on_disk: usize,
     pending_receipts: Vec<Vec<u8>>,
+    /// SHA-256 of each of `pending_receipts` (what the seal names).
+    pending_receipt_digests: Vec<Hash>,
+    /// Per partition of `audita.accepted`, the offset of the last record taken
+    /// (published with each seal: see [`EpochSeal::positions`]).
+    positions: BTreeMap<u32, u64>,
     /// Bytes of `pending` and `pending_receipts`.
     pending_bytes: usize,
     oldest_pending: Option<Instant>,
@@ -163,7 +168,7 @@ pub struct SealerStage {
     /// Input partitions of the accepted topic (for the watermark).
     partitions_expected: usize,
     /// The last epoch on disk, published again after a restart.
-    republish: Option<EpochMessage>,
+    republish: Option<EpochSeal>,
     /// Called after every closed epoch (live metrics).
     observer: Option<Observer>,
 }
@@ -190,17 +195,17 @@ impl SealerStage {
             witnesses: Witnesses::new(Vec::new(), 0, CompactRange::new()),
             latest: None,
             log: CompactRange::new(),
-            sealed: BTreeMap::new(),
-            sealed_by_time: BTreeSet::new(),
-            receipts_seen: BTreeMap::new(),
-            receipts_by_time: BTreeSet::new(),
+            sealed: Seen::default(),
+            receipts_seen: Seen::default(),
             forgotten_before: 0,
             horizon_ms: DEFAULT_DEDUPE_HORIZON_MS,
             late: Vec::new(),
             pending: Vec::new(),
-            pending_ids: BTreeSet::new(),
+            pending_ids: HashSet::new(),
             pending_on_disk: 0,
             pending_receipts: Vec::new(),
+            pending_receipt_digests: Vec::new(),
+            positions: BTreeMap::new(),
             pending_bytes: 0,
             oldest_pending: None,
             watermark_saved: None,
@@ -262,8 +267,8 @@ impl SealerStage {
         // are consumed independently, so a later cell's receipts can be sealed before
         // an earlier cell's envelopes arrive, and those must not become `late`.
         let cutoff = read_watermark(&dir).saturating_sub(self.horizon_ms);
-        // The last epoch read: header, leaves, envelope frames, leaf hashes.
-        type LastEpoch = (EpochHeader, Vec<Vec<u8>>, Vec<Vec<u8>>, Vec<Hash>);
+        // The last epoch read: header, leaves, the log's compact range before it.
+        type LastEpoch = (EpochHeader, Vec<Vec<u8>>, Vec<Hash>);
         let mut last: Option<LastEpoch> = None;
         while let Some(frames) = epochs.next_file() {
             let mut frames = frames?.into_iter();
@@ -271,14 +276,13 @@ impl SealerStage {
                 .map_err(|e| bad(format!("epoch header: {e}")))?;
             let leaves: Vec<Vec<u8>> = frames.collect();
             let prefix = log.nodes();
-            let mut sealed_envs = Vec::with_capacity(leaves.len());
             for leaf in &leaves {
                 let id = MessageId::from_leaf_bytes(leaf).map_err(|e| bad(format!("leaf: {e}")))?;
                 log.append(leaf_hash(leaf));
                 let bytes = envelopes
                     .next()
                     .ok_or_else(|| bad(format!("sealed message {id} has no stored envelope")))??;
-                let env = SignedEnvelope::decode(bytes.clone())
+                let env = SignedEnvelope::decode(bytes)
                     .map_err(|e| bad(format!("stored envelope: {e}")))?;
                 if env.id() != &id {
                     return Err(bad(format!(
@@ -287,25 +291,27 @@ impl SealerStage {
                     )));
                 }
                 self.remember_sealed(id.digest, env.envelope().timestamp);
-                sealed_envs.push(bytes);
             }
             self.prune(cutoff);
-            last = Some((header, leaves, sealed_envs, prefix));
+            last = Some((header, leaves, prefix));
         }
-        if let Some((header, leaves, sealed_envs, prefix)) = last {
+        if let Some((header, leaves, prefix)) = last {
             self.sealer = Sealer::resume_range(self.config.log_key.clone(), log.clone(), &header)
                 .map_err(|e| bad(format!("seals do not reproduce: {e}")))?;
             self.last_size = header.size;
             self.clock_ms = header.closed_at;
             let checkpoint = disk::last_checkpoint(&dir)?.unwrap_or_default();
             self.latest = SignedCheckpoint::parse(&checkpoint).ok();
-            self.republish = Some(EpochMessage {
+            self.republish = Some(EpochSeal {
                 header: header.as_bytes().to_vec(),
                 checkpoint,
                 prefix,
                 leaves,
-                envelopes: sealed_envs,
-                receipts: disk::last_receipts(&dir)?,
+                receipts: disk::last_receipts(&dir)?
+                    .iter()
+                    .map(|r| audita_evidence::sha256(r))
+                    .collect(),
+                positions: Vec::new(),
                 watermark: 0,
             });
         }
@@ -324,7 +330,7 @@ impl SealerStage {
         for bytes in envelopes {
             let env =
                 SignedEnvelope::decode(bytes?).map_err(|e| bad(format!("stored envelope: {e}")))?;
-            if self.pending_ids.insert(env.id().clone()) {
+            if self.pending_ids.insert(env.id().digest) {
                 self.sealer.append_envelope(&env);
                 self.pending_bytes += env.as_bytes().len();
                 self.pending.push(env);
@@ -371,17 +377,11 @@ impl SealerStage {
     }
 
     fn remember_sealed(&mut self, digest: Hash, timestamp: u64) {
-        self.sealed_by_time.insert((timestamp, digest));
         self.sealed.insert(digest, timestamp);
     }
 
     fn remember_receipt(&mut self, digest: Hash, timestamp: u64) -> bool {
-        if self.receipts_seen.contains_key(&digest) {
-            return false;
-        }
-        self.receipts_by_time.insert((timestamp, digest));
-        self.receipts_seen.insert(digest, timestamp);
-        true
+        self.receipts_seen.insert(digest, timestamp)
     }
 
     /// The event-time low watermark: the smallest ingest watermark, once every
@@ -415,20 +415,8 @@ impl SealerStage {
             return;
         }
         self.forgotten_before = cutoff;
-        while let Some((t, digest)) = self.sealed_by_time.first().copied() {
-            if t >= cutoff {
-                break;
-            }
-            self.sealed_by_time.pop_first();
-            self.sealed.remove(&digest);
-        }
-        while let Some((t, h)) = self.receipts_by_time.first().copied() {
-            if t >= cutoff {
-                break;
-            }
-            self.receipts_by_time.pop_first();
-            self.receipts_seen.remove(&h);
-        }
+        self.sealed.prune(cutoff);
+        self.receipts_seen.prune(cutoff);
     }
 
     fn quarantine_late(&mut self, d: &Delivery, timestamp: u64) {
@@ -452,6 +440,8 @@ impl SealerStage {
     /// Takes one accepted frame. Returns `false` for a duplicate (already sealed or
     /// pending) or a frame that is not an accepted envelope/receipt.
     pub fn accept(&mut self, d: Delivery) -> bool {
+        let at = self.positions.entry(d.partition).or_insert(d.offset);
+        *at = (*at).max(d.offset);
         if let Some((&FRAME_WATERMARK, bytes)) = d.payload.split_first() {
             self.take_watermark(&d, bytes);
             self.uncommitted.insert((d.topic.clone(), d.partition), d);
@@ -460,8 +450,8 @@ impl SealerStage {
         let fresh = match d.payload.split_first() {
             Some((&FRAME_ENVELOPE, bytes)) => match SignedEnvelope::decode(bytes.to_vec()) {
                 Ok(env)
-                    if !self.sealed.contains_key(&env.id().digest)
-                        && !self.pending_ids.contains(env.id()) =>
+                    if !self.sealed.contains(&env.id().digest)
+                        && !self.pending_ids.contains(&env.id().digest) =>
                 {
                     let t = env.envelope().timestamp;
                     if t < self.forgotten_before {
@@ -470,7 +460,7 @@ impl SealerStage {
                         return false;
                     }
                     self.sealer.append_envelope(&env);
-                    self.pending_ids.insert(env.id().clone());
+                    self.pending_ids.insert(env.id().digest);
                     self.pending_bytes += env.as_bytes().len();
                     self.pending.push(env);
                     true
@@ -478,21 +468,19 @@ impl SealerStage {
                 _ => false,
             },
             Some((&FRAME_RECEIPT, bytes)) => match Receipt::decode(bytes.to_vec()) {
-                Ok(r) if r.timestamp() >= self.forgotten_before => {
-                    if self.remember_receipt(audita_evidence::sha256(bytes), r.timestamp()) {
+                Ok(r) => {
+                    let digest = audita_evidence::sha256(bytes);
+                    // A receipt older than the horizon is taken again: its message
+                    // is outside every slice still being cut; a duplicate of it
+                    // would be harmless anyway.
+                    let fresh = r.timestamp() < self.forgotten_before
+                        || self.remember_receipt(digest, r.timestamp());
+                    if fresh {
                         self.pending_bytes += bytes.len();
                         self.pending_receipts.push(bytes.to_vec());
-                        true
-                    } else {
-                        false
+                        self.pending_receipt_digests.push(digest);
                     }
-                }
-                // A receipt older than the horizon: its message is outside every
-                // slice still being cut; a duplicate of it would be harmless anyway.
-                Ok(_) => {
-                    self.pending_bytes += bytes.len();
-                    self.pending_receipts.push(bytes.to_vec());
-                    true
+                    fresh
                 }
                 Err(_) => false,
             },
@@ -585,13 +573,14 @@ impl SealerStage {
         let checkpoint = epoch.checkpoint.to_text().into_bytes();
         self.tiles
             .append_epoch(epoch.header.start, &leaves, &checkpoint)?;
-        let msg = EpochMessage {
+        self.pending_receipts.clear();
+        let msg = EpochSeal {
             header: epoch.header.as_bytes().to_vec(),
             checkpoint,
             prefix: self.log.nodes(),
             leaves,
-            envelopes: self.pending.iter().map(|e| e.as_bytes().to_vec()).collect(),
-            receipts: std::mem::take(&mut self.pending_receipts),
+            receipts: std::mem::take(&mut self.pending_receipt_digests),
+            positions: self.positions.iter().map(|(p, o)| (*p, *o)).collect(),
             watermark: self.watermark(),
         };
         let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
@@ -785,4 +774,50 @@ pub struct SealerStats {
     pub epochs: u64,
     /// Envelopes older than the dedupe horizon, quarantined as `late`.
     pub late: u64,
+}
+
+/// Digests remembered for the dedupe horizon: a keyed hash set (an author cannot
+/// aim digests at one bucket), and the digests by second of record time, so the
+/// horizon forgets whole seconds at once. A second is forgotten once all of it is
+/// before the cutoff, so the set holds at most a second more than the horizon asks:
+/// remembering more only makes the sealer refuse a re-delivery it could not have
+/// told apart anyway.
+#[derive(Default)]
+struct Seen {
+    set: HashSet<Hash>,
+    by_second: BTreeMap<u64, Vec<Hash>>,
+}
+
+impl Seen {
+    fn contains(&self, digest: &Hash) -> bool {
+        self.set.contains(digest)
+    }
+
+    /// Remembers `digest` stamped `timestamp`; `false` if it was remembered already.
+    fn insert(&mut self, digest: Hash, timestamp: u64) -> bool {
+        if !self.set.insert(digest) {
+            return false;
+        }
+        self.by_second
+            .entry(timestamp / 1000)
+            .or_default()
+            .push(digest);
+        true
+    }
+
+    /// Forgets the seconds that end at or before `cutoff` (ms).
+    fn prune(&mut self, cutoff: u64) {
+        while let Some(entry) = self.by_second.first_entry() {
+            if entry.key().saturating_add(1).saturating_mul(1000) > cutoff {
+                break;
+            }
+            for d in entry.remove() {
+                self.set.remove(&d);
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.set.len()
+    }
 }

@@ -342,7 +342,7 @@ fn an_epoch_written_but_not_published_is_published_after_restart() {
     let numbers: Vec<u64> = got
         .iter()
         .map(|d| {
-            let m = audita_topics::EpochMessage::decode(&d.payload).unwrap();
+            let m = audita_topics::EpochSeal::decode(&d.payload).unwrap();
             audita_evidence::EpochHeader::decode(m.header)
                 .unwrap()
                 .number
@@ -353,11 +353,11 @@ fn an_epoch_written_but_not_published_is_published_after_restart() {
         numbers, expect,
         "every epoch published once, in order, none skipped"
     );
-    let first = audita_topics::EpochMessage::decode(&got[0].payload).unwrap();
+    let first = audita_topics::EpochSeal::decode(&got[0].payload).unwrap();
     assert_eq!(
-        first.envelopes.len(),
+        first.leaves.len(),
         first_epoch,
-        "the republished epoch carries its envelopes"
+        "the republished epoch names its messages"
     );
 }
 

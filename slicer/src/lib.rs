@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 mod dataflow;
+pub mod input;
 pub mod spill;
 pub mod stage;
 

@@ -60,7 +60,8 @@
 
 use crate::spill::{Spill, Spilled};
 use crate::{EpochBatch, IncidentId, NodeId, Slicer};
-use audita_bus::{BusError, Consumer, Delivery, Producer};
+use crate::input::{Input, SealedInput};
+use audita_bus::{BusError, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
 use audita_monitor::predicate::site_of;
@@ -1554,27 +1555,26 @@ impl SlicerStage {
         }
     }
 
-    /// Handles one delivery from `audita.epochs` or `audita.adverse`.
-    pub fn handle(&mut self, d: &Delivery) -> Result<(), String> {
-        if d.topic.ends_with(topics::EPOCHS) {
-            let msg = EpochMessage::decode(&d.payload).ok_or("undecodable epoch message")?;
-            self.add_epoch(msg);
-            Ok(())
-        } else if d.topic.ends_with(topics::ADVERSE) {
-            self.declare(d.payload.clone())
-        } else {
-            Err(format!("slicer does not read topic {}", d.topic))
+    /// Handles one input: a sealed epoch, or a declaration from `audita.adverse`.
+    pub fn handle(&mut self, input: Input) -> Result<(), String> {
+        match input {
+            Input::Epoch(epoch) => {
+                self.add_epoch(epoch);
+                Ok(())
+            }
+            Input::Record(d) if d.topic.ends_with(topics::ADVERSE) => self.declare(d.payload),
+            Input::Record(d) => Err(format!("slicer does not read topic {}", d.topic)),
         }
     }
 
     /// Runs until `stop` is set or, with `max_idle`, until no input arrived for that
     /// long. The slicer commits no offsets: its state is a function of the epochs and
-    /// declarations, so a restarted slicer re-reads both topics from the start and
+    /// declarations, so a restarted slicer re-reads its topics from the start and
     /// rebuilds it; slices it emits again are identical, and the sinks keep one verdict
     /// per incident.
     pub fn run(
         &mut self,
-        input: &mut dyn Consumer,
+        input: &mut SealedInput,
         out: &mut dyn Producer,
         stop: &AtomicBool,
         max_idle: Option<Duration>,
@@ -1583,10 +1583,10 @@ impl SlicerStage {
         let mut checked = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             match input.poll(Duration::from_millis(20))? {
-                Some(d) => {
+                Some(got) => {
                     idle_since = Instant::now();
-                    if let Err(e) = self.handle(&d) {
-                        tracing::warn!(topic = %d.topic, offset = d.offset, error = %e, "slicer skipped a record");
+                    if let Err(e) = self.handle(got) {
+                        tracing::warn!(error = %e, "slicer skipped a record");
                     }
                     // Under sustained input the queue never runs dry: check the
                     // waiting declarations every 50 ms regardless.

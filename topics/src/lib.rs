@@ -32,13 +32,14 @@ pub mod accepted;
 mod alert;
 mod epoch;
 pub mod grace;
+pub mod join;
 mod quarantine;
 mod slice;
 mod verdict;
 
 pub use accepted::Watermark;
 pub use alert::{AlertRecord, ALERT_SCHEMA};
-pub use epoch::EpochMessage;
+pub use epoch::{EpochMessage, EpochSeal};
 pub use grace::Grace;
 pub use quarantine::{Quarantined, MAX_QUARANTINED_BYTES};
 pub use slice::SliceBundle;

@@ -19,7 +19,7 @@ use audita_load_tests::fleet::{self, DEMO_MIX};
 use audita_pipeline::metrics::Metrics;
 use audita_pipeline::Deployment;
 use audita_topics::names as topics;
-use audita_topics::EpochMessage;
+use audita_topics::EpochSeal;
 use audita_verdict::AdverseDecl;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -27,6 +27,11 @@ use std::time::Duration;
 
 /// Every record of `topic` on `bus`, in order.
 fn drain(bus: &Bus, topic: &str) -> Vec<Vec<u8>> {
+    records(bus, topic).into_iter().map(|d| d.payload).collect()
+}
+
+/// Every delivery of `topic` on `bus`, in order per partition.
+fn records(bus: &Bus, topic: &str) -> Vec<audita_bus::Delivery> {
     let mut c = bus
         .consumer(
             &format!("drain-{}", audita_bus::testing::unique_name("t")),
@@ -35,7 +40,7 @@ fn drain(bus: &Bus, topic: &str) -> Vec<Vec<u8>> {
         .unwrap();
     let mut out = Vec::new();
     while let Some(d) = c.poll(Duration::from_millis(300)).unwrap() {
-        out.push(d.payload.clone());
+        out.push(d);
     }
     out
 }
@@ -49,11 +54,20 @@ fn declarations(bus: &Bus, d: &Deployment) -> Vec<AdverseDecl> {
     decls
 }
 
-/// The monitor stage alone over `epochs`; its declarations.
-fn monitor_over(d: &Arc<Deployment>, epochs: &[Vec<u8>]) -> Vec<AdverseDecl> {
+/// The monitor stage alone over `epochs` and the `accepted` records they seal; its
+/// declarations.
+fn monitor_over(
+    d: &Arc<Deployment>,
+    epochs: &[Vec<u8>],
+    accepted: &[audita_bus::Delivery],
+) -> Vec<AdverseDecl> {
     let bus = Bus::Embedded(EmbeddedBus::new(4));
     d.ensure_topics(&bus).unwrap();
     let mut p = bus.producer().unwrap();
+    for a in accepted {
+        p.send_to(&d.topic(topics::ACCEPTED), a.partition, &a.key, &a.payload)
+            .unwrap();
+    }
     for e in epochs {
         p.send(&d.topic(topics::EPOCHS), b"log", e).unwrap();
     }
@@ -112,6 +126,7 @@ fn a_republished_epoch_changes_no_declaration_and_every_one_passes_the_engines_c
     let uninterrupted = declarations(&bus, &d);
     assert!(!uninterrupted.is_empty());
     let epochs = drain(&bus, &d.topic(topics::EPOCHS));
+    let accepted = records(&bus, &d.topic(topics::ACCEPTED));
     assert!(epochs.len() > 8, "{} epochs", epochs.len());
 
     // What a real sealer sends when it restarts on this record: its last epoch again.
@@ -133,25 +148,27 @@ fn a_republished_epoch_changes_no_declaration_and_every_one_passes_the_engines_c
         "a reopened sealer republishes one epoch"
     );
     let (real, last) = (
-        EpochMessage::decode(&republished[0]).unwrap(),
-        EpochMessage::decode(epochs.last().unwrap()).unwrap(),
+        EpochSeal::decode(&republished[0]).unwrap(),
+        EpochSeal::decode(epochs.last().unwrap()).unwrap(),
     );
     assert_eq!(
-        (&real.header, &real.leaves, &real.envelopes, real.watermark),
-        (&last.header, &last.leaves, &last.envelopes, 0),
+        (&real.header, &real.leaves, &real.receipts, real.watermark),
+        (&last.header, &last.leaves, &last.receipts, 0),
         "the republication is the last epoch again, with watermark 0"
     );
+    assert!(real.positions.is_empty(), "a republication names no positions");
 
     // A sealer restarted after every epoch: each epoch followed by its republication.
     let restarted: Vec<Vec<u8>> = epochs
         .iter()
         .flat_map(|e| {
-            let mut r = EpochMessage::decode(e).unwrap();
+            let mut r = EpochSeal::decode(e).unwrap();
             r.watermark = 0;
+            r.positions.clear();
             [e.clone(), r.encode()]
         })
         .collect();
-    let with_restarts = monitor_over(&d, &restarted);
+    let with_restarts = monitor_over(&d, &restarted, &accepted);
     assert_eq!(
         with_restarts, uninterrupted,
         "declarations after sealer restarts differ from the uninterrupted run's"

@@ -1,0 +1,534 @@
+//! The join of `audita.accepted` (the bytes, read once) with `audita.epochs` (the
+//! seals): what a stage downstream of the sealer reads to get each sealed epoch
+//! with the bytes of its messages ([`EpochMessage`]), in epoch order.
+//!
+//! Design constraints:
+//! - Only what a seal names leaves the join: a message accepted but never sealed (a
+//!   re-delivered duplicate, a `late` envelope) is held until a seal's positions
+//!   pass its offset, then dropped ([`JoinStats::unsealed_dropped`]); it never
+//!   reaches a slice or a detector.
+//! - Epochs leave in the order their seals arrive, each number once: a seal at or
+//!   below the last one taken (a restarted sealer's republication) is skipped, so
+//!   nothing it names is read twice.
+//! - A seal waits at the head until the bytes of everything it names were read;
+//!   then the bytes move out of the join (one copy kept per distinct message,
+//!   however often it was accepted). If the reader has read every accepted
+//!   partition past the seal's positions and a sealed message's bytes are still
+//!   absent, they are gone from the topic (its retention): the epoch leaves without
+//!   them, counted ([`JoinStats::missing`]), and a stage downstream then judges the
+//!   message missing, never present. The same happens when the caller gives up on a
+//!   seal that names no positions (a republication) or that the accepted topic never
+//!   catches up with ([`Join::next`]'s `give_up`).
+//! - Bounded work per record: each accepted record costs one SHA-256 of its bytes
+//!   and a few hash-map operations, each seal a lookup per item it names; nothing
+//!   is decoded beyond the kind byte and the leaves' ids. Memory is the bytes read
+//!   ahead of their seal ([`Join::held_bytes`]) — a caller bounds it by reading
+//!   `audita.accepted` only while it is below a limit or the head seal waits.
+//! - Pure: no clock, no transport; the caller feeds records and decides when to
+//!   give up.
+
+use crate::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT};
+use crate::{EpochMessage, EpochSeal};
+use audita_evidence::{sha256, Hash, MessageId};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// Which kind of accepted bytes a digest names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    Envelope,
+    Receipt,
+}
+
+/// Accepted bytes not yet joined: the frame as read (kind byte first) and where
+/// each copy of it lies in `audita.accepted`.
+struct Held {
+    frame: Vec<u8>,
+    copies: Vec<(u32, u64)>,
+}
+
+/// What [`Join::take_seal`] did with a seal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Taken {
+    /// Queued; it leaves once the bytes it names are read.
+    Queued,
+    /// Its number is at or below the last seal taken (a republication): skipped.
+    Repeated,
+    /// Its header does not decode: skipped.
+    Undecodable,
+}
+
+/// Counters of a [`Join`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JoinStats {
+    /// Epochs joined and handed out.
+    pub epochs: u64,
+    /// Seals skipped as republications of an epoch already taken.
+    pub repeated: u64,
+    /// Sealed messages and receipts whose bytes were gone when their epoch left.
+    pub missing: u64,
+    /// Accepted records never sealed (duplicates, `late` envelopes), dropped once
+    /// a seal's positions passed them.
+    pub unsealed_dropped: u64,
+}
+
+/// The join state: accepted bytes waiting for their seal, seals waiting for their
+/// bytes.
+#[derive(Default)]
+pub struct Join {
+    held: HashMap<(Kind, Hash), Held>,
+    /// Per accepted partition: offset → the held item a copy there is of.
+    by_offset: HashMap<u32, BTreeMap<u64, (Kind, Hash)>>,
+    /// Per accepted partition, the highest offset read.
+    read: HashMap<u32, u64>,
+    seals: VecDeque<EpochSeal>,
+    /// The number of the last seal queued.
+    last: Option<u64>,
+    /// What the head seal still waits for (computed when it becomes the head).
+    need: Option<HashSet<(Kind, Hash)>>,
+    held_bytes: usize,
+    stats: JoinStats,
+}
+
+impl Join {
+    /// An empty join.
+    pub fn new() -> Join {
+        Join::default()
+    }
+
+    /// Takes one record of `audita.accepted` (a frame: kind byte, then signed bytes;
+    /// watermarks and unknown kinds only advance the position read).
+    pub fn take_accepted(&mut self, partition: u32, offset: u64, frame: Vec<u8>) {
+        let read = self.read.entry(partition).or_insert(offset);
+        *read = (*read).max(offset);
+        let kind = match frame.first() {
+            Some(&FRAME_ENVELOPE) => Kind::Envelope,
+            Some(&FRAME_RECEIPT) => Kind::Receipt,
+            _ => return,
+        };
+        let key = (kind, sha256(&frame[1..]));
+        if let Some(need) = self.need.as_mut() {
+            need.remove(&key);
+        }
+        let slot = self.by_offset.entry(partition).or_default();
+        if slot.insert(offset, key).is_some() {
+            // The same record read twice (a re-read partition): one copy.
+            return;
+        }
+        match self.held.get_mut(&key) {
+            Some(h) => h.copies.push((partition, offset)),
+            None => {
+                self.held_bytes += frame.len();
+                self.held.insert(
+                    key,
+                    Held {
+                        frame,
+                        copies: vec![(partition, offset)],
+                    },
+                );
+            }
+        }
+    }
+
+    /// Takes one seal of `audita.epochs`.
+    pub fn take_seal(&mut self, seal: EpochSeal) -> Taken {
+        let Some(number) = seal.number() else {
+            return Taken::Undecodable;
+        };
+        if self.last.is_some_and(|last| number <= last) {
+            self.stats.repeated += 1;
+            return Taken::Repeated;
+        }
+        self.last = Some(number);
+        self.seals.push_back(seal);
+        Taken::Queued
+    }
+
+    /// Whether a seal is queued whose bytes are not all read yet (the caller should
+    /// read `audita.accepted`).
+    pub fn waiting(&mut self) -> bool {
+        !self.seals.is_empty() && !self.head_complete()
+    }
+
+    /// Seals queued.
+    pub fn queued(&self) -> usize {
+        self.seals.len()
+    }
+
+    /// Bytes read from `audita.accepted` and not yet joined.
+    pub fn held_bytes(&self) -> usize {
+        self.held_bytes
+    }
+
+    /// Counters since start.
+    pub fn stats(&self) -> JoinStats {
+        self.stats
+    }
+
+    /// The next epoch, if its seal is at the head and its bytes are all read — or
+    /// every accepted partition was read past the seal's positions, or `give_up`:
+    /// then it leaves with what was read and the rest is counted missing.
+    pub fn next(&mut self, give_up: bool) -> Option<EpochMessage> {
+        let head = self.seals.front()?;
+        let covered = !head.positions.is_empty()
+            && head
+                .positions
+                .iter()
+                .all(|(p, o)| self.read.get(p).is_some_and(|r| r >= o));
+        if !(self.head_complete() || covered || give_up) {
+            return None;
+        }
+        let seal = self.seals.pop_front()?;
+        self.need = None;
+        let mut envelopes = Vec::with_capacity(seal.leaves.len());
+        for leaf in &seal.leaves {
+            let digest = MessageId::from_leaf_bytes(leaf).ok().map(|id| id.digest);
+            match digest.and_then(|d| self.consume((Kind::Envelope, d))) {
+                Some(bytes) => envelopes.push(bytes),
+                None => self.stats.missing += 1,
+            }
+        }
+        let mut receipts: Vec<Vec<u8>> = Vec::with_capacity(seal.receipts.len());
+        // A receipt named twice in one epoch (an old one sealed again) may have
+        // been accepted once: the second names the bytes the first took.
+        let mut named: HashMap<Hash, usize> = HashMap::new();
+        for digest in &seal.receipts {
+            if let Some(&i) = named.get(digest) {
+                receipts.push(receipts[i].clone());
+                continue;
+            }
+            match self.consume((Kind::Receipt, *digest)) {
+                Some(bytes) => {
+                    named.insert(*digest, receipts.len());
+                    receipts.push(bytes);
+                }
+                None => self.stats.missing += 1,
+            }
+        }
+        for (p, o) in &seal.positions {
+            self.drop_unsealed(*p, *o);
+        }
+        self.stats.epochs += 1;
+        Some(EpochMessage {
+            header: seal.header,
+            checkpoint: seal.checkpoint,
+            prefix: seal.prefix,
+            leaves: seal.leaves,
+            envelopes,
+            receipts,
+            watermark: seal.watermark,
+        })
+    }
+
+    /// Whether every item the head seal names is held.
+    fn head_complete(&mut self) -> bool {
+        let Some(head) = self.seals.front() else {
+            return false;
+        };
+        let need = self.need.get_or_insert_with(|| {
+            let leaves = head.leaves.iter().filter_map(|l| {
+                MessageId::from_leaf_bytes(l)
+                    .ok()
+                    .map(|id| (Kind::Envelope, id.digest))
+            });
+            let receipts = head.receipts.iter().map(|d| (Kind::Receipt, *d));
+            leaves
+                .chain(receipts)
+                .filter(|k| !self.held.contains_key(k))
+                .collect()
+        });
+        need.is_empty()
+    }
+
+    /// The signed bytes of `key`, taking its earliest copy out of the join (the
+    /// bytes stay while other copies do, for a later seal naming it again).
+    fn consume(&mut self, key: (Kind, Hash)) -> Option<Vec<u8>> {
+        let held = self.held.get_mut(&key)?;
+        let first = held
+            .copies
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, c)| **c)
+            .map(|(i, _)| i)?;
+        let (p, o) = held.copies.swap_remove(first);
+        if let Some(slot) = self.by_offset.get_mut(&p) {
+            slot.remove(&o);
+        }
+        if held.copies.is_empty() {
+            let held = self.held.remove(&key)?;
+            self.held_bytes -= held.frame.len();
+            let mut bytes = held.frame;
+            bytes.remove(0);
+            Some(bytes)
+        } else {
+            Some(held.frame[1..].to_vec())
+        }
+    }
+
+    /// Drops the copies at or below `offset` of `partition` that no seal named.
+    fn drop_unsealed(&mut self, partition: u32, offset: u64) {
+        let Some(slot) = self.by_offset.get_mut(&partition) else {
+            return;
+        };
+        let rest = match offset.checked_add(1) {
+            Some(next) => slot.split_off(&next),
+            None => BTreeMap::new(),
+        };
+        let passed = std::mem::replace(slot, rest);
+        for (o, key) in passed {
+            self.stats.unsealed_dropped += 1;
+            if let Some(held) = self.held.get_mut(&key) {
+                held.copies.retain(|c| *c != (partition, o));
+                if held.copies.is_empty() {
+                    if let Some(h) = self.held.remove(&key) {
+                        self.held_bytes -= h.frame.len();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Joins whole topics read to their end: every accepted record (partition, offset,
+/// frame), then every seal in order. An epoch whose bytes are absent leaves without
+/// them, counted in the stats. For tools and tests that read a finished run.
+pub fn join_all(
+    accepted: impl IntoIterator<Item = (u32, u64, Vec<u8>)>,
+    seals: impl IntoIterator<Item = EpochSeal>,
+) -> (Vec<EpochMessage>, JoinStats) {
+    let mut join = Join::new();
+    for (p, o, frame) in accepted {
+        join.take_accepted(p, o, frame);
+    }
+    let mut out = Vec::new();
+    for seal in seals {
+        join.take_seal(seal);
+        while let Some(e) = join.next(true) {
+            out.push(e);
+        }
+    }
+    (out, join.stats())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use audita_evidence::{derive_signing_key, PrincipalId, Sealer};
+
+    /// Accepted frames (envelope bytes are opaque to the join: only their digest
+    /// matters) and the seals of a sealer that took them `per_epoch` at a time,
+    /// with receipts for every other message; positions as the sealer reports them
+    /// (one partition per author).
+    struct Run {
+        /// (partition, offset, frame) in publication order per partition.
+        accepted: Vec<(u32, u64, Vec<u8>)>,
+        seals: Vec<EpochSeal>,
+        /// The epochs the join must hand out.
+        expect: Vec<EpochMessage>,
+    }
+
+    fn run(messages: usize, per_epoch: usize) -> Run {
+        let mut sealer = Sealer::new("audita.test/log", derive_signing_key(1, "log")).unwrap();
+        let mut next = [0u64; 3];
+        let (mut accepted, mut seals, mut expect) = (Vec::new(), Vec::new(), Vec::new());
+        let mut positions: BTreeMap<u32, u64> = BTreeMap::new();
+        let (mut envs, mut receipts, mut receipt_digests) = (vec![], vec![], vec![]);
+        let mut prefix = audita_evidence::merkle::CompactRange::new();
+        for i in 0..messages {
+            let p = (i % 3) as u32;
+            let author = PrincipalId::new(format!("agv-{p}")).unwrap();
+            let bytes = format!("envelope {i}").into_bytes();
+            let id = MessageId {
+                author,
+                digest: sha256(&bytes),
+            };
+            sealer.append(id);
+            let mut frame = vec![FRAME_ENVELOPE];
+            frame.extend(&bytes);
+            accepted.push((p, next[p as usize], frame));
+            positions.insert(p, next[p as usize]);
+            next[p as usize] += 1;
+            envs.push(bytes);
+            if i % 2 == 0 {
+                let r = format!("receipt {i}").into_bytes();
+                let mut frame = vec![FRAME_RECEIPT];
+                frame.extend(&r);
+                accepted.push((p, next[p as usize], frame));
+                positions.insert(p, next[p as usize]);
+                next[p as usize] += 1;
+                receipt_digests.push(sha256(&r));
+                receipts.push(r);
+            }
+            if (i + 1) % per_epoch == 0 || i + 1 == messages {
+                let epoch = sealer.close_epoch(i as u64);
+                let leaves: Vec<Vec<u8>> = epoch.leaves.iter().map(MessageId::leaf_bytes).collect();
+                let nodes = prefix.nodes();
+                for l in &leaves {
+                    prefix.append(audita_evidence::merkle::leaf_hash(l));
+                }
+                let seal = EpochSeal {
+                    header: epoch.header.as_bytes().to_vec(),
+                    checkpoint: epoch.checkpoint.to_text().into_bytes(),
+                    prefix: nodes.clone(),
+                    leaves: leaves.clone(),
+                    receipts: std::mem::take(&mut receipt_digests),
+                    positions: positions.iter().map(|(p, o)| (*p, *o)).collect(),
+                    watermark: i as u64,
+                };
+                expect.push(EpochMessage {
+                    header: seal.header.clone(),
+                    checkpoint: seal.checkpoint.clone(),
+                    prefix: nodes,
+                    leaves,
+                    envelopes: std::mem::take(&mut envs),
+                    receipts: std::mem::take(&mut receipts),
+                    watermark: seal.watermark,
+                });
+                seals.push(seal);
+            }
+        }
+        Run {
+            accepted,
+            seals,
+            expect,
+        }
+    }
+
+    /// Feeds `items` (accepted records, seals) in the order given, handing out what
+    /// is ready after each.
+    fn feed(join: &mut Join, items: Vec<Item>) -> Vec<EpochMessage> {
+        let mut out = Vec::new();
+        for item in items {
+            match item {
+                Item::Accepted(p, o, f) => join.take_accepted(p, o, f),
+                Item::Seal(s) => {
+                    join.take_seal(s);
+                }
+            }
+            while let Some(e) = join.next(false) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    enum Item {
+        Accepted(u32, u64, Vec<u8>),
+        Seal(EpochSeal),
+    }
+
+    /// A deterministic interleaving: per-partition order of accepted records and the
+    /// order of seals kept, everything else shuffled by `seed`.
+    fn interleave(r: &Run, seed: u64) -> Vec<Item> {
+        let mut queues: Vec<VecDeque<Item>> = (0..4).map(|_| VecDeque::new()).collect();
+        for (p, o, f) in &r.accepted {
+            queues[*p as usize].push_back(Item::Accepted(*p, *o, f.clone()));
+        }
+        for s in &r.seals {
+            queues[3].push_back(Item::Seal(s.clone()));
+        }
+        let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut out = Vec::new();
+        while queues.iter().any(|q| !q.is_empty()) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let live: Vec<usize> = (0..4).filter(|i| !queues[*i].is_empty()).collect();
+            let q = live[(x >> 33) as usize % live.len()];
+            out.extend(queues[q].pop_front());
+        }
+        out
+    }
+
+    #[test]
+    fn every_interleaving_joins_to_the_same_epochs() {
+        let r = run(200, 17);
+        for seed in 0..50 {
+            let mut join = Join::new();
+            let got = feed(&mut join, interleave(&r, seed));
+            assert_eq!(got, r.expect, "seed {seed}");
+            assert_eq!(join.held_bytes(), 0, "seed {seed}: nothing left behind");
+            assert_eq!(join.stats().missing, 0);
+        }
+    }
+
+    #[test]
+    fn a_seal_waits_for_its_bytes_and_a_republication_is_skipped() {
+        let r = run(30, 10);
+        let mut join = Join::new();
+        assert_eq!(join.take_seal(r.seals[0].clone()), Taken::Queued);
+        assert!(join.waiting());
+        assert_eq!(join.next(false), None, "no bytes read yet");
+        let mut items: Vec<Item> = r
+            .accepted
+            .iter()
+            .map(|(p, o, f)| Item::Accepted(*p, *o, f.clone()))
+            .collect();
+        items.push(Item::Seal(r.seals[0].clone()));
+        items.push(Item::Seal(r.seals[1].clone()));
+        items.push(Item::Seal(r.seals[1].clone()));
+        items.push(Item::Seal(r.seals[2].clone()));
+        let got = feed(&mut join, items);
+        assert_eq!(got, r.expect);
+        assert_eq!(join.stats().repeated, 2, "epoch 0 and 1 named again");
+    }
+
+    #[test]
+    fn duplicates_and_unsealed_records_never_leave_and_are_dropped() {
+        let r = run(30, 10);
+        let mut join = Join::new();
+        let mut items: Vec<Item> = Vec::new();
+        // Every record accepted twice (a re-delivery right after), plus one record
+        // that is never sealed, before the seals.
+        for (p, o, f) in &r.accepted {
+            items.push(Item::Accepted(*p, o * 2, f.clone()));
+            items.push(Item::Accepted(*p, o * 2 + 1, f.clone()));
+        }
+        let mut seals = r.seals.clone();
+        for s in &mut seals {
+            for (_, o) in &mut s.positions {
+                *o = *o * 2 + 1;
+            }
+        }
+        items.push(Item::Accepted(0, 10_000, [&[FRAME_ENVELOPE][..], b"never sealed"].concat()));
+        items.extend(seals.into_iter().map(Item::Seal));
+        let got = feed(&mut join, items);
+        assert_eq!(got, r.expect, "each sealed message once");
+        assert_eq!(
+            join.held_bytes(),
+            b"never sealed".len() + 1,
+            "only the record past every position is still held"
+        );
+        assert_eq!(join.stats().unsealed_dropped, r.accepted.len() as u64);
+    }
+
+    #[test]
+    fn bytes_gone_from_the_topic_are_counted_missing_never_invented() {
+        let r = run(30, 10);
+        let mut join = Join::new();
+        // The first message's bytes were dropped by retention; the reader starts
+        // later on its partition.
+        let gone = &r.accepted[0];
+        let items: Vec<Item> = r
+            .accepted
+            .iter()
+            .filter(|a| a.1 != gone.1 || a.0 != gone.0)
+            .map(|(p, o, f)| Item::Accepted(*p, *o, f.clone()))
+            .chain(r.seals.iter().cloned().map(Item::Seal))
+            .collect();
+        let got = feed(&mut join, items);
+        assert_eq!(got.len(), 3, "the epochs leave once the reader passed their positions");
+        assert_eq!(join.stats().missing, 1);
+        let mut expect = r.expect.clone();
+        expect[0].envelopes.remove(0);
+        assert_eq!(got, expect);
+
+        // A republished seal names no positions: it leaves only when the caller
+        // gives up.
+        let mut join = Join::new();
+        let mut seal = r.seals[0].clone();
+        seal.positions.clear();
+        join.take_seal(seal);
+        assert_eq!(join.next(false), None);
+        let partial = join.next(true).expect("given up");
+        assert!(partial.envelopes.is_empty());
+        assert_eq!(join.stats().missing as usize, r.seals[0].leaves.len() + r.seals[0].receipts.len());
+    }
+}
