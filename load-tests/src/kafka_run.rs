@@ -146,6 +146,12 @@ pub struct LoadArgs {
     /// instead of running one.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// SIGKILL and restart every stage process once while the load is offered
+    /// (ingest, sealer, slicer, monitor, engine-0, sink, evenly spaced over the
+    /// feed); the report then says how long each took to recover, and whether
+    /// anything was lost or sealed twice.
+    #[arg(long)]
+    pub kill_each: bool,
     /// Internal: run one stage of a load run.
     #[arg(long, value_enum, hide = true)]
     pub stage: Option<LoadStage>,
@@ -318,8 +324,32 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
 /// A stage process and where its stderr goes.
 struct StageProc {
     name: String,
+    stage: LoadStage,
     child: Child,
     log: PathBuf,
+}
+
+/// What starts a stage process of the run (again, after a kill).
+struct Spawner<'a> {
+    args: &'a LoadArgs,
+    bootstrap: String,
+    prefix: String,
+    work: PathBuf,
+    deployment: PathBuf,
+}
+
+impl Spawner<'_> {
+    fn spawn(&self, stage: LoadStage, name: &str) -> anyhow::Result<StageProc> {
+        spawn_stage(
+            self.args,
+            stage,
+            name,
+            &self.bootstrap,
+            &self.prefix,
+            &self.work,
+            &self.deployment,
+        )
+    }
 }
 
 /// What the monitor saw on the pipeline's output topics.
@@ -354,6 +384,15 @@ struct Seen {
     alert_to_verdict: Vec<Duration>,
     /// Verdicts (or abstentions) of incidents no cell planted: false declarations.
     unexpected: Vec<String>,
+    /// The number of the last epoch counted (a restarted sealer republishes its
+    /// last one: counted once).
+    last_epoch: Option<u64>,
+    /// Epochs published again (by a restarted sealer) and not counted again.
+    republished: u64,
+    /// The first 8 bytes of every sealed id's digest.
+    distinct: std::collections::HashSet<u64>,
+    /// Sealed ids seen in two different epochs.
+    sealed_twice: u64,
 }
 
 fn spawn_stage(
@@ -399,10 +438,17 @@ fn spawn_stage(
         .args(args.kafka.iter().flat_map(|k| ["--kafka", k.as_str()]))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log)?)
+        // Appended to: a stage restarted after a kill keeps its first life's log.
+        .stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)?,
+        )
         .spawn()?;
     Ok(StageProc {
         name: name.to_string(),
+        stage,
         child,
         log,
     })
@@ -467,6 +513,13 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     d.ensure_topics(&bus)?;
 
     let mut procs = Vec::new();
+    let spawner = Spawner {
+        args,
+        bootstrap: bootstrap.clone(),
+        prefix: prefix.clone(),
+        work: work.clone(),
+        deployment: deployment.clone(),
+    };
     let result = (|| -> anyhow::Result<Value> {
         let mut plan = vec![
             (LoadStage::Ingest, "ingest".to_string()),
@@ -477,15 +530,7 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         plan.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
         plan.push((LoadStage::Sink, "sink".to_string()));
         for (stage, name) in &plan {
-            procs.push(spawn_stage(
-                args,
-                *stage,
-                name,
-                &bootstrap,
-                &prefix,
-                &work,
-                &deployment,
-            )?);
+            procs.push(spawner.spawn(*stage, name)?);
         }
         let setup = Setup {
             args,
@@ -497,6 +542,7 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             bus: &bus,
             limit_before,
             presign_s,
+            spawner: &spawner,
         };
         measure(&setup, &mut procs)
     })();
@@ -504,7 +550,18 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let _ = p.child.kill();
         let _ = p.child.wait();
     }
-    let report = result?;
+    let mut report = result?;
+    if args.kill_each {
+        // The sink was killed and restarted too: its journal must hold every
+        // incident the run judged.
+        let dir = args.out.clone().unwrap_or_else(|| work.join("sink"));
+        let journaled = journaled_incidents(&dir.join("journal.jsonl"));
+        let lost: Vec<&String> = incidents
+            .iter()
+            .filter(|i| !journaled.contains(*i))
+            .collect();
+        report["sink_journal_missing"] = json!(lost);
+    }
     if let Some(out) = &args.out {
         rebuild_sink_output(out, &report)?;
     }
@@ -542,6 +599,19 @@ fn rebuild_sink_output(out: &Path, report: &Value) -> anyhow::Result<()> {
     sink.replay()?;
     sink.finish()?;
     Ok(())
+}
+
+/// The incidents of every record in the sink's journal (a line is
+/// `{"received_ms", "record"}` or a bare record).
+fn journaled_incidents(path: &Path) -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| {
+            let r = if v.get("incident").is_some() { &v } else { &v["record"] };
+            r["incident"].as_str().map(str::to_string)
+        })
+        .collect()
 }
 
 /// Copies every stage process's log (`<stage>.log`) from the run's scratch directory
@@ -588,6 +658,8 @@ struct Setup<'a> {
     limit_before: f64,
     /// Seconds the load took to pre-sign.
     presign_s: f64,
+    /// Starts a stage process again after a kill.
+    spawner: &'a Spawner<'a>,
 }
 
 /// What the threads of a measured run share: the monitor writes `seen`, the feed
@@ -611,10 +683,12 @@ fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
     let monitor = spawn_monitor(setup, &shared)?;
     // Give the stage processes time to join their consumer groups.
     std::thread::sleep(Duration::from_secs(5));
-    let pids: Vec<(String, u32)> = procs
-        .iter()
-        .map(|p| (p.name.clone(), p.child.id()))
-        .collect();
+    let pids: Arc<Mutex<Vec<(String, u32)>>> = Arc::new(Mutex::new(
+        procs
+            .iter()
+            .map(|p| (p.name.clone(), p.child.id()))
+            .collect(),
+    ));
     // Beside the stages, the CPU of the broker and of this process (the generator
     // offering the load, and the monitor measuring it), and of the whole machine:
     // what shows which resource a run exhausts.
@@ -630,7 +704,7 @@ fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
     let first_send_unix_ms = audita_sinks::tables::now_ms();
     let samples: Arc<Mutex<Vec<Value>>> = Arc::default();
     let sampler = Sampler {
-        pids,
+        pids: pids.clone(),
         others,
         start,
         // Without a terminal for the progress bars, a status line every 10 s instead.
@@ -642,7 +716,21 @@ fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
         samples: samples.clone(),
     };
     let sampler = std::thread::spawn(move || sampler.run());
-    let (stats, sealed_at_feed_end) = offer(setup, &shared)?;
+    let (offered, kills) = if setup.args.kill_each {
+        std::thread::scope(|s| {
+            let feed = s.spawn(|| offer(setup, &shared));
+            let kills = chaos(setup, &shared, procs, &pids, start);
+            let offered = feed
+                .join()
+                .map_err(|_| anyhow::anyhow!("the feed thread panicked"))
+                .and_then(|r| r);
+            (offered, kills)
+        })
+    } else {
+        (offer(setup, &shared), Ok(Vec::new()))
+    };
+    let (stats, sealed_at_feed_end) = offered?;
+    let kills = kills?;
     // Stages that exited (they never should): name → status and the tail of its log.
     let mut died: BTreeMap<String, String> = BTreeMap::new();
     drain(setup, &shared, procs, &mut died);
@@ -669,8 +757,95 @@ fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
             first_send_unix_ms,
             limit_after,
             died,
+            kills,
         },
     ))
+}
+
+/// The kills of a `--kill-each` run, while the load is offered: every stage process
+/// in turn is SIGKILLed and started again at once, evenly spaced over the feed; each
+/// kill is followed until the pipeline recovers — for ingest and the sealer, until
+/// every envelope offered before the kill is sealed; for the slicer, the monitor, an
+/// engine worker, until the next verdict arrives; the sink's output is checked
+/// after the run (its journal must hold every incident).
+fn chaos(
+    setup: &Setup,
+    shared: &Shared,
+    procs: &mut [StageProc],
+    pids: &Mutex<Vec<(String, u32)>>,
+    start: Instant,
+) -> anyhow::Result<Vec<Value>> {
+    let order: Vec<usize> = [
+        LoadStage::Ingest,
+        LoadStage::Sealer,
+        LoadStage::Slicer,
+        LoadStage::Monitor,
+        LoadStage::Engine,
+        LoadStage::Sink,
+    ]
+    .iter()
+    .filter_map(|st| procs.iter().position(|p| p.stage == *st))
+    .collect();
+    let every = setup.config.duration.as_secs_f64() / (order.len() + 1) as f64;
+    let mut kills = Vec::new();
+    for (k, &i) in order.iter().enumerate() {
+        let at = start + Duration::from_secs_f64(every * (k + 1) as f64);
+        std::thread::sleep(at.saturating_duration_since(Instant::now()));
+        let (offered, verdicts) = {
+            let s = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                shared.offered.load(Ordering::Relaxed),
+                s.latencies.len() + s.abstained.len(),
+            )
+        };
+        let killed = Instant::now();
+        let p = &mut procs[i];
+        p.child.kill()?;
+        let _ = p.child.wait();
+        let again = setup.spawner.spawn(p.stage, &p.name)?;
+        *p = again;
+        if let Some(slot) = pids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter_mut()
+            .find(|(n, _)| *n == procs[i].name)
+        {
+            slot.1 = procs[i].child.id();
+        }
+        let restarted = killed.elapsed();
+        let name = procs[i].name.clone();
+        eprintln!("audita load: killed and restarted {name} at {:.0} s", killed.duration_since(start).as_secs_f64());
+        // Followed until it recovers, or until the next kill is due.
+        let deadline = killed + Duration::from_secs_f64(every);
+        let recovered = loop {
+            let s = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
+            let done = match procs[i].stage {
+                LoadStage::Ingest | LoadStage::Sealer => s.sealed >= offered,
+                LoadStage::Sink => true,
+                _ => s.latencies.len() + s.abstained.len() > verdicts,
+            };
+            drop(s);
+            if done {
+                break Some(killed.elapsed());
+            }
+            if Instant::now() >= deadline {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        kills.push(json!({
+            "stage": name,
+            "at_s": killed.duration_since(start).as_secs_f64(),
+            "restart_ms": ms(restarted),
+            "recovery_ms": recovered.map(ms),
+            "recovered_by": match procs[i].stage {
+                LoadStage::Ingest | LoadStage::Sealer => "every envelope offered before the kill sealed",
+                LoadStage::Sink => "checked after the run (journal holds every incident)",
+                _ => "the next verdict",
+            },
+        }));
+    }
+    Ok(kills)
 }
 
 /// Spawns the run's monitor: its own consumer group on the pipeline's output topics,
@@ -747,12 +922,22 @@ impl Seen {
     /// Counts a sealed epoch and notes when each incident cell's message in it became
     /// readable.
     fn record_epoch(&mut self, e: &EpochSeal, now: Instant) {
+        let number = e.number();
+        if number.is_some_and(|n| self.last_epoch.is_some_and(|last| n <= last)) {
+            self.republished += 1;
+            return;
+        }
+        self.last_epoch = number.or(self.last_epoch);
         self.sealed += e.leaves.len() as u64;
         self.epochs += 1;
         self.watermark = self.watermark.max(e.watermark);
         self.last_sealed_at = Some(now);
         for leaf in &e.leaves {
             if let Ok(id) = audita_evidence::MessageId::from_leaf_bytes(leaf) {
+                let short = u64::from_be_bytes(id.digest[..8].try_into().unwrap_or([0; 8]));
+                if !self.distinct.insert(short) {
+                    self.sealed_twice += 1;
+                }
                 if !id.author.as_str().starts_with("fleet/") {
                     self.readable.insert(id.digest, now);
                 }
@@ -865,8 +1050,9 @@ fn off_truth(incident: &str, planted: Option<&BTreeMap<String, f64>>, v: &Value)
 
 /// The once-a-second sampler of a run: what it reads and where it writes.
 struct Sampler {
-    /// The stage processes (RSS and CPU).
-    pids: Vec<(String, u32)>,
+    /// The stage processes (RSS and CPU); a restarted stage's new pid replaces its
+    /// old one.
+    pids: Arc<Mutex<Vec<(String, u32)>>>,
     /// The broker and this process (CPU only).
     others: Vec<(String, u32)>,
     /// The first send: `t` of a sample counts from here.
@@ -941,7 +1127,8 @@ impl Sampler {
     fn usage(&self) -> (BTreeMap<String, f64>, BTreeMap<String, f64>) {
         let mut rss = BTreeMap::new();
         let mut cpu = BTreeMap::new();
-        for (name, pid) in &self.pids {
+        let pids = self.pids.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for (name, pid) in &pids {
             if let Some(r) = proc_rss_mib(*pid) {
                 rss.insert(name.clone(), r);
             }
@@ -1060,6 +1247,8 @@ fn drain(
 
 /// What a measured run observed, for its report.
 struct Measured<'a> {
+    /// The kills of a `--kill-each` run.
+    kills: Vec<Value>,
     seen: &'a Seen,
     samples: Vec<Value>,
     stats: FeedStats,
@@ -1172,6 +1361,9 @@ fn report(setup: &Setup, m: &Measured) -> Value {
             "max_bytes": slices.last().copied().unwrap_or(0),
         },
         "stage_failures": m.died,
+        "kills": m.kills,
+        "sealed_twice": seen.sealed_twice,
+        "republished_epochs": seen.republished,
         "drained": seen.sealed >= envelopes && seen.latencies.len() + seen.abstained.len() >= incidents.len(),
         "wall_s": m.end.as_secs_f64(),
         "samples": m.samples,
@@ -1262,6 +1454,28 @@ fn markdown(r: &Value) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")),
     ));
+    if let Some(kills) = r["kills"].as_array().filter(|k| !k.is_empty()) {
+        s.push_str(&format!(
+            "\nKilled (SIGKILL) and restarted while the load was offered; ids sealed twice {}, epochs republished {}, incidents missing from the sink's journal {}:\n\n| stage | killed at s | restarted in ms | recovered in ms | recovered when |\n|---|---|---|---|---|\n",
+            r["sealed_twice"],
+            r["republished_epochs"],
+            r["sink_journal_missing"]
+                .as_array()
+                .map_or("not checked".to_string(), |a| a.len().to_string())
+        ));
+        for k in kills {
+            s.push_str(&format!(
+                "| {} | {:.0} | {:.0} | {} | {} |\n",
+                k["stage"].as_str().unwrap_or_default(),
+                f(k, "at_s"),
+                f(k, "restart_ms"),
+                k["recovery_ms"]
+                    .as_f64()
+                    .map_or("not before the next kill".to_string(), |v| format!("{v:.0}")),
+                k["recovered_by"].as_str().unwrap_or_default(),
+            ));
+        }
+    }
     let a = &r["alerts"];
     if a.is_object() {
         s.push_str("\n| alerts timed | read before their epoch | sealed → alert p50 ms | p99 ms | max ms | t* → alert p50 ms | p99 ms | alert → verdict p50 ms | p99 ms | false incidents |\n|---|---|---|---|---|---|---|---|---|---|\n");

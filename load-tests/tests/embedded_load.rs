@@ -178,8 +178,17 @@ fn check(placement: Placement, keeper: Keeper) {
 
     assert!(quarantined.is_empty(), "quarantined: {quarantined:?}");
     // The seals joined with the accepted bytes, as the slicer and monitor read them.
-    let (epochs, joined) = audita_topics::join::join_all(accepted, seals);
+    let (epochs, joined) = audita_topics::join::join_all(accepted, seals.clone());
     assert_eq!(joined.missing, 0, "every sealed message's bytes are on audita.accepted");
+    // ... and what the sealer published before the bytes left `audita.epochs` (its
+    // epoch message carried the envelopes it wrote to disk, in leaf order, and the
+    // receipts it wrote with them) is exactly what the join hands the slicer and
+    // the monitor.
+    let old_path = epochs_from_disk(&dir.path().join("record"), &seals);
+    assert_eq!(epochs.len(), old_path.len());
+    for (joined, old) in epochs.iter().zip(&old_path) {
+        assert!(joined == old, "a joined epoch differs from the record's");
+    }
     let sealed: Vec<Vec<u8>> = epochs.iter().flat_map(|e| e.envelopes.clone()).collect();
     let sealed_set: BTreeSet<Vec<u8>> = sealed.iter().cloned().collect();
     assert_eq!(
@@ -232,6 +241,41 @@ fn check(placement: Placement, keeper: Keeper) {
                 a.incident
             );
         }
+    }
+
+    // The old path's epochs, through a fresh slicer and the engine: every verdict
+    // record equals the pipeline's, but for the record it is anchored to (a bundle
+    // carries the latest checkpoint the slicer holds when it emits, and this slicer
+    // emits after reading every epoch).
+    let (bundles, _) = replay(
+        &old_path,
+        &declarations,
+        Some(&duties),
+        d.predicates.as_ref(),
+        Scoping::Narrowed,
+    );
+    let registries = audita_engine_workers::Registries {
+        keys: &d.keys,
+        duties: &d.duties,
+        quorum: d.quorum,
+        predicates: d.predicates.as_ref(),
+    };
+    assert_eq!(bundles.len(), verdicts.len());
+    for (incident, bundle) in &bundles {
+        let v = audita_engine_workers::judge_checked(
+            bundle,
+            &d.keys,
+            &d.duties,
+            d.predicates.as_ref(),
+        )
+        .unwrap_or_else(|e| panic!("{incident}: {e}"));
+        let old = serde_json::to_value(audita_engine_workers::record(&v, bundle, &registries))
+            .unwrap();
+        assert_eq!(
+            without_anchor(old),
+            without_anchor(verdicts[incident][0].clone()),
+            "{incident}: the verdict differs from the old path's"
+        );
     }
 
     // Scoping changes no verdict: the same epochs and declarations through a slicer
@@ -507,4 +551,49 @@ fn replay_with(
         bundles.insert(name, SliceBundle::decode(&d.payload).unwrap());
     }
     (bundles, stage.scopes())
+}
+
+/// The epochs as the sealer published them before issue 36, rebuilt from the record
+/// directory: each seal's header, checkpoint, prefix, leaves and watermark, with the
+/// envelopes the sealer wrote to disk for its leaves (log order) and the receipts it
+/// wrote with it (arrival order).
+fn epochs_from_disk(record: &std::path::Path, seals: &[EpochSeal]) -> Vec<EpochMessage> {
+    use audita_record::Stream;
+    let mut envelopes = Stream::segments(record, "segments", "envelopes-", b'E').unwrap();
+    let mut receipts = Stream::segments(record, "segments", "receipts-", b'R').unwrap();
+    seals
+        .iter()
+        .map(|s| EpochMessage {
+            header: s.header.clone(),
+            checkpoint: s.checkpoint.clone(),
+            prefix: s.prefix.clone(),
+            leaves: s.leaves.clone(),
+            envelopes: (0..s.leaves.len())
+                .map(|_| envelopes.next().unwrap().unwrap())
+                .collect(),
+            receipts: (0..s.receipts.len())
+                .map(|_| receipts.next().unwrap().unwrap())
+                .collect(),
+            watermark: s.watermark,
+        })
+        .collect()
+}
+
+/// A verdict record without what depends on when it was sliced: the checkpoint it
+/// is anchored to (`record`) and that checkpoint's root in the verdict and its rows.
+fn without_anchor(mut v: serde_json::Value) -> serde_json::Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("record");
+    }
+    if let Some(o) = v["verdict"].as_object_mut() {
+        o.remove("record_root");
+    }
+    if let Some(rows) = v["rows"].as_array_mut() {
+        for r in rows {
+            if let Some(o) = r.as_object_mut() {
+                o.remove("record_root");
+            }
+        }
+    }
+    v
 }

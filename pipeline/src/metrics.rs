@@ -57,6 +57,24 @@ pub struct Metrics {
     pub sealer_cosignatures: IntCounter,
     /// Keepers behind the log's head.
     pub sealer_keepers_behind: IntGauge,
+    /// `audita_<stage>_lag_seconds` of the sealer, the slicer and the monitor: the
+    /// wall clock minus the event-time watermark the stage has taken — how far
+    /// behind the fleet's clocks its output is ([`LagWatch`] logs when it grows).
+    pub sealer_lag: Gauge,
+    /// See [`Metrics::sealer_lag`].
+    pub slicer_lag: Gauge,
+    /// See [`Metrics::sealer_lag`].
+    pub monitor_lag: Gauge,
+    /// `audita_<stage>_join_held_bytes` of the slicer and the monitor: accepted
+    /// bytes read ahead of their seals (`audita_slicer::input`).
+    pub slicer_join_held: IntGauge,
+    /// See [`Metrics::slicer_join_held`].
+    pub monitor_join_held: IntGauge,
+    /// `audita_<stage>_join_missing_total`: sealed messages and receipts whose bytes
+    /// were gone from `audita.accepted` when their epoch was joined.
+    pub slicer_join_missing: IntCounter,
+    /// See [`Metrics::slicer_join_missing`].
+    pub monitor_join_missing: IntCounter,
     /// Incidents sliced and fanned out.
     pub slicer_incidents: IntCounter,
     /// Messages currently in the citation graph.
@@ -204,6 +222,34 @@ impl Metrics {
                 "audita_sealer_keepers_behind",
                 "Keepers whose latest co-signed size is behind the log's head",
             ),
+            sealer_lag: gauge(
+                "audita_sealer_lag_seconds",
+                "Wall clock minus the sealer's event-time watermark",
+            ),
+            slicer_lag: gauge(
+                "audita_slicer_lag_seconds",
+                "Wall clock minus the event-time watermark of the last epoch the slicer took",
+            ),
+            monitor_lag: gauge(
+                "audita_monitor_lag_seconds",
+                "Wall clock minus the event-time watermark of the last epoch the monitor took",
+            ),
+            slicer_join_held: int_gauge(
+                "audita_slicer_join_held_bytes",
+                "Accepted bytes the slicer holds ahead of their seals",
+            ),
+            monitor_join_held: int_gauge(
+                "audita_monitor_join_held_bytes",
+                "Accepted bytes the monitor holds ahead of their seals",
+            ),
+            slicer_join_missing: counter(
+                "audita_slicer_join_missing_total",
+                "Sealed items whose bytes were gone from audita.accepted when the slicer joined them",
+            ),
+            monitor_join_missing: counter(
+                "audita_monitor_join_missing_total",
+                "Sealed items whose bytes were gone from audita.accepted when the monitor joined them",
+            ),
             slicer_incidents: counter(
                 "audita_slicer_incidents_total",
                 "Incidents sliced and fanned out",
@@ -302,6 +348,13 @@ impl Metrics {
             Box::new(self.sealer_keepers_behind.clone()),
             Box::new(self.sealer_late.clone()),
             Box::new(self.sealer_watermark.clone()),
+            Box::new(self.sealer_lag.clone()),
+            Box::new(self.slicer_lag.clone()),
+            Box::new(self.monitor_lag.clone()),
+            Box::new(self.slicer_join_held.clone()),
+            Box::new(self.monitor_join_held.clone()),
+            Box::new(self.slicer_join_missing.clone()),
+            Box::new(self.monitor_join_missing.clone()),
             Box::new(self.slicer_incidents.clone()),
             Box::new(self.slicer_graph_messages.clone()),
             Box::new(self.slicer_retained_epochs.clone()),
@@ -446,5 +499,67 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
+    }
+}
+
+/// Wall time over which [`LagWatch`] measures how a stage's lag moves.
+pub const LAG_WINDOW: Duration = Duration::from_secs(10);
+
+/// Lag growth over one [`LAG_WINDOW`] at which a stage is said to fall behind: it
+/// then loses at least half a second of its input per second.
+pub const LAG_GROWTH: Duration = Duration::from_secs(5);
+
+/// Keeps a stage's lag gauge and says, in one log line, when the stage falls
+/// behind (its lag grew by [`LAG_GROWTH`] or more over a [`LAG_WINDOW`]) and when it
+/// has caught up again (the lag stopped growing). A lag that is large but steady
+/// (record time on another clock, as in a replay or the demo) says nothing.
+pub struct LagWatch {
+    stage: &'static str,
+    window: Option<(std::time::Instant, f64)>,
+    behind: bool,
+}
+
+impl LagWatch {
+    /// A watch for `stage`'s lag.
+    pub fn new(stage: &'static str) -> LagWatch {
+        LagWatch {
+            stage,
+            window: None,
+            behind: false,
+        }
+    }
+
+    /// Takes the event-time watermark `watermark_ms` (Unix ms; 0 = none yet) the
+    /// stage now stands at: sets `gauge` and logs a change of state.
+    pub fn observe(&mut self, gauge: &Gauge, watermark_ms: u64) {
+        if watermark_ms == 0 {
+            return;
+        }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let lag = (now_ms as f64 - watermark_ms as f64) / 1000.0;
+        gauge.set(lag);
+        let (started, at_start) = *self
+            .window
+            .get_or_insert((std::time::Instant::now(), lag));
+        if started.elapsed() < LAG_WINDOW {
+            return;
+        }
+        let grew = lag - at_start;
+        if grew >= LAG_GROWTH.as_secs_f64() {
+            tracing::warn!(
+                stage = self.stage,
+                lag_s = format!("{lag:.1}"),
+                grew_s = format!("{grew:.1}"),
+                over_s = LAG_WINDOW.as_secs(),
+                "stage falling behind: its input's event time lags the wall clock more and more"
+            );
+            self.behind = true;
+        } else if self.behind && grew <= 0.0 {
+            tracing::info!(stage = self.stage, lag_s = format!("{lag:.1}"), "stage caught up: its lag no longer grows");
+            self.behind = false;
+        }
+        self.window = Some((std::time::Instant::now(), lag));
     }
 }

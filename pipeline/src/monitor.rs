@@ -8,7 +8,8 @@
 //!   while the slicer waits for anchors, receipts and the watermark before a slice
 //!   is complete; and its declaration on `audita.adverse` is then an auditable input
 //!   the engine workers check exactly like an operator's (`audita_monitor::check`).
-//! - Input is sealed epochs (`audita.epochs`): only sealed messages, each epoch
+//! - Input is sealed epochs (`audita.epochs` joined with `audita.accepted`,
+//!   [`audita_slicer::input`]): only sealed messages, each epoch
 //!   opened with one signature check ([`audita_evidence::open_sealed`]: the log's
 //!   signature over the header, the leaves under its window root, every envelope
 //!   the message its leaf names) instead of one per envelope — the log seals only
@@ -20,8 +21,8 @@
 //!   ([`audita_topics::grace`]: every message stamped up to `t*` is sealed and read,
 //!   late sources included), or when the stream has been quiet for `quiet`
 //!   (everything published is sealed).
-//! - State is in memory and rebuilt from the beginning of `audita.epochs` on start
-//!   (its own consumer group per process, like the slicer): a restart re-sends alerts
+//! - State is in memory and rebuilt from the beginning of its topics on start
+//!   (its own consumer groups per process, like the slicer): a restart re-sends alerts
 //!   (at least once) and re-declares incidents, which the slicer recognises by name.
 //! - Each epoch number is taken once: the epoch a restarted sealer republishes is
 //!   skipped (a message read twice must not become two facts of a declaration).
@@ -100,10 +101,17 @@ pub fn run_monitor(
         Ok(())
     };
     let mut idle_since = Instant::now();
+    let mut lag = crate::metrics::LagWatch::new("monitor");
+    let mut missing_seen = 0;
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
         match input.poll(Duration::from_millis(20))? {
             Some(Input::Epoch(epoch)) => {
                 idle_since = Instant::now();
+                lag.observe(&m.monitor_lag, epoch.watermark);
+                m.monitor_join_held.set(input.backlog().0 as i64);
+                let missing = input.stats().missing;
+                m.monitor_join_missing.inc_by(missing - missing_seen);
+                missing_seen = missing;
                 let due = take_epoch(d, m, &mut st, epoch, &alerts, p.as_mut())?;
                 declare(due, p.as_mut())?;
                 // Alerts leave with their epoch: a dashboard sees them now.

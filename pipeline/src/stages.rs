@@ -60,6 +60,7 @@ pub fn run_sealer(
 ) -> Result<()> {
     let live = m.clone();
     let mut seen = SealerStats::default();
+    let mut lag = crate::metrics::LagWatch::new("sealer");
     let mut stage = SealerStage::open(d.sealer_config(dir)?)?
         .with_witnesses(crate::witness::remote(d), d.quorum)
         .with_horizon(d.dedupe_ms)
@@ -75,6 +76,7 @@ pub fn run_sealer(
                 .inc_by(s.cosignatures - seen.cosignatures);
             live.sealer_keepers_behind.set(s.keepers_behind as i64);
             live.sealer_watermark.set(watermark as f64 / 1000.0);
+            lag.observe(&live.sealer_lag, watermark);
             seen = *s;
         }));
     let mut c = bus.consumer(&d.topic("sealer"), &[&d.topic(topics::ACCEPTED)])?;
@@ -95,6 +97,7 @@ pub fn run_slicer(
 ) -> Result<()> {
     let live = m.clone();
     let mut seen = SlicerStats::default();
+    let mut lag = crate::metrics::LagWatch::new("slicer");
     let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
         .with_horizon(d.horizon_ms, d.hold)
         .with_registry(d.duties.clone())
@@ -108,6 +111,10 @@ pub fn run_slicer(
             live.slicer_evicted.inc_by(s.evicted - seen.evicted);
             live.slicer_waiting.set(s.waiting as i64);
             live.slicer_grace.set(s.grace_ms as f64 / 1000.0);
+            lag.observe(&live.slicer_lag, s.watermark);
+            live.slicer_join_held.set(s.join_held_bytes as i64);
+            live.slicer_join_missing
+                .inc_by(s.join_missing - seen.join_missing);
             live.slicer_spill_bytes.set(s.spill_bytes as i64);
             live.slicer_unresolved
                 .inc_by(s.unresolved - seen.unresolved);

@@ -1,5 +1,8 @@
 //! The streaming sealer stage: accepted envelopes and receipts in, durable sealed
-//! epochs out (on disk and on `audita.epochs`).
+//! epochs out (on disk), and their seals on `audita.epochs`
+//! ([`audita_topics::EpochSeal`]: header, checkpoint, the ids and receipt digests
+//! sealed, and how far it read each `audita.accepted` partition — not the bytes,
+//! which readers take from `audita.accepted` once: [`audita_topics::join`]).
 //!
 //! Design constraints:
 //! - Idempotent by message id: a message already sealed or pending is never sealed
@@ -9,6 +12,8 @@
 //!   horizon of record time behind the event-time watermark
 //!   ([`SealerStage::with_horizon`], default [`DEFAULT_DEDUPE_HORIZON_MS`]) —
 //!   re-delivery after a crash comes from uncommitted offsets, far younger than that.
+//!   The remembered digests are keyed hash sets forgotten by whole seconds of record
+//!   time (at most a second later than the horizon asks).
 //!   An envelope older than the forgotten range cannot be told apart from a
 //!   re-delivered one, so it is not sealed but quarantined to `audita.suspect` with
 //!   reason `late` (published before its offset is committed: nothing is lost). The

@@ -103,13 +103,16 @@ impl SealedInput {
                     self.progress = Instant::now();
                     moved = true;
                 }
-                if moved {
-                    continue;
-                }
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if self.join.queued() < MAX_QUEUED_SEALS {
-                let wait = left.min(Duration::from_millis(2));
+                // After a burst of bytes, a look at the seals without waiting: a
+                // steady stream of bytes must not keep its seals unread.
+                let wait = if moved {
+                    Duration::ZERO
+                } else {
+                    left.min(Duration::from_millis(2))
+                };
                 if let Some(d) = self.records.poll(wait)? {
                     if d.topic != self.epochs_topic {
                         return Ok(Some(Input::Record(d)));
@@ -117,7 +120,10 @@ impl SealedInput {
                     self.take_seal(&d);
                     continue;
                 }
-            } else {
+                if moved {
+                    continue;
+                }
+            } else if !moved {
                 // Seals enough: wait on the bytes they need.
                 if let Some(d) = self.accepted.poll(left.min(Duration::from_millis(2)))? {
                     self.join.take_accepted(d.partition, d.offset, d.payload);

@@ -2,8 +2,9 @@
 //! incident slices out.
 //!
 //! Design constraints:
-//! - The citation graph grows only from sealed epochs (`audita.epochs`): a message
-//!   enters the graph when an epoch seals it, so slices hold sealed messages only.
+//! - The citation graph grows only from sealed epochs (`audita.epochs` joined with
+//!   the bytes of `audita.accepted`, [`crate::input`]): a message enters the graph
+//!   when an epoch seals it, so slices hold sealed messages only.
 //! - A message's committed effect counts as realised when a sealed actuation report
 //!   (`tool_output` of tool `actuator`) cites it.
 //! - An adverse declaration (`audita.adverse`, the JSON of `audita-verdict`'s
@@ -284,6 +285,8 @@ pub struct SlicerStage {
     /// Incidents scoped over a narrowed window, and over the whole window.
     narrowed_scopes: std::cell::Cell<u64>,
     exhaustive_scopes: std::cell::Cell<u64>,
+    /// The input's join: bytes held ahead of their seals, items missing so far.
+    join: (usize, u64),
 }
 
 /// A snapshot of the slicer stage for live metrics.
@@ -313,6 +316,10 @@ pub struct SlicerStats {
     /// citation or anchor, made the narrowed window unusable; see
     /// [`Scoping::Narrowed`]), so far.
     pub whole_window_scopes: u64,
+    /// Accepted bytes held ahead of their seals ([`crate::input`]).
+    pub join_held_bytes: usize,
+    /// Sealed items whose bytes were gone when their epoch was joined, so far.
+    pub join_missing: u64,
 }
 
 /// A callback seeing [`SlicerStats`] after every emission check.
@@ -385,6 +392,7 @@ impl SlicerStage {
             facet_hasher: std::hash::RandomState::new(),
             narrowed_scopes: Default::default(),
             exhaustive_scopes: Default::default(),
+            join: (0, 0),
         }
     }
 
@@ -534,6 +542,8 @@ impl SlicerStage {
             spill_bytes: self.spill.disk_bytes(),
             spill_fallbacks: self.spill_fallbacks,
             whole_window_scopes: self.exhaustive_scopes.get(),
+            join_held_bytes: self.join.0,
+            join_missing: self.join.1,
         }
     }
 
@@ -1300,7 +1310,8 @@ impl SlicerStage {
     /// Upstream partitions may seal a parent after its child, so completeness is
     /// waited for. After `max_wait` of wall time, a complete slice is emitted if the
     /// stream went quiet ([`QUIET`]; a stream still flowing is waited for up to
-    /// `4 × max_wait`), and an incomplete one once the record has moved past its
+    /// `4 × max_wait`; one quiet for `max_wait` already is not waited for again),
+    /// and an incomplete one once the record has moved past its
     /// window (what never arrived is then judged as missing); an incomplete slice of a
     /// window the record has not passed waits, however long a stage is down.
     pub fn emit_ready(&mut self, out: &mut dyn Producer) -> Result<usize, SlicerError> {
@@ -1350,9 +1361,15 @@ impl SlicerStage {
             // the record moved past the window: the rest is missing evidence, emit
             // after max_wait. Incomplete and not settled (e.g. the sealer is down):
             // keep waiting — a delay must never turn into a different verdict.
+            // A stream already quiet for max_wait when the declaration comes (the
+            // monitor declares a quiet stream's last incidents after that long) has
+            // been waited for: no epoch came in that time, waiting again brings none.
             let stale = w.arrived.elapsed() >= 4 * self.max_wait;
-            let ready =
-                (settled && (closed || waited_out)) || (waited_out && closed && (quiet || stale));
+            let long_quiet = self
+                .last_epoch_at
+                .is_some_and(|t| t.elapsed() >= self.max_wait);
+            let ready = (settled && (closed || waited_out))
+                || (closed && ((waited_out && (quiet || stale)) || long_quiet));
             if !ready {
                 continue;
             }
@@ -1585,6 +1602,7 @@ impl SlicerStage {
             match input.poll(Duration::from_millis(20))? {
                 Some(got) => {
                     idle_since = Instant::now();
+                    self.join = (input.backlog().0, input.stats().missing);
                     if let Err(e) = self.handle(got) {
                         tracing::warn!(error = %e, "slicer skipped a record");
                     }

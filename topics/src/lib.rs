@@ -2,9 +2,10 @@
 //!
 //! The stages depend on these types, not on each other: ingest writes
 //! [`accepted`] frames and [`Quarantined`] records, the sealer reads the first and
-//! writes [`EpochMessage`]s (and quarantines `late` envelopes), the slicer reads
-//! epochs and adverse declarations and writes [`SliceBundle`]s, the engine workers
-//! read bundles and write [`VerdictRecord`]s, which the sinks read.
+//! writes [`EpochSeal`]s (and quarantines `late` envelopes), the slicer and the
+//! monitor join seals with the accepted bytes ([`join`]) into [`EpochMessage`]s, the
+//! slicer reads those and adverse declarations and writes [`SliceBundle`]s, the
+//! engine workers read bundles and write [`VerdictRecord`]s, which the sinks read.
 //!
 //! | topic ([`names`]) | key | record |
 //! |---|---|---|
@@ -12,7 +13,7 @@
 //! | `audita.receipts` | recipient | a signed receipt (`audita_evidence::Receipt` bytes) |
 //! | `audita.accepted` | author / recipient | an [`accepted`] frame: kind byte + exact signed bytes, or a [`Watermark`] |
 //! | `audita.suspect` | source topic (`late` from the sealer) | JSON [`Quarantined`] |
-//! | `audita.epochs` | log origin | [`EpochMessage`] segment |
+//! | `audita.epochs` | log origin | [`EpochSeal`] segment: seals and accepted positions, not the bytes |
 //! | `audita.adverse` | incident | adverse declaration JSON (`audita_verdict::AdverseDecl`) |
 //! | `audita.slices` | incident | [`SliceBundle`] segment |
 //! | `audita.verdicts` | incident | JSON [`VerdictRecord`] (`audita.verdict-record/v1`, [`RECORD_JSON_SCHEMA`]) |
@@ -20,6 +21,10 @@
 //!
 //! Design constraints:
 //! - Signed bytes travel exactly as signed: frames wrap them, nothing re-encodes them.
+//! - One pass of the bytes: after ingest, a message's bytes are published once, on
+//!   `audita.accepted`; every later topic names them by id (or carries the few a
+//!   slice needs, with their proofs). `audita.accepted` is retained at least as long
+//!   as `audita.epochs` (a reader replays both).
 //! - Binary records are `audita-record` segments (magic, kind byte, length-prefixed
 //!   frames), so a topic record and a record file share one bounded decoder; every
 //!   decoder returns `None`/an error on malformed input, never panics.
@@ -55,7 +60,8 @@ pub mod names {
     pub const SUSPECT: &str = "audita.suspect";
     /// Envelopes that passed ingest checks, in acceptance order (key: author).
     pub const ACCEPTED: &str = "audita.accepted";
-    /// Sealed epochs: headers and checkpoints (key: log origin).
+    /// Sealed epochs: headers, checkpoints and the ids they seal, not the bytes
+    /// (key: log origin).
     pub const EPOCHS: &str = "audita.epochs";
     /// Adverse-outcome declarations (key: incident id): derived from the sealed record
     /// by the monitor stage, or declared by an operator (checked all the same).
