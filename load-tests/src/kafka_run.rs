@@ -608,7 +608,11 @@ fn journaled_incidents(path: &Path) -> std::collections::BTreeSet<String> {
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| {
-            let r = if v.get("incident").is_some() { &v } else { &v["record"] };
+            let r = if v.get("incident").is_some() {
+                &v
+            } else {
+                &v["record"]
+            };
             r["incident"].as_str().map(str::to_string)
         })
         .collect()
@@ -814,7 +818,10 @@ fn chaos(
         }
         let restarted = killed.elapsed();
         let name = procs[i].name.clone();
-        eprintln!("audita load: killed and restarted {name} at {:.0} s", killed.duration_since(start).as_secs_f64());
+        eprintln!(
+            "audita load: killed and restarted {name} at {:.0} s",
+            killed.duration_since(start).as_secs_f64()
+        );
         // Followed until it recovers, or until the next kill is due.
         let deadline = killed + Duration::from_secs_f64(every);
         let recovered = loop {
@@ -1471,7 +1478,9 @@ fn markdown(r: &Value) -> String {
                 f(k, "restart_ms"),
                 k["recovery_ms"]
                     .as_f64()
-                    .map_or("not before the next kill".to_string(), |v| format!("{v:.0}")),
+                    .map_or("not before the next kill".to_string(), |v| format!(
+                        "{v:.0}"
+                    )),
                 k["recovered_by"].as_str().unwrap_or_default(),
             ));
         }

@@ -14,8 +14,8 @@ use audita_pipeline::metrics::Metrics;
 use audita_pipeline::Deployment;
 use audita_slicer::stage::{Scoping, SlicerStage};
 use audita_topics::names as topics;
-use audita_topics::{EpochMessage, EpochSeal};
 use audita_topics::SliceBundle;
+use audita_topics::{EpochMessage, EpochSeal};
 use audita_verdict::DutyRegistry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
@@ -179,7 +179,10 @@ fn check(placement: Placement, keeper: Keeper) {
     assert!(quarantined.is_empty(), "quarantined: {quarantined:?}");
     // The seals joined with the accepted bytes, as the slicer and monitor read them.
     let (epochs, joined) = audita_topics::join::join_all(accepted, seals.clone());
-    assert_eq!(joined.missing, 0, "every sealed message's bytes are on audita.accepted");
+    assert_eq!(
+        joined.missing, 0,
+        "every sealed message's bytes are on audita.accepted"
+    );
     // ... and what the sealer published before the bytes left `audita.epochs` (its
     // epoch message carried the envelopes it wrote to disk, in leaf order, and the
     // receipts it wrote with them) is exactly what the join hands the slicer and
@@ -262,15 +265,11 @@ fn check(placement: Placement, keeper: Keeper) {
     };
     assert_eq!(bundles.len(), verdicts.len());
     for (incident, bundle) in &bundles {
-        let v = audita_engine_workers::judge_checked(
-            bundle,
-            &d.keys,
-            &d.duties,
-            d.predicates.as_ref(),
-        )
-        .unwrap_or_else(|e| panic!("{incident}: {e}"));
-        let old = serde_json::to_value(audita_engine_workers::record(&v, bundle, &registries))
-            .unwrap();
+        let v =
+            audita_engine_workers::judge_checked(bundle, &d.keys, &d.duties, d.predicates.as_ref())
+                .unwrap_or_else(|e| panic!("{incident}: {e}"));
+        let old =
+            serde_json::to_value(audita_engine_workers::record(&v, bundle, &registries)).unwrap();
         assert_eq!(
             without_anchor(old),
             without_anchor(verdicts[incident][0].clone()),

@@ -540,9 +540,7 @@ impl LagWatch {
             .map_or(0, |d| d.as_millis() as u64);
         let lag = (now_ms as f64 - watermark_ms as f64) / 1000.0;
         gauge.set(lag);
-        let (started, at_start) = *self
-            .window
-            .get_or_insert((std::time::Instant::now(), lag));
+        let (started, at_start) = *self.window.get_or_insert((std::time::Instant::now(), lag));
         if started.elapsed() < LAG_WINDOW {
             return;
         }
@@ -557,7 +555,11 @@ impl LagWatch {
             );
             self.behind = true;
         } else if self.behind && grew <= 0.0 {
-            tracing::info!(stage = self.stage, lag_s = format!("{lag:.1}"), "stage caught up: its lag no longer grows");
+            tracing::info!(
+                stage = self.stage,
+                lag_s = format!("{lag:.1}"),
+                "stage caught up: its lag no longer grows"
+            );
             self.behind = false;
         }
         self.window = Some((std::time::Instant::now(), lag));

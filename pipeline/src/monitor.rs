@@ -31,8 +31,8 @@ use crate::metrics::Metrics;
 use crate::{Deployment, Result};
 use audita_bus::Bus;
 use audita_monitor::{Alert, AlertKind, Monitor};
-use audita_topics::names as topics;
 use audita_slicer::input::Input;
+use audita_topics::names as topics;
 use audita_topics::{AlertRecord, ALERT_SCHEMA};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -167,18 +167,15 @@ fn take_epoch(
     // root the leaves reproduce, each envelope the message its leaf names. The log
     // seals only what ingest verified, so the authors' signatures are not checked a
     // second time here.
-    let sealed = match audita_evidence::open_sealed(
-        &epoch.header,
-        &epoch.leaves,
-        &epoch.envelopes,
-        &d.keys,
-    ) {
-        Ok((_, sealed)) => sealed,
-        Err(e) => {
-            tracing::error!(epoch = number, error = %e, "monitor: epoch refused");
-            return Ok(Vec::new());
-        }
-    };
+    let sealed =
+        match audita_evidence::open_sealed(&epoch.header, &epoch.leaves, &epoch.envelopes, &d.keys)
+        {
+            Ok((_, sealed)) => sealed,
+            Err(e) => {
+                tracing::error!(epoch = number, error = %e, "monitor: epoch refused");
+                return Ok(Vec::new());
+            }
+        };
     st.last_number = Some(number);
     for verified in &sealed {
         if !audita_monitor::observes(verified.envelope()) {

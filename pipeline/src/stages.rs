@@ -151,7 +151,11 @@ pub fn sealed_input(
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let records = bus.consumer(&group, &names)?;
     let accepted = bus.consumer(&format!("{group}-accepted"), &[&d.topic(topics::ACCEPTED)])?;
-    Ok(SealedInput::new(records, accepted, &d.topic(topics::EPOCHS)))
+    Ok(SealedInput::new(
+        records,
+        accepted,
+        &d.topic(topics::EPOCHS),
+    ))
 }
 
 /// Runs one engine worker until stopped/idle; returns the bundles judged.

@@ -150,7 +150,10 @@ impl SealedInput {
                 tracing::debug!(offset = d.offset, "republished epoch skipped")
             }
             Taken::Undecodable => {
-                tracing::warn!(offset = d.offset, "epoch seal with an undecodable header skipped")
+                tracing::warn!(
+                    offset = d.offset,
+                    "epoch seal with an undecodable header skipped"
+                )
             }
         }
     }

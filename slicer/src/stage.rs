@@ -59,9 +59,9 @@
 //!   cannot be written keeps the bytes in memory (counted); one that cannot be
 //!   read back fails the stage rather than a message judged missing.
 
+use crate::input::{Input, SealedInput};
 use crate::spill::{Spill, Spilled};
 use crate::{EpochBatch, IncidentId, NodeId, Slicer};
-use crate::input::{Input, SealedInput};
 use audita_bus::{BusError, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};

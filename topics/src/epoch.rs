@@ -103,7 +103,8 @@ impl EpochSeal {
         if counts.len() != 32 {
             return None;
         }
-        let n = |i: usize| u64::from_be_bytes(counts[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        let n =
+            |i: usize| u64::from_be_bytes(counts[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
         let (leaves, receipts, positions, watermark) = (n(0), n(1), n(2), n(3));
         let prefix = hashes(&frames.next()?)?;
         let receipt_digests = hashes(&frames.next()?)?;

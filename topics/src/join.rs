@@ -426,10 +426,14 @@ mod tests {
         for s in &r.seals {
             queues[3].push_back(Item::Seal(s.clone()));
         }
-        let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let mut out = Vec::new();
         while queues.iter().any(|q| !q.is_empty()) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let live: Vec<usize> = (0..4).filter(|i| !queues[*i].is_empty()).collect();
             let q = live[(x >> 33) as usize % live.len()];
             out.extend(queues[q].pop_front());
@@ -487,7 +491,11 @@ mod tests {
                 *o = *o * 2 + 1;
             }
         }
-        items.push(Item::Accepted(0, 10_000, [&[FRAME_ENVELOPE][..], b"never sealed"].concat()));
+        items.push(Item::Accepted(
+            0,
+            10_000,
+            [&[FRAME_ENVELOPE][..], b"never sealed"].concat(),
+        ));
         items.extend(seals.into_iter().map(Item::Seal));
         let got = feed(&mut join, items);
         assert_eq!(got, r.expect, "each sealed message once");
@@ -514,7 +522,11 @@ mod tests {
             .chain(r.seals.iter().cloned().map(Item::Seal))
             .collect();
         let got = feed(&mut join, items);
-        assert_eq!(got.len(), 3, "the epochs leave once the reader passed their positions");
+        assert_eq!(
+            got.len(),
+            3,
+            "the epochs leave once the reader passed their positions"
+        );
         assert_eq!(join.stats().missing, 1);
         let mut expect = r.expect.clone();
         expect[0].envelopes.remove(0);
@@ -529,6 +541,9 @@ mod tests {
         assert_eq!(join.next(false), None);
         let partial = join.next(true).expect("given up");
         assert!(partial.envelopes.is_empty());
-        assert_eq!(join.stats().missing as usize, r.seals[0].leaves.len() + r.seals[0].receipts.len());
+        assert_eq!(
+            join.stats().missing as usize,
+            r.seals[0].leaves.len() + r.seals[0].receipts.len()
+        );
     }
 }

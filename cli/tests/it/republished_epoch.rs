@@ -156,7 +156,10 @@ fn a_republished_epoch_changes_no_declaration_and_every_one_passes_the_engines_c
         (&last.header, &last.leaves, &last.receipts, 0),
         "the republication is the last epoch again, with watermark 0"
     );
-    assert!(real.positions.is_empty(), "a republication names no positions");
+    assert!(
+        real.positions.is_empty(),
+        "a republication names no positions"
+    );
 
     // A sealer restarted after every epoch: each epoch followed by its republication.
     let restarted: Vec<Vec<u8>> = epochs
