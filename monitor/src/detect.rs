@@ -48,7 +48,7 @@
 //!   window a declaration can have, so memory follows rate × lookback, not the
 //!   per-actuator bound (at 10 commands/s, 4,096 commands are seven minutes).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use audita_evidence::{Effect, MessageId, Partition, Payload, SignedEnvelope, Verified};
 use audita_verdict::{
@@ -174,7 +174,11 @@ pub struct Monitor {
     name: String,
     latest: BTreeMap<String, Latest>,
     commands: BTreeMap<String, Vec<Actuating>>,
-    reports: BTreeMap<MessageId, Vec<Realisation>>,
+    /// The digests of the commands held (a membership test per command instead of
+    /// a scan of its target's list; never iterated).
+    command_ids: HashSet<[u8; 32]>,
+    /// Realisations by the command they cite (point lookups only, never iterated).
+    reports: HashMap<MessageId, Vec<Realisation>>,
     arms: BTreeMap<(usize, String), Arm>,
     pending: Vec<Pending>,
     seq: u64,
@@ -222,7 +226,8 @@ impl Monitor {
             name: name.to_string(),
             latest: BTreeMap::new(),
             commands: BTreeMap::new(),
-            reports: BTreeMap::new(),
+            command_ids: HashSet::new(),
+            reports: HashMap::new(),
             arms: BTreeMap::new(),
             pending: Vec::new(),
             seq: 0,
@@ -313,10 +318,12 @@ impl Monitor {
             _ => {
                 if let Some((target, kind)) = vda5050::actuating(env) {
                     if env.destination.as_str() == target && env.effect != Effect::None {
-                        let list = self.commands.entry(target.to_string()).or_default();
-                        if list.iter().any(|c| c.id == *msg.id()) {
+                        // A digest names its message (author included): held already
+                        // means this very command.
+                        if !self.command_ids.insert(msg.id().digest) {
                             return Vec::new();
                         }
+                        let list = self.commands.entry(target.to_string()).or_default();
                         list.push(Actuating {
                             id: msg.id().clone(),
                             ts: env.timestamp,
@@ -327,6 +334,7 @@ impl Monitor {
                         if list.len() > MAX_COMMANDS_PER_TARGET {
                             let gone = list.remove(0);
                             self.reports.remove(&gone.id);
+                            self.command_ids.remove(&gone.id.digest);
                             self.forgotten += 1;
                         }
                     }
@@ -438,12 +446,13 @@ impl Monitor {
             return;
         };
         let before = watermark_ms.saturating_sub(longest.saturating_add(PRUNE_MARGIN_MS));
-        let reports = &mut self.reports;
+        let (reports, ids) = (&mut self.reports, &mut self.command_ids);
         for list in self.commands.values_mut() {
             list.retain(|c| {
                 let keep = c.ts >= before;
                 if !keep {
                     reports.remove(&c.id);
+                    ids.remove(&c.id.digest);
                 }
                 keep
             });
