@@ -509,6 +509,23 @@ pub const LAG_WINDOW: Duration = Duration::from_secs(10);
 /// then loses at least half a second of its input per second.
 pub const LAG_GROWTH: Duration = Duration::from_secs(5);
 
+/// What [`LagWatch::step`] has to say.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LagChange {
+    /// The lag grew by [`LAG_GROWTH`] or more over the last [`LAG_WINDOW`].
+    FallingBehind {
+        /// The lag now (s).
+        lag_s: f64,
+        /// How much it grew over the window (s).
+        grew_s: f64,
+    },
+    /// The lag, which was growing, no longer grows.
+    CaughtUp {
+        /// The lag now (s).
+        lag_s: f64,
+    },
+}
+
 /// Keeps a stage's lag gauge and says, in one log line, when the stage falls
 /// behind (its lag grew by [`LAG_GROWTH`] or more over a [`LAG_WINDOW`]) and when it
 /// has caught up again (the lag stopped growing). A lag that is large but steady
@@ -540,28 +557,42 @@ impl LagWatch {
             .map_or(0, |d| d.as_millis() as u64);
         let lag = (now_ms as f64 - watermark_ms as f64) / 1000.0;
         gauge.set(lag);
-        let (started, at_start) = *self.window.get_or_insert((std::time::Instant::now(), lag));
-        if started.elapsed() < LAG_WINDOW {
-            return;
-        }
-        let grew = lag - at_start;
-        if grew >= LAG_GROWTH.as_secs_f64() {
-            tracing::warn!(
+        match self.step(std::time::Instant::now(), lag) {
+            Some(LagChange::FallingBehind { lag_s, grew_s }) => tracing::warn!(
                 stage = self.stage,
-                lag_s = format!("{lag:.1}"),
-                grew_s = format!("{grew:.1}"),
+                lag_s = format!("{lag_s:.1}"),
+                grew_s = format!("{grew_s:.1}"),
                 over_s = LAG_WINDOW.as_secs(),
                 "stage falling behind: its input's event time lags the wall clock more and more"
-            );
-            self.behind = true;
-        } else if self.behind && grew <= 0.0 {
-            tracing::info!(
+            ),
+            Some(LagChange::CaughtUp { lag_s }) => tracing::info!(
                 stage = self.stage,
-                lag_s = format!("{lag:.1}"),
+                lag_s = format!("{lag_s:.1}"),
                 "stage caught up: its lag no longer grows"
-            );
-            self.behind = false;
+            ),
+            None => {}
         }
-        self.window = Some((std::time::Instant::now(), lag));
+    }
+
+    /// The state machine alone: the stage's lag was `lag_s` seconds at `at`. Every
+    /// [`LAG_WINDOW`] it compares the lag with the window's first: grown by
+    /// [`LAG_GROWTH`] or more is falling behind (said every window it lasts); not
+    /// grown at all after that is caught up (said once).
+    pub fn step(&mut self, at: std::time::Instant, lag_s: f64) -> Option<LagChange> {
+        let (started, at_start) = *self.window.get_or_insert((at, lag_s));
+        if at.saturating_duration_since(started) < LAG_WINDOW {
+            return None;
+        }
+        self.window = Some((at, lag_s));
+        let grew_s = lag_s - at_start;
+        if grew_s >= LAG_GROWTH.as_secs_f64() {
+            self.behind = true;
+            Some(LagChange::FallingBehind { lag_s, grew_s })
+        } else if self.behind && grew_s <= 0.0 {
+            self.behind = false;
+            Some(LagChange::CaughtUp { lag_s })
+        } else {
+            None
+        }
     }
 }

@@ -204,3 +204,34 @@ fn a_client_that_never_finishes_its_request_does_not_hold_the_endpoint() {
         t.elapsed()
     );
 }
+
+/// A stage's lag: a large but steady one says nothing (record time on another
+/// clock), one growing a second per second is said to fall behind every window it
+/// lasts, and once it stops growing it is said to have caught up, once.
+#[test]
+fn the_lag_watch_says_when_a_stage_falls_behind_and_when_it_catches_up() {
+    use audita_pipeline::metrics::{LagChange, LagWatch};
+    use std::time::{Duration, Instant};
+    let mut w = LagWatch::new("slicer");
+    let t0 = Instant::now();
+    let mut said = |from: u64, to: u64, lag: &dyn Fn(u64) -> f64| -> Vec<LagChange> {
+        (from..to)
+            .filter_map(|s| w.step(t0 + Duration::from_secs(s), lag(s)))
+            .collect()
+    };
+    assert_eq!(said(0, 60, &|_| 86_400.0), vec![], "a steady lag of a day");
+    let behind = said(60, 101, &|s| 86_400.0 + (s - 60) as f64);
+    assert!(!behind.is_empty(), "a lag growing 1 s/s");
+    assert!(behind
+        .iter()
+        .all(|c| matches!(c, LagChange::FallingBehind { grew_s, .. } if *grew_s >= 5.0)));
+    let slow = said(101, 141, &|s| 86_440.0 + (s - 101) as f64 * 0.2);
+    assert_eq!(
+        slow,
+        vec![],
+        "growing 0.2 s/s: neither behind nor caught up"
+    );
+    let steady = said(141, 200, &|_| 86_448.0);
+    assert_eq!(steady.len(), 1, "{steady:?}");
+    assert!(matches!(steady[0], LagChange::CaughtUp { .. }));
+}
