@@ -62,6 +62,8 @@
 //!   instrumentation `TRACELOOP_TRACE_CONTENT=true`; any other
 //!   `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
 
+mod store;
+
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -69,6 +71,8 @@ use serde_json::{Map, Value};
 use crate::hash::ArtifactHash;
 use crate::jcs::canonical;
 use crate::model::{Capture, Opaque, PartKind, PartMeta};
+
+pub use store::{tool_store_read, Io, Texts, MIN_STORED_BYTES};
 
 /// Values that stand for content an instrumentation withheld.
 pub const REDACTED: [&str; 2] = ["__REDACTED__", "readacted"];
@@ -83,6 +87,9 @@ pub enum Role {
     Chat,
     /// A tool call.
     Tool,
+    /// A memory or retrieval operation (`search_memory`, `retrieval`,
+    /// `create_memory`, `update_memory`, OpenInference `RETRIEVER`).
+    Store,
     /// Anything else: nothing is derived.
     Other,
 }
@@ -99,6 +106,8 @@ pub struct SpanContent<'a> {
     pub scope: Option<&'a str>,
     /// The span's status is an error.
     pub error: bool,
+    /// The span's name (a tool span's tool name when no attribute names it).
+    pub name: &'a str,
 }
 
 /// What was derived from one span.
@@ -120,6 +129,8 @@ pub struct Derived {
     pub has_inputs: bool,
     /// Whether output content was found at all.
     pub has_outputs: bool,
+    /// What the span wrote and read back ([`store`]).
+    pub io: Io,
 }
 
 /// The span's role from `gen_ai.operation.name`, OpenInference's span kind, or the
@@ -129,12 +140,16 @@ pub fn role(attrs: &BTreeMap<String, Value>) -> Role {
     match s("gen_ai.operation.name") {
         Some("chat" | "text_completion" | "generate_content") => return Role::Chat,
         Some("execute_tool") => return Role::Tool,
+        Some("search_memory" | "retrieval" | "create_memory" | "update_memory") => {
+            return Role::Store
+        }
         Some(_) => return Role::Other,
         None => {}
     }
     match s("openinference.span.kind") {
         Some("LLM") => return Role::Chat,
         Some("TOOL") => return Role::Tool,
+        Some("RETRIEVER") => return Role::Store,
         Some(_) => return Role::Other,
         None => {}
     }
@@ -166,6 +181,7 @@ pub fn derive(c: &SpanContent<'_>) -> Derived {
     match role(c.attrs) {
         Role::Chat => derive_chat(c),
         Role::Tool => derive_tool(c),
+        Role::Store => derive_store(c),
         Role::Other => Derived::default(),
     }
 }
@@ -185,6 +201,8 @@ enum Part {
         id: Option<String>,
         content: Option<Value>,
     },
+    /// A compaction summary: the whole part, and its content when it has one.
+    Compaction(Value, Option<Value>),
     Other(Value),
 }
 
@@ -254,6 +272,10 @@ fn schema_part(p: &Value) -> Part {
             id: id_of(o.get("id")),
             content: present(o.get("response").or_else(|| o.get("result"))).cloned(),
         },
+        Some("compaction") => Part::Compaction(
+            p.clone(),
+            present(o.get("content").or_else(|| o.get("summary"))).cloned(),
+        ),
         _ => Part::Other(p.clone()),
     }
 }
@@ -665,7 +687,7 @@ fn message_json(m: &Msg) -> Value {
                 o.insert("response".into(), content.clone().unwrap_or(Value::Null));
                 Value::Object(o)
             }
-            Part::Other(v) => v.clone(),
+            Part::Compaction(v, _) | Part::Other(v) => v.clone(),
         })
         .collect();
     serde_json::json!({"role": m.role, "parts": parts})
@@ -679,6 +701,7 @@ fn hash_messages(
     single: bool,
     out: &mut Vec<(ArtifactHash, PartMeta)>,
     opaque: &mut Vec<Opaque>,
+    mut texts: Option<&mut Vec<(usize, String)>>,
 ) -> (bool, bool) {
     let (mut absent, mut truncated) = (false, false);
     for (i, m) in msgs.iter().enumerate() {
@@ -694,6 +717,9 @@ fn hash_messages(
                 Part::Text(Some(t)) => {
                     let cut = t.ends_with(TRUNCATION_MARKER);
                     truncated |= cut;
+                    if let Some(texts) = texts.as_deref_mut() {
+                        texts.push((out.len(), t.clone()));
+                    }
                     out.push((
                         ArtifactHash::of(t.as_bytes()),
                         meta(PartKind::Text, &None, cut),
@@ -741,6 +767,19 @@ fn hash_messages(
                         });
                     }
                 }
+                Part::Compaction(whole, content) => {
+                    let h = match content {
+                        Some(Value::String(t)) => {
+                            if let Some(texts) = texts.as_deref_mut() {
+                                texts.push((out.len(), t.clone()));
+                            }
+                            ArtifactHash::of(t.as_bytes())
+                        }
+                        Some(v) => ArtifactHash::of(canonical(v).as_bytes()),
+                        None => ArtifactHash::of(canonical(whole).as_bytes()),
+                    };
+                    out.push((h, meta(PartKind::Compaction, &None, false)));
+                }
                 Part::Other(v) => out.push((
                     ArtifactHash::of(canonical(v).as_bytes()),
                     meta(PartKind::Other, &None, false),
@@ -754,7 +793,13 @@ fn hash_messages(
 fn same_parts(a: &Msg, b: &Msg) -> bool {
     let hashes = |m: &Msg| {
         let mut out = Vec::new();
-        hash_messages(std::slice::from_ref(m), false, &mut out, &mut Vec::new());
+        hash_messages(
+            std::slice::from_ref(m),
+            false,
+            &mut out,
+            &mut Vec::new(),
+            None,
+        );
         out.into_iter().map(|(h, _)| h).collect::<Vec<_>>()
     };
     a.role == b.role && hashes(a) == hashes(b)
@@ -777,7 +822,23 @@ fn derive_chat(c: &SpanContent<'_>) -> Derived {
                 }
             }
             d.has_inputs = true;
-            let (absent, cut) = hash_messages(&msgs, false, &mut d.inputs, &mut d.opaque_inputs);
+            let mut texts = Vec::new();
+            let (absent, cut) = hash_messages(
+                &msgs,
+                false,
+                &mut d.inputs,
+                &mut d.opaque_inputs,
+                Some(&mut texts),
+            );
+            // The user's and the system's texts, for the containment pass.
+            d.io.texts.inputs = texts
+                .into_iter()
+                .filter(|(i, _)| {
+                    d.inputs.get(*i).is_some_and(|(_, m)| {
+                        m.is_external_role() || m.kind == PartKind::Compaction
+                    })
+                })
+                .collect();
             truncated |= cut;
             if absent {
                 not_captured(&mut d);
@@ -793,7 +854,8 @@ fn derive_chat(c: &SpanContent<'_>) -> Derived {
     match output_source(c) {
         Source::Found(msgs) => {
             d.has_outputs = true;
-            let (absent, cut) = hash_messages(&msgs, true, &mut d.outputs, &mut d.opaque_outputs);
+            let (absent, cut) =
+                hash_messages(&msgs, true, &mut d.outputs, &mut d.opaque_outputs, None);
             truncated |= cut;
             if absent {
                 not_captured(&mut d);
@@ -880,6 +942,12 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
         call_id = call_id.or(id);
     }
     let setting = capture_setting(c.scope, c.attrs);
+    let tool = a
+        .get("gen_ai.tool.name")
+        .or_else(|| a.get("tool.name"))
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| c.name.strip_prefix("execute_tool ").unwrap_or(c.name));
+    d.io.store_read = store::tool_store_read(a, Some(tool));
     let meta = |kind, cut| PartMeta {
         kind,
         role: None,
@@ -887,6 +955,9 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
         call_id: call_id.clone(),
         truncated: cut,
     };
+    let record_id = a
+        .get("gen_ai.memory.record.id")
+        .and_then(|v| id_of(Some(v)));
     match &args {
         Some(v) => {
             d.has_inputs = true;
@@ -905,6 +976,7 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
                     PartKind::SingleArgument,
                 ),
             };
+            store::tool_writes(&mut d.io, &p, &h, record_id.as_deref());
             d.inputs.push((h, meta(kind, false)));
         }
         None => {
@@ -925,6 +997,7 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
             d.has_outputs = true;
             let cut = flagged || is_truncated(v);
             let h = result_hash(v);
+            store::tool_reads(&mut d.io, v, &h);
             d.outputs.push((h.clone(), meta(PartKind::ToolResult, cut)));
             d.output_hash = Some(h);
             if cut {
@@ -951,6 +1024,79 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
     d
 }
 
+/// A memory or retrieval span: its query is what it consumed, its records or
+/// documents what it returned (a read) or stored (a write), and, for a read, each
+/// returned content is also an output a later step may consume.
+fn derive_store(c: &SpanContent<'_>) -> Derived {
+    let mut d = Derived::default();
+    let a = c.attrs;
+    let op = a
+        .get("gen_ai.operation.name")
+        .and_then(Value::as_str)
+        .unwrap_or("retrieval");
+    let query = [
+        "gen_ai.memory.query.text",
+        "gen_ai.retrieval.query.text",
+        "input.value",
+    ]
+    .iter()
+    .find_map(|k| present(a.get(*k)));
+    if let Some(q) = query {
+        d.has_inputs = true;
+        let text = match q {
+            Value::String(s) => s.clone(),
+            v => canonical(v),
+        };
+        d.inputs.push((
+            ArtifactHash::of(text.as_bytes()),
+            PartMeta::new(PartKind::SingleArgument),
+        ));
+    }
+    let writes = matches!(op, "create_memory" | "update_memory");
+    let recs = present(a.get("gen_ai.memory.records"))
+        .or_else(|| present(a.get("gen_ai.retrieval.documents")))
+        .and_then(store::records)
+        .or_else(|| openinference_documents(a));
+    match recs {
+        Some(recs) => {
+            d.has_outputs = true;
+            store::add_records(&mut d.io, &recs, !writes);
+        }
+        None => d.capture.join(Capture::NotCaptured {
+            setting: "content capture of gen_ai.memory.records / gen_ai.retrieval.documents (opt-in) or OpenInference retrieval.documents".into(),
+        }),
+    }
+    if !writes {
+        d.io.store_read = Some(format!("operation {op}"));
+        for r in &d.io.returned {
+            if let Some(h) = &r.hash {
+                d.outputs.push((h.clone(), PartMeta::new(PartKind::Other)));
+            }
+        }
+    }
+    d
+}
+
+/// OpenInference's `retrieval.documents.N.document.{id, content}`.
+fn openinference_documents(
+    attrs: &BTreeMap<String, Value>,
+) -> Option<Vec<(Option<Value>, Option<String>)>> {
+    let tree = flattened(attrs, "retrieval.documents")?;
+    Some(
+        tree.indexed()
+            .into_iter()
+            .filter_map(|t| {
+                let content = t
+                    .value("document.content")
+                    .filter(|v| !v.is_null())
+                    .cloned();
+                let id = t.value("document.id").and_then(|v| id_of(Some(v)));
+                (content.is_some() || id.is_some()).then_some((content, id))
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -971,6 +1117,7 @@ mod tests {
             logs: &[],
             scope: Some("test"),
             error: false,
+            name: "test",
         })
     }
 

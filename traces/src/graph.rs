@@ -1,13 +1,21 @@
 //! Edges derived from artifact hashes, each graded on its own and named by the rule
 //! that matched (CONVENTIONS, "Deriving the closure", extended for derived parts:
-//! [`crate::genai`]).
+//! [`crate::genai`], for context mutations the record shows only as a changed history:
+//! [`crate::history`], and for reads of durable state: SPEC §9).
+//!
+//! **Availability, not start order.** A span `P` can have produced what a span `C`
+//! consumed when `P`'s output was available before `C`'s was: `P` ended no later than
+//! `C` ([`Node::available_ns`]), `P ≠ C`. A call nested inside the consuming span
+//! counts (frameworks run history processors and guardrails inside the request they
+//! prepare); a span that started earlier but was still running when `C` ended does
+//! not.
 //!
 //! For every consumed part `h` of a span `C` the first rule that applies decides:
 //! 1. `h` is a root (`audita.roots`): no edge;
-//! 2. **hash_match P→C**: a span `P ≠ C` that started no later than `C` produced `h`.
-//!    For derived parts the call ids are compared too: a producer with the consumer's
-//!    call id first (rules `tool_call.id+arguments`, `tool_call.id+single_argument`,
-//!    `tool_result.id+content`), else one of the two has no call id (`tool_call.arguments`,
+//! 2. **hash_match P→C**: an available span `P` produced `h`. For derived parts the call
+//!    ids are compared too: a producer with the consumer's call id first (rules
+//!    `tool_call.id+arguments`, `tool_call.id+single_argument`, `tool_result.id+content`),
+//!    else one of the two has no call id (`tool_call.arguments`,
 //!    `tool_call.single_argument`, `tool_result.content`, `assistant_message`,
 //!    `message_text`, `message_part`); a producer with a **different** call id never
 //!    matches. Declared parts match any producer (rule `audita`);
@@ -17,38 +25,66 @@
 //!    model call `P`, and `P` recorded no structured output (its tool calls survive only
 //!    as text, as openai-agents-v2 writes them). The artifact is content-identical, but
 //!    that `P` produced it is inferred from input identity, not recorded: the edge is
-//!    walked for reachability and refuses a causal claim like a folded edge (a
-//!    `hash_match` grade would let an inference stand as a witness);
-//! 4. **folded H→C**: `h` is the output of a mutation recorded on span `H`;
-//! 5. **call_id P→C** (rule `call_id`, non-witness): the part has a call id and an
+//!    walked for reachability and refuses a causal claim like a folded edge;
+//! 4. **folded H→C** (rule `audita.mutation`): `h` is the output of a mutation recorded
+//!    on span `H`;
+//! 5. **folded S→C** (rules `history_rewritten`, `compaction`): `C` is a model request
+//!    whose history was rewritten ([`crate::history`]: not an extension of its
+//!    predecessor's, or marked compacted) and `h` is one of its new parts: a
+//!    transformation no span logged wrote it. One edge from each **source** of the
+//!    request (its predecessor and the tool calls answering it), walked for
+//!    reachability; a compacted first request of a conversation has no source in the
+//!    window and its new parts are **window exits** instead;
+//! 6. **call_id P→C** (rule `call_id`, non-witness): the part has a call id and an
 //!    earlier span recorded the matching tool call or result without content;
-//! 6. **window_exit**: a link target or the `parentSpanId` of `C` is absent from the
+//! 7. **window_exit**: a link target or the `parentSpanId` of `C` is absent from the
 //!    export (the absent ids are the locator);
-//! 7. **external input**: a derived user or system message part with no producer: no
-//!    edge, the closure ends there as at a root. After rule 6, so that a partial
-//!    export cannot pass an upstream agent's message off as external; such parts are
-//!    not added to [`Trace::roots`];
-//! 8. **hash_mismatch P→C**: `C` has a `framework` link to a present span `P` none of
-//!    whose outputs `C` consumed (an error naming both hashes; not traversed);
-//! 9. **window_exit** otherwise.
+//! 8. **folded S→C** (rule `nested_unlogged_input`): a derived user message part
+//!    without producer in a model request that ran inside another request or tool call
+//!    ([`crate::history::Nested`]), unless the enclosing step's history already held
+//!    it: the code around it wrote the part; one edge from each span that code could
+//!    read (a window exit when there is none). The nested call's own instructions
+//!    (system and developer parts) are external input like any agent's;
+//! 9. **folded R→C** (rule `quotes_read`): a derived user or system part without
+//!    producer that holds verbatim what an available span `R` returned from durable
+//!    state (retrieved documents pasted into a prompt by code no span logs);
+//!    **external input** otherwise: no edge, the closure ends there as at a root. After rule 7, so that a
+//!    partial export cannot pass an upstream agent's message off as external; such
+//!    parts are not added to [`Trace::roots`];
+//! 10. **hash_mismatch P→C**: `C` has a `framework` link to a present span `P` none
+//!     of whose outputs `C` consumed (an error naming both hashes; not traversed);
+//! 11. **window_exit** otherwise.
 //!
 //! A part recorded without content ([`crate::model::Opaque`]) gives a **call_id**
-//! edge to the latest earlier span that recorded the same call id (tool call to tool
+//! edge to the latest available span that recorded the same call id (tool call to tool
 //! span, tool span to tool result), or nothing.
 //!
-//! Every read-set entry is a **hash_match W→C** when a span `W` that started earlier
-//! wrote the same record id with the same hash, else a **window_exit** with the entry
-//! as boundary. Every `embedding_similarity` link is a **similarity S→C**.
+//! **Writes and reads** (the memo: "an edge exists only when the read-set intersects a
+//! prior write-set with matching hash"). Every declared read-set entry is a
+//! **hash_match W→C** when an available span `W` wrote the same record id with the
+//! same hash, else a **window_exit** with the entry as boundary. A span without a
+//! declared read-set reads what it returned ([`Node::returned`]): each returned
+//! artifact that an available other span stored ([`Node::stored`]: a tool's
+//! arguments, a memory write's records, a declared write-set) byte for byte is a
+//! **hash_match W→C** (rule `write_read`); one nobody in the window stored is a
+//! **window_exit** naming it (rule `unlogged_write`) when `C` reads durable state
+//! ([`Node::store_read`]), and the span's own output otherwise; a document returned by
+//! id only is a **similarity W→C** to the span that wrote that id (rule
+//! `record_id_only`), else a window exit. A stored artifact contained verbatim in a
+//! span's result ([`Node::contains`]) is a **similarity W→C** (rule `contains_write`):
+//! a plausible mechanism, not an identity. Every `embedding_similarity` link is a
+//! **similarity S→C**.
 //!
 //! Design constraints:
-//! - Nesting gives no edge; links give no edge except similarity links (a
-//!   `framework` link is a narrative claim, only checked against hashes).
+//! - Nesting gives no edge by itself; links give no edge except similarity links (a
+//!   `framework` link is a narrative claim, only checked against hashes). Nesting only
+//!   locates window exits and the code a nested request ran in (rule 8).
 //! - Deterministic: when several spans produced `h` (content identity), the edge goes
-//!   to the one that started last no later than `C`, ties to the smaller span id;
-//!   likewise for writers of an entry and for mutations folded on several spans.
-//! - [`Graph::new`] indexes producers, replayed outputs, call ids, folded outputs and
-//!   writes once (the replayed-history index with one incremental hash per model
-//!   input), so deriving every node's edges is `O(parts · log n)`.
+//!   to the one that started last among the available ones, ties to the smaller span
+//!   id; likewise for writers, and for mutations folded on several spans.
+//! - [`Graph::new`] indexes producers, replayed outputs, call ids, folded outputs,
+//!   writes and stores once, and analyses every conversation's history once, so
+//!   deriving every node's edges is `O(parts · log n)` plus the candidates compared.
 //! - An edge whose artifact was cut by the instrumentation on either side says so
 //!   (`truncated`); it keeps its grade (both records are cut alike and paired).
 
@@ -57,7 +93,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use sha2::{Digest, Sha256};
 
 use crate::hash::{ArtifactHash, Entry, SpanId};
-use crate::model::{Capture, LinkBasis, Node, Operation, PartKind, PartMeta, Trace};
+use crate::history::{self, Histories};
+use crate::model::{Capture, LinkBasis, Node, PartKind, PartMeta, Stored, Trace};
 
 /// The grade of one edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,6 +159,24 @@ pub enum Basis {
     ReadSet,
     /// An `embedding_similarity` link.
     SimilarityLink,
+    /// An artifact the span returned ([`Node::returned`]).
+    Returned,
+    /// A stored artifact the span's result contains ([`Node::contains`]).
+    Contained,
+}
+
+impl Basis {
+    /// The name used in JSON output.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::InputPart => "input_part",
+            Self::OpaquePart => "opaque_part",
+            Self::ReadSet => "read_set",
+            Self::SimilarityLink => "similarity_link",
+            Self::Returned => "returned",
+            Self::Contained => "contained",
+        }
+    }
 }
 
 /// Where the closure leaves the window, or cannot see: the artifact to look for when
@@ -177,14 +232,20 @@ enum Resolution {
     Root,
     /// A derived user or system part without producer: external input.
     External,
-    /// An edge.
+    /// One edge.
     Edge(Box<Edge>),
+    /// Several edges (a rewrite that could have read several sources).
+    Edges(Vec<Edge>),
 }
+
+/// A span in an index: (start, available, span id).
+type Timed<'t> = (u64, u64, &'t SpanId);
 
 /// One span that produced an artifact, as the index holds it.
 #[derive(Clone, Copy, Debug)]
 struct Producer<'t> {
     start: u64,
+    end: u64,
     span: &'t SpanId,
     call_id: Option<&'t str>,
     truncated: bool,
@@ -205,14 +266,24 @@ pub struct Graph<'t> {
     producers: HashMap<&'t ArtifactHash, Vec<Producer<'t>>>,
     /// Artifact → the model calls a later input replays it as the output of.
     replayed: HashMap<&'t ArtifactHash, Vec<Producer<'t>>>,
-    /// (call id, family) → (start, span) of every span that recorded it as an output.
-    calls: HashMap<(&'t str, u8), Vec<(u64, &'t SpanId)>>,
+    /// (call id, family) → every span that recorded it as an output.
+    calls: HashMap<(&'t str, u8), Vec<Timed<'t>>>,
     /// The same, for outputs recorded without content only.
-    opaque_calls: HashMap<(&'t str, u8), Vec<(u64, &'t SpanId)>>,
+    opaque_calls: HashMap<(&'t str, u8), Vec<Timed<'t>>>,
     /// Folded mutation output → spans it was recorded on.
     folded: HashMap<&'t ArtifactHash, BTreeSet<&'t SpanId>>,
-    /// (record id, hash) → (start, span) of every writer.
-    writers: HashMap<(&'t str, &'t ArtifactHash), Vec<(u64, &'t SpanId)>>,
+    /// (record id, hash) → every declared writer.
+    writers: HashMap<(&'t str, &'t ArtifactHash), Vec<Timed<'t>>>,
+    /// Content hash → every span that stored it (derived or declared).
+    stores: HashMap<&'t ArtifactHash, Vec<Timed<'t>>>,
+    /// Record id → every span that stored a record under it.
+    records: HashMap<&'t str, Vec<Timed<'t>>>,
+    /// Content hash → every span that returned it from durable state.
+    returns: HashMap<&'t ArtifactHash, Vec<Timed<'t>>>,
+    /// The two earliest-available storing spans (availability, span).
+    first_stores: [Option<(u64, &'t SpanId)>; 2],
+    /// Every conversation's history.
+    histories: Histories,
 }
 
 /// The sha256 of a model input's `message:hash` lines up to each message boundary:
@@ -234,17 +305,24 @@ fn input_prefixes(n: &Node) -> Vec<(u32, ArtifactHash)> {
 }
 
 fn is_chat(n: &Node) -> bool {
-    n.operation == Some(Operation::Chat) && !n.input_meta.is_empty()
+    history::is_request(n)
+}
+
+fn timed(n: &Node) -> Timed<'_> {
+    (n.start_ns, n.available_ns(), &n.span_id)
 }
 
 impl<'t> Graph<'t> {
     /// Indexes `trace`.
     pub fn new(trace: &'t Trace) -> Self {
         let mut producers: HashMap<&ArtifactHash, Vec<Producer>> = HashMap::new();
-        let mut calls: HashMap<(&str, u8), Vec<(u64, &SpanId)>> = HashMap::new();
-        let mut opaque_calls: HashMap<(&str, u8), Vec<(u64, &SpanId)>> = HashMap::new();
+        let mut calls: HashMap<(&str, u8), Vec<Timed>> = HashMap::new();
+        let mut opaque_calls: HashMap<(&str, u8), Vec<Timed>> = HashMap::new();
         let mut folded: HashMap<&ArtifactHash, BTreeSet<&SpanId>> = HashMap::new();
-        let mut writers: HashMap<(&str, &ArtifactHash), Vec<(u64, &SpanId)>> = HashMap::new();
+        let mut writers: HashMap<(&str, &ArtifactHash), Vec<Timed>> = HashMap::new();
+        let mut stores: HashMap<&ArtifactHash, Vec<Timed>> = HashMap::new();
+        let mut records: HashMap<&str, Vec<Timed>> = HashMap::new();
+        let mut returns: HashMap<&ArtifactHash, Vec<Timed>> = HashMap::new();
         for n in trace.nodes() {
             let mut seen: BTreeSet<(&ArtifactHash, Option<&str>)> = BTreeSet::new();
             let mut add = |h: &'t ArtifactHash, meta: Option<&'t PartMeta>| {
@@ -252,6 +330,7 @@ impl<'t> Graph<'t> {
                 if seen.insert((h, call_id)) {
                     producers.entry(h).or_default().push(Producer {
                         start: n.start_ns,
+                        end: n.available_ns(),
                         span: &n.span_id,
                         call_id,
                         truncated: meta.is_some_and(|m| m.truncated),
@@ -275,7 +354,7 @@ impl<'t> Graph<'t> {
                     calls
                         .entry((id.as_str(), family(m.kind)))
                         .or_default()
-                        .push((n.start_ns, &n.span_id));
+                        .push(timed(n));
                 }
             }
             for o in &n.opaque_outputs {
@@ -283,7 +362,7 @@ impl<'t> Graph<'t> {
                     index
                         .entry((o.call_id.as_str(), family(o.kind)))
                         .or_default()
-                        .push((n.start_ns, &n.span_id));
+                        .push(timed(n));
                 }
             }
             for m in &n.folded {
@@ -293,7 +372,23 @@ impl<'t> Graph<'t> {
                 writers
                     .entry((e.record_id.as_str(), &e.hash))
                     .or_default()
-                    .push((n.start_ns, &n.span_id));
+                    .push(timed(n));
+                stores.entry(&e.hash).or_default().push(timed(n));
+                records
+                    .entry(e.record_id.as_str())
+                    .or_default()
+                    .push(timed(n));
+            }
+            for st in &n.stored {
+                if let Some(h) = &st.hash {
+                    stores.entry(h).or_default().push(timed(n));
+                }
+                if let Some(id) = &st.record_id {
+                    records.entry(id.as_str()).or_default().push(timed(n));
+                }
+            }
+            for h in n.returned.iter().filter_map(|r| r.hash.as_ref()) {
+                returns.entry(h).or_default().push(timed(n));
             }
         }
         for v in producers.values_mut() {
@@ -303,11 +398,30 @@ impl<'t> Graph<'t> {
             .values_mut()
             .chain(opaque_calls.values_mut())
             .chain(writers.values_mut())
+            .chain(stores.values_mut())
+            .chain(records.values_mut())
+            .chain(returns.values_mut())
         {
             v.sort();
             v.dedup();
         }
         let replayed = Self::index_replayed(trace);
+        let by_end: BTreeSet<(u64, &SpanId)> = stores
+            .values()
+            .flatten()
+            .map(|&(_, end, id)| (end, id))
+            .collect();
+        let mut first_stores: [Option<(u64, &SpanId)>; 2] = [None, None];
+        for (end, id) in by_end {
+            match first_stores[0] {
+                None => first_stores[0] = Some((end, id)),
+                Some((_, first)) if first != id => {
+                    first_stores[1] = Some((end, id));
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
         Self {
             trace,
             producers,
@@ -316,6 +430,11 @@ impl<'t> Graph<'t> {
             opaque_calls,
             folded,
             writers,
+            stores,
+            records,
+            returns,
+            first_stores,
+            histories: history::analyse(trace),
         }
     }
 
@@ -364,6 +483,7 @@ impl<'t> Graph<'t> {
                     let v = out.entry(h).or_default();
                     let entry = Producer {
                         start: p.start_ns,
+                        end: p.available_ns(),
                         span: &p.span_id,
                         call_id: m.call_id.as_deref(),
                         truncated: m.truncated,
@@ -388,25 +508,36 @@ impl<'t> Graph<'t> {
         self.trace
     }
 
-    /// The latest span in `candidates` (sorted by start, then id) that started no
-    /// later than `start` (strictly earlier when `strict`), other than `not`.
-    fn latest<'a>(
-        candidates: &'a [(u64, &'t SpanId)],
-        start: u64,
-        strict: bool,
-        not: &SpanId,
-    ) -> Option<&'t SpanId> {
-        let end = candidates.partition_point(|&(s, _)| if strict { s < start } else { s <= start });
-        let before = &candidates[..end];
-        // Last start wins; among equal starts the smallest id (first in sorted order).
+    /// Whether a span other than `v` stored an artifact ([`Node::stored`], a declared
+    /// write-set) whose output was available before `v`'s.
+    pub fn stored_before(&self, v: &Node) -> bool {
+        let until = v.available_ns();
+        self.first_stores
+            .iter()
+            .flatten()
+            .any(|&(end, id)| id != &v.span_id && end <= until)
+    }
+
+    /// The conversations' histories ([`crate::history`]).
+    pub fn histories(&self) -> &Histories {
+        &self.histories
+    }
+
+    /// The latest-started span in `candidates` (sorted by start) whose output was
+    /// available by `until`, other than `not`; among equal starts the smallest id.
+    fn latest(candidates: &[Timed<'t>], until: u64, not: &SpanId) -> Option<&'t SpanId> {
+        let end = candidates.partition_point(|&(s, _, _)| s <= until);
         let mut best: Option<(u64, &'t SpanId)> = None;
-        for &(s, id) in before.iter().rev() {
-            if id == not {
+        for &(s, e, id) in &candidates[..end] {
+            if id == not || e > until {
                 continue;
             }
-            match best {
-                Some((bs, _)) if s < bs => break,
-                _ => best = Some((s, id)),
+            let replace = match best {
+                None => true,
+                Some((bs, bid)) => s > bs || (s == bs && id < bid),
+            };
+            if replace {
+                best = Some((s, id));
             }
         }
         best.map(|(_, id)| id)
@@ -433,15 +564,19 @@ impl<'t> Graph<'t> {
     }
 
     /// The producer rule 2 (or 3) picks among `candidates` (sorted by start) for a
-    /// part of `c` with `call_id`: the same call id first, else one side without a
-    /// call id; never another id. `true` when the ids matched.
+    /// part of `c` with `call_id`: among the spans available by `c`'s end, the same
+    /// call id first, else one side without a call id; never another id. `true` when
+    /// the ids matched.
     fn pick(
         candidates: &[Producer<'t>],
         c: &Node,
         call_id: Option<&str>,
     ) -> Option<(Producer<'t>, bool)> {
-        let end = candidates.partition_point(|p| p.start <= c.start_ns);
-        let eligible = candidates[..end].iter().filter(|p| p.span != &c.span_id);
+        let until = c.available_ns();
+        let end = candidates.partition_point(|p| p.start <= until);
+        let eligible = candidates[..end]
+            .iter()
+            .filter(move |p| p.span != &c.span_id && p.end <= until);
         match call_id {
             Some(id) => Self::best(eligible.clone().filter(|p| p.call_id == Some(id)))
                 .map(|p| (p, true))
@@ -462,6 +597,7 @@ impl<'t> Graph<'t> {
             (PartKind::SingleArgument, false) => "tool_call.single_argument",
             (PartKind::ToolResult, true) => "tool_result.id+content",
             (PartKind::ToolResult, false) => "tool_result.content",
+            (PartKind::Compaction, _) => "compaction_part",
             (PartKind::Text, _) if m.role.as_deref() == Some("assistant") => "assistant_message",
             (PartKind::Text, _) => "message_text",
             (PartKind::Other, _) => "message_part",
@@ -482,8 +618,8 @@ impl<'t> Graph<'t> {
         ids.into_iter().collect()
     }
 
-    /// The latest span no later than `c` that recorded `call_id` as an output of the
-    /// family of `kind` (only among outputs recorded without content, when
+    /// The latest span available by `c`'s end that recorded `call_id` as an output of
+    /// the family of `kind` (only among outputs recorded without content, when
     /// `opaque_only`: a recorded output of another hash is no match).
     fn by_call_id(
         &self,
@@ -499,7 +635,7 @@ impl<'t> Graph<'t> {
         };
         index
             .get(&(call_id, family(kind)))
-            .and_then(|v| Self::latest(v, c.start_ns, false, &c.span_id))
+            .and_then(|v| Self::latest(v, c.available_ns(), &c.span_id))
     }
 
     /// Why a derived tool-call part has no producer, when the likely reason is in
@@ -523,6 +659,88 @@ impl<'t> Graph<'t> {
                 p.span_id
             )
         })
+    }
+
+    /// Rule 5: the edges of input part `i` of request `c` when its history was
+    /// rewritten and the part is new — folded from each source, or a window exit for
+    /// a compacted request whose conversation starts in it.
+    fn history_fold(
+        &self,
+        c: &Node,
+        i: usize,
+        edge: &dyn Fn(Option<SpanId>, EdgeKind, &'static str) -> Edge,
+    ) -> Option<Vec<Edge>> {
+        let turn = self.histories.turn(&c.span_id)?;
+        if !turn.new_parts.contains(&i) {
+            return None;
+        }
+        let rule = if turn.compacted {
+            "compaction"
+        } else {
+            "history_rewritten"
+        };
+        if turn.sources.is_empty() {
+            let mut e = edge(None, EdgeKind::WindowExit, rule);
+            e.boundary = Some(Boundary {
+                artifact: c.input_parts[i].clone(),
+                record_id: None,
+                locator: vec![c.span_id.clone()],
+                reason: format!(
+                    "request {} is marked compacted and no earlier request of its conversation is in the window: the summary stands for history outside it",
+                    c.span_id
+                ),
+                code: "window_exit",
+            });
+            return Some(vec![e]);
+        }
+        Some(
+            turn.sources
+                .iter()
+                .map(|s| edge(Some(s.clone()), EdgeKind::Folded, rule))
+                .collect(),
+        )
+    }
+
+    /// Rule 8: the edges of a user or system part without producer of a request that
+    /// ran inside another step: folded from what that step's code could read.
+    fn nested_fold(
+        &self,
+        c: &Node,
+        edge: &dyn Fn(Option<SpanId>, EdgeKind, &'static str) -> Edge,
+    ) -> Option<Vec<Edge>> {
+        let n = self.histories.nested(&c.span_id)?;
+        // The same external input carried into the nested call (the user's prompt
+        // the enclosing step's history held) is still external.
+        let h = edge(None, EdgeKind::WindowExit, "").artifact?;
+        let carried = std::iter::once(&n.within)
+            .chain(&n.sources)
+            .filter_map(|s| self.trace.get(s))
+            .any(|s| s.input_parts.contains(&h) || s.output_parts.contains(&h));
+        if carried {
+            return None;
+        }
+        if n.sources.is_empty() {
+            let mut e = edge(None, EdgeKind::WindowExit, "nested_unlogged_input");
+            if let Some(h) = e.artifact.clone() {
+                e.boundary = Some(Boundary {
+                    artifact: h,
+                    record_id: None,
+                    locator: vec![n.within.clone()],
+                    reason: format!(
+                        "a model call inside span {} consumed a message that code in that step wrote, with nothing in the window it could have read",
+                        n.within
+                    ),
+                    code: "window_exit",
+                });
+            }
+            return Some(vec![e]);
+        }
+        Some(
+            n.sources
+                .iter()
+                .map(|s| edge(Some(s.clone()), EdgeKind::Folded, "nested_unlogged_input"))
+                .collect(),
+        )
     }
 
     /// How input part `i` of `c` is explained.
@@ -584,6 +802,9 @@ impl<'t> Graph<'t> {
                 )));
             }
         }
+        if let Some(edges) = self.history_fold(c, i, &edge) {
+            return Resolution::Edges(edges);
+        }
         if let (Some(id), Some(m)) = (call_id, meta) {
             if let Some(p) = self.by_call_id(c, id, m.kind, true) {
                 let mut e = edge(Some(p.clone()), EdgeKind::CallId, "call_id");
@@ -603,6 +824,30 @@ impl<'t> Graph<'t> {
             return Resolution::Edge(Box::new(e));
         }
         if meta.is_some_and(PartMeta::is_external_role) {
+            let instructions =
+                meta.is_some_and(|m| matches!(m.role.as_deref(), Some("system" | "developer")));
+            if let Some(edges) = (!instructions)
+                .then(|| self.nested_fold(c, &edge))
+                .flatten()
+            {
+                return Resolution::Edges(edges);
+            }
+            let quoted: Vec<Edge> = c
+                .contains
+                .iter()
+                .filter(|x| x.part == Some(i))
+                .filter_map(|x| {
+                    self.returns
+                        .get(&x.artifact)
+                        .and_then(|v| Self::latest(v, c.available_ns(), &c.span_id))
+                })
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .map(|r| edge(Some(r.clone()), EdgeKind::Folded, "quotes_read"))
+                .collect();
+            if !quoted.is_empty() {
+                return Resolution::Edges(quoted);
+            }
             return Resolution::External;
         }
         if let Some(p) = framework
@@ -673,8 +918,10 @@ impl<'t> Graph<'t> {
             .filter(|p| p.span_id != c.span_id)
             .collect();
         for i in 0..c.input_parts.len() {
-            if let Resolution::Edge(e) = self.resolve(c, i, &absent, &framework) {
-                out.push(*e);
+            match self.resolve(c, i, &absent, &framework) {
+                Resolution::Edge(e) => out.push(*e),
+                Resolution::Edges(es) => out.extend(es),
+                Resolution::Root | Resolution::External => {}
             }
         }
         for o in &c.opaque_inputs {
@@ -696,6 +943,37 @@ impl<'t> Graph<'t> {
         }
         for entry in &c.read_set {
             out.push(self.read_edge(c, entry));
+        }
+        if c.read_set.is_empty() {
+            for r in &c.returned {
+                out.extend(self.returned_edge(c, r));
+            }
+        }
+        for h in c
+            .contains
+            .iter()
+            .filter(|x| x.part.is_none())
+            .map(|x| &x.artifact)
+        {
+            if let Some(w) = self
+                .stores
+                .get(h)
+                .and_then(|v| Self::latest(v, c.available_ns(), &c.span_id))
+            {
+                out.push(Edge {
+                    parent: Some(w.clone()),
+                    child: c.span_id.clone(),
+                    kind: EdgeKind::Similarity,
+                    artifact: Some(h.clone()),
+                    record_id: None,
+                    basis: Basis::Contained,
+                    boundary: None,
+                    error: None,
+                    rule: "contains_write",
+                    call_id: None,
+                    truncated: false,
+                });
+            }
         }
         for l in &c.links {
             if l.basis != Some(LinkBasis::EmbeddingSimilarity) {
@@ -747,11 +1025,76 @@ impl<'t> Graph<'t> {
             .collect()
     }
 
+    /// The edge of one artifact `c` returned (module documentation, "Writes and
+    /// reads"), or none for an ordinary tool's own output.
+    fn returned_edge(&self, c: &Node, r: &Stored) -> Option<Edge> {
+        let until = c.available_ns();
+        let mut e = Edge {
+            parent: None,
+            child: c.span_id.clone(),
+            kind: EdgeKind::HashMatch,
+            artifact: r.hash.clone(),
+            record_id: r.record_id.clone(),
+            basis: Basis::Returned,
+            boundary: None,
+            error: None,
+            rule: "write_read",
+            call_id: None,
+            truncated: false,
+        };
+        let (artifact, writer) = match (&r.hash, &r.record_id) {
+            (Some(h), _) => (
+                h.clone(),
+                self.stores
+                    .get(h)
+                    .and_then(|v| Self::latest(v, until, &c.span_id)),
+            ),
+            (None, Some(id)) => {
+                let w = self
+                    .records
+                    .get(id.as_str())
+                    .and_then(|v| Self::latest(v, until, &c.span_id));
+                if let Some(w) = w {
+                    e.parent = Some(w.clone());
+                    e.kind = EdgeKind::Similarity;
+                    e.rule = "record_id_only";
+                    return Some(e);
+                }
+                (ArtifactHash::of(format!("record:{id}").as_bytes()), None)
+            }
+            (None, None) => return None,
+        };
+        if let Some(w) = writer {
+            e.parent = Some(w.clone());
+            return Some(e);
+        }
+        let why = c.store_read.as_ref()?;
+        e.kind = EdgeKind::WindowExit;
+        e.rule = "unlogged_write";
+        let what = match (&r.hash, &r.record_id) {
+            (Some(_), Some(id)) => format!("record {id}"),
+            (Some(_), None) => "an artifact".to_string(),
+            (None, Some(id)) => format!("record {id} by id and score only (no content recorded)"),
+            (None, None) => return None,
+        };
+        e.boundary = Some(Boundary {
+            artifact,
+            record_id: r.record_id.clone(),
+            locator: vec![c.span_id.clone()],
+            reason: format!(
+                "span {} reads durable state ({why}) and returned {what} that no logged write in the window stored",
+                c.span_id
+            ),
+            code: "window_exit",
+        });
+        Some(e)
+    }
+
     fn read_edge(&self, c: &Node, entry: &Entry) -> Edge {
         let w = self
             .writers
             .get(&(entry.record_id.as_str(), &entry.hash))
-            .and_then(|v| Self::latest(v, c.start_ns, true, &c.span_id));
+            .and_then(|v| Self::latest(v, c.available_ns(), &c.span_id));
         let mut e = Edge {
             parent: w.cloned(),
             child: c.span_id.clone(),

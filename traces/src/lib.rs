@@ -34,6 +34,7 @@
 pub mod genai;
 pub mod graph;
 pub mod hash;
+pub mod history;
 pub mod jcs;
 pub mod model;
 pub mod otlp;
@@ -43,8 +44,10 @@ pub mod witness;
 
 pub use graph::{Boundary, Edge, EdgeKind, Graph};
 pub use hash::{ArtifactHash, Entry, SpanId};
+pub use history::{Change, Histories, Turn};
 pub use model::{
-    Capture, Link, LinkBasis, MutationKind, Node, Opaque, Operation, PartKind, PartMeta, Trace,
+    Capture, Contained, Link, LinkBasis, MutationKind, Node, Opaque, Operation, PartKind, PartMeta,
+    Stored, Trace,
 };
 pub use otlp::{parse_otlp_json, Limits, OtlpError};
 pub use witness::{witness, Level, Witness, WitnessError};

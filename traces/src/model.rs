@@ -154,6 +154,9 @@ pub enum PartKind {
     SingleArgument,
     /// A tool's result, as the tool span returned it or a later model input holds it.
     ToolResult,
+    /// A compaction summary standing for earlier history (a part of type `compaction`):
+    /// its UTF-8 content, or its canonical JSON when it has none.
+    Compaction,
     /// Any other part (blob, file, URI, reasoning, …), as canonical JSON.
     Other,
 }
@@ -166,6 +169,7 @@ impl PartKind {
             Self::ToolCall => "tool_call",
             Self::SingleArgument => "single_argument",
             Self::ToolResult => "tool_result",
+            Self::Compaction => "compaction",
             Self::Other => "other",
         }
     }
@@ -177,6 +181,7 @@ impl PartKind {
             "tool_call" => Self::ToolCall,
             "single_argument" => Self::SingleArgument,
             "tool_result" => Self::ToolResult,
+            "compaction" => Self::Compaction,
             "other" => Self::Other,
             _ => return None,
         })
@@ -329,6 +334,31 @@ impl Capture {
     }
 }
 
+/// An artifact a span wrote to durable state or read back from it, derived from its
+/// GenAI content ([`crate::genai`]): what the memo calls its write-set and read-set
+/// when the instrumentation records none (`audita.write_set`/`audita.read_set`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stored {
+    /// The content hash; `None` for a document recorded by id (and score) only.
+    pub hash: Option<ArtifactHash>,
+    /// The record or document id, when the record holds one.
+    pub record_id: Option<String>,
+}
+
+/// An artifact of another span that a span's content holds verbatim without being it
+/// (found at import, where the content is at hand): a plausible data flow, not an
+/// identity.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Contained {
+    /// `None`: the span's result holds an artifact another span stored (a read that
+    /// returned a write in another form). `Some(i)`: input part `i` holds an artifact
+    /// another span returned from durable state (retrieved content pasted into a
+    /// message by code the record does not show).
+    pub part: Option<usize>,
+    /// The artifact held.
+    pub artifact: ArtifactHash,
+}
+
 /// One logged step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
@@ -384,6 +414,28 @@ pub struct Node {
     /// The instrumentation scope that emitted the span (`scope.name`), naming the
     /// setting of a content gap.
     pub instrumentation: Option<String>,
+    /// `gen_ai.conversation.id`: the requests of one conversation form its history
+    /// chain ([`crate::history`]).
+    pub conversation: Option<String>,
+    /// `gen_ai.conversation.compacted` (or a `compaction` part in its input): the
+    /// request's history was compacted before it was sent.
+    pub compacted: bool,
+    /// What the span wrote that a later read may return byte for byte: a tool's
+    /// arguments (whole, its single argument, and each string value of at least
+    /// [`crate::genai::MIN_STORED_BYTES`] bytes), a memory write's records.
+    pub stored: Vec<Stored>,
+    /// What the span read back from durable state or returned as a tool result: the
+    /// result (whole, and each content string of a JSON result of at least
+    /// [`crate::genai::MIN_STORED_BYTES`] bytes), a memory search's records, a
+    /// retrieval's documents (with content, or by id only).
+    pub returned: Vec<Stored>,
+    /// Why the span is a read of durable state (memory, vector store, retrieval), when
+    /// it is one: its operation, its attributes, its tool's name, or a retrieval
+    /// nested in it. A read with no logged write in the window leaves the window.
+    pub store_read: Option<String>,
+    /// Artifacts of other spans this span's content holds verbatim without being
+    /// them ([`Contained`]).
+    pub contains: Vec<Contained>,
 }
 
 impl Node {
@@ -415,7 +467,19 @@ impl Node {
             opaque_outputs: Vec::new(),
             capture: Capture::Complete,
             instrumentation: None,
+            conversation: None,
+            compacted: false,
+            stored: Vec::new(),
+            returned: Vec::new(),
+            store_read: None,
+            contains: Vec::new(),
         }
+    }
+
+    /// When the span's output was available: its end, or its start when the record
+    /// gives no later end.
+    pub fn available_ns(&self) -> u64 {
+        self.end_ns.max(self.start_ns)
     }
 
     /// The metadata of input part `i`, when the inputs were derived.
@@ -500,5 +564,44 @@ impl Trace {
     /// Sets [`Trace::orphan_log_records`] (the reader's count).
     pub fn set_orphan_log_records(&mut self, n: usize) {
         self.orphan_log_records = n;
+    }
+
+    /// For every span, its nearest strict ancestor (by `parent`) for which `pred`
+    /// holds; memoised, so linear in the number of spans even for deep or cyclic
+    /// nesting.
+    pub fn nearest_ancestor(&self, pred: impl Fn(&Node) -> bool) -> BTreeMap<SpanId, SpanId> {
+        let mut memo: BTreeMap<SpanId, Option<SpanId>> = BTreeMap::new();
+        for n in self.nodes() {
+            let mut path: Vec<SpanId> = Vec::new();
+            let mut seen: BTreeSet<SpanId> = BTreeSet::new();
+            let mut at = n.parent.clone();
+            let answer = loop {
+                let Some(cur) = at else { break None };
+                if let Some(known) = memo.get(&cur) {
+                    // `cur`'s own nearest is known; `cur` itself may qualify.
+                    let here = self.get(&cur).filter(|c| pred(c)).map(|_| cur.clone());
+                    break here.or_else(|| known.clone());
+                }
+                let Some(node) = self.get(&cur) else {
+                    break None;
+                };
+                if pred(node) {
+                    break Some(cur);
+                }
+                if !seen.insert(cur.clone()) {
+                    break None;
+                }
+                path.push(cur.clone());
+                at = node.parent.clone();
+            };
+            // Every span on the path (none of which qualified) has the same answer.
+            for p in path {
+                memo.insert(p, answer.clone());
+            }
+            memo.insert(n.span_id.clone(), answer);
+        }
+        memo.into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect()
     }
 }

@@ -25,9 +25,14 @@
 //!   against [`Limits::max_spans`] like spans.
 //! - A span without `audita.input.parts` gets inputs derived from its GenAI content,
 //!   one without `audita.output.hash`/`audita.output.parts` gets derived outputs
-//!   ([`crate::genai`]). After all spans are read, the history check marks model
+//!   ([`crate::genai`]). After all spans are read: the history check marks model
 //!   calls whose input lacks what the previous call of the same conversation
-//!   produced ([`Capture::HistoryUnlogged`]).
+//!   produced and adds nothing new ([`crate::history`], [`Capture::HistoryUnlogged`]);
+//!   a tool call with a memory or retrieval read nested in it reads durable state, and
+//!   returns what that read returned when its result holds all of it; and the
+//!   containment pass records, with the content at hand, which tool results hold
+//!   another span's stored artifact verbatim and which user or system message parts
+//!   hold a read's returned artifact ([`crate::model::Contained`]).
 
 use std::collections::BTreeMap;
 
@@ -37,9 +42,10 @@ use thiserror::Error;
 use crate::hash::{ArtifactHash, Entry, SpanId};
 use serde_json::Value;
 
-use crate::genai::{self, Role, SpanContent};
+use crate::genai::{self, Role, SpanContent, Texts, MIN_STORED_BYTES};
+use crate::history::{self, Change};
 use crate::model::{
-    Capture, FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation, PartKind, Trace,
+    Capture, Contained, FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation, Trace,
 };
 
 /// Bounds on one import.
@@ -515,7 +521,9 @@ pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError
     }
     trace.set_orphan_log_records(logs.values().map(Vec::len).sum());
     inherit_agents(&mut trace, &facts);
-    check_history(&mut trace, &facts);
+    check_history(&mut trace);
+    nested_reads(&mut trace, &facts);
+    containment(&mut trace, &facts);
     Ok(trace)
 }
 
@@ -552,14 +560,11 @@ fn gen_ai_logs(exports: &[Export]) -> BTreeMap<SpanId, Vec<(String, Value)>> {
 /// What the post-passes need of a span beyond its node.
 #[derive(Default)]
 struct Facts {
-    /// `gen_ai.conversation.id`.
-    conversation: Option<String>,
     /// `gen_ai.agent.id`.
     agent_id: Option<String>,
-    /// Its role for content derivation.
-    role: Option<Role>,
-    /// Whether its model input was derived (content found).
-    derived_input: bool,
+    /// The texts behind its stored and returned artifacts, its result and its user
+    /// and system message parts (the containment pass).
+    texts: Texts,
 }
 
 /// The context mutations a span folds in: its `audita.context.mutation.output.hash`
@@ -718,17 +723,24 @@ fn read_span(
         a.map.contains_key("audita.output.hash") || a.map.contains_key("audita.output.parts");
     let attrs = json_attrs(&span.attributes);
     let role = genai::role(&attrs);
+    node.conversation = attrs
+        .get("gen_ai.conversation.id")
+        .or_else(|| attrs.get("session.id"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    node.compacted = matches!(
+        attrs.get("gen_ai.conversation.compacted"),
+        Some(Value::Bool(true))
+    ) || attrs
+        .get("gen_ai.conversation.compacted")
+        .and_then(Value::as_str)
+        == Some("true");
     let mut fact = Facts {
-        conversation: attrs
-            .get("gen_ai.conversation.id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
         agent_id: attrs
             .get("gen_ai.agent.id")
             .and_then(Value::as_str)
             .map(str::to_string),
-        role: Some(role),
-        derived_input: false,
+        texts: Texts::default(),
     };
     if role != Role::Other && !(declared_in && declared_out) {
         let events: Vec<(String, BTreeMap<String, Value>)> = span
@@ -737,21 +749,25 @@ fn read_span(
             .filter(|e| e.name.starts_with("gen_ai."))
             .map(|e| (e.name.clone(), json_attrs(&e.attributes)))
             .collect();
-        let d = genai::derive(&SpanContent {
+        let mut d = genai::derive(&SpanContent {
             attrs: &attrs,
             events: &events,
             logs,
             scope,
             error: span.status.as_ref().is_some_and(Status::is_error),
+            name: &span.name,
         });
+        fact.texts = std::mem::take(&mut d.io.texts);
         apply(&mut node, d, declared_in, declared_out);
-        fact.derived_input = !declared_in && !node.input_meta.is_empty();
     }
     Ok((node, fact))
 }
 
 /// Puts derived hashes on a node, for the sides it does not declare.
 fn apply(node: &mut Node, d: genai::Derived, declared_in: bool, declared_out: bool) {
+    node.stored = d.io.stored;
+    node.returned = d.io.returned;
+    node.store_read = d.io.store_read;
     if !declared_in {
         (node.input_parts, node.input_meta) = d.inputs.into_iter().unzip();
         node.opaque_inputs = d.opaque_inputs;
@@ -768,49 +784,11 @@ fn apply(node: &mut Node, d: genai::Derived, declared_in: bool, declared_out: bo
     }
 }
 
-/// For every span, its nearest strict ancestor for which `pred` holds (memoised, so
-/// linear in the number of spans even for deep or cyclic nesting).
-fn nearest_ancestor(trace: &Trace, pred: impl Fn(&Node) -> bool) -> BTreeMap<SpanId, SpanId> {
-    let mut memo: BTreeMap<SpanId, Option<SpanId>> = BTreeMap::new();
-    for n in trace.nodes() {
-        let mut path: Vec<SpanId> = Vec::new();
-        let mut seen: std::collections::BTreeSet<SpanId> = Default::default();
-        let mut at = n.parent.clone();
-        let answer = loop {
-            let Some(cur) = at else { break None };
-            if let Some(known) = memo.get(&cur) {
-                // `cur`'s own nearest is known; `cur` itself may qualify.
-                let here = trace.get(&cur).filter(|c| pred(c)).map(|_| cur.clone());
-                break here.or_else(|| known.clone());
-            }
-            let Some(node) = trace.get(&cur) else {
-                break None;
-            };
-            if pred(node) {
-                break Some(cur);
-            }
-            if !seen.insert(cur.clone()) {
-                break None;
-            }
-            path.push(cur.clone());
-            at = node.parent.clone();
-        };
-        // Every span on the path (none of which qualified) has the same answer.
-        for p in path {
-            memo.insert(p, answer.clone());
-        }
-        memo.insert(n.span_id.clone(), answer);
-    }
-    memo.into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .collect()
-}
-
 /// Gives every span without an agent name the name of its nearest enclosing span
 /// that has one; a span with the `gen_ai.agent.id` of its nearest `invoke_agent`
 /// ancestor takes that ancestor's name.
 fn inherit_agents(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
-    let invoker = nearest_ancestor(trace, |n| n.operation == Some(Operation::InvokeAgent));
+    let invoker = trace.nearest_ancestor(|n| n.operation == Some(Operation::InvokeAgent));
     let renamed: Vec<(SpanId, String)> = trace
         .nodes()
         .filter_map(|n| {
@@ -827,7 +805,7 @@ fn inherit_agents(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
             n.agent = Some(name);
         }
     }
-    let named = nearest_ancestor(trace, |n| n.agent.is_some());
+    let named = trace.nearest_ancestor(|n| n.agent.is_some());
     let inherited: Vec<(SpanId, String)> = trace
         .nodes()
         .filter(|n| n.agent.is_none())
@@ -843,63 +821,161 @@ fn inherit_agents(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
     }
 }
 
-/// The history check: the model calls of one conversation (one
-/// `gen_ai.conversation.id`, else one nearest `invoke_agent` ancestor), in start
-/// order, a call recorded twice (its interval inside another call's) counted once.
-/// When a call produced parts and the next call's input holds none of them and no
-/// tool result, the next call's history was not logged.
-fn check_history(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
-    let invoker = nearest_ancestor(trace, |n| n.operation == Some(Operation::InvokeAgent));
-    let mut groups: BTreeMap<String, Vec<&Node>> = BTreeMap::new();
-    for n in trace.nodes() {
-        let Some(f) = facts.get(&n.span_id) else {
-            continue;
-        };
-        if f.role != Some(Role::Chat) || !f.derived_input {
-            continue;
-        }
-        let key = match (&f.conversation, invoker.get(&n.span_id)) {
-            (Some(c), _) => format!("conversation:{c}"),
-            (None, Some(a)) => format!("agent:{a}"),
-            (None, None) => continue,
-        };
-        groups.entry(key).or_default().push(n);
-    }
-    let mut unlogged: Vec<(SpanId, String)> = Vec::new();
-    for chats in groups.values_mut() {
-        let all = chats.clone();
-        chats.retain(|c| {
-            !all.iter().any(|o| {
-                o.span_id != c.span_id
-                    && o.start_ns <= c.start_ns
-                    && c.end_ns <= o.end_ns
-                    && (o.start_ns, o.end_ns) != (c.start_ns, c.end_ns)
-            })
-        });
-        chats.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
-        for pair in chats.windows(2) {
-            let (p, c) = (pair[0], pair[1]);
-            if p.output_meta.is_empty() {
-                continue;
-            }
-            let holds_output = p.output_parts.iter().any(|h| c.input_parts.contains(h));
-            let holds_result = c.input_meta.iter().any(|m| m.kind == PartKind::ToolResult);
-            if !holds_output && !holds_result {
-                unlogged.push((
-                    c.span_id.clone(),
-                    format!(
-                        "the model input of span {} ({}) lacks every output of the previous call {} of its conversation: the instrumentation does not log the whole history",
-                        c.span_id,
-                        c.instrumentation.as_deref().unwrap_or("unknown instrumentation"),
-                        p.span_id
-                    ),
-                ));
-            }
-        }
-    }
+/// The history check ([`crate::history`]): a request whose input lacks every output of
+/// the previous request of its conversation, holds no tool result and adds nothing
+/// new was sent a history the instrumentation did not log in full. A request whose
+/// history was rewritten is not marked: its history is logged, and changed.
+fn check_history(trace: &mut Trace) {
+    let hs = history::analyse(trace);
+    let unlogged: Vec<(SpanId, String)> = hs
+        .turns()
+        .filter(|(_, t)| t.change == Change::Unlogged)
+        .filter_map(|(id, t)| {
+            let c = trace.get(id)?;
+            let p = t.previous.as_ref()?;
+            Some((
+                id.clone(),
+                format!(
+                    "the model input of span {} ({}) lacks every output of the previous call {} of its conversation and adds nothing new: the instrumentation does not log the whole history",
+                    c.span_id,
+                    c.instrumentation.as_deref().unwrap_or("unknown instrumentation"),
+                    p
+                ),
+            ))
+        })
+        .collect();
     for (id, detail) in unlogged {
         if let Some(n) = trace.get_mut(&id) {
             n.capture.join(Capture::HistoryUnlogged { detail });
+        }
+    }
+}
+
+/// A tool call with a memory or retrieval read nested in it reads durable state; when
+/// its result holds every content the nested reads returned, those are what it
+/// returned (its result is their rendering).
+fn nested_reads(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
+    let tool_of = trace.nearest_ancestor(|n| n.operation == Some(Operation::ExecuteTool));
+    let mut by_tool: BTreeMap<SpanId, Vec<SpanId>> = BTreeMap::new();
+    for n in trace.nodes() {
+        let reads = matches!(
+            n.operation,
+            Some(Operation::SearchMemory | Operation::Retrieval)
+        ) || n.store_read.is_some() && n.operation != Some(Operation::ExecuteTool);
+        if let (true, Some(t)) = (reads, tool_of.get(&n.span_id)) {
+            by_tool
+                .entry(t.clone())
+                .or_default()
+                .push(n.span_id.clone());
+        }
+    }
+    for (t, reads) in by_tool {
+        let result = facts.get(&t).and_then(|f| f.texts.result.as_deref());
+        let mut returned = Vec::new();
+        let mut all_held = true;
+        for r in &reads {
+            let Some(rn) = trace.get(r) else { continue };
+            let texts = facts.get(r).map(|f| &f.texts.returned[..]).unwrap_or(&[]);
+            for st in &rn.returned {
+                let held = st.hash.as_ref().is_some_and(|h| {
+                    texts.iter().any(|(x, text)| {
+                        x == h && result.is_some_and(|res| res.contains(text.as_str()))
+                    })
+                });
+                all_held &= held;
+                returned.push(st.clone());
+            }
+        }
+        if let Some(tn) = trace.get_mut(&t) {
+            if tn.store_read.is_none() {
+                tn.store_read = Some(format!(
+                    "a read of durable state runs inside it (span {})",
+                    reads.first().map(ToString::to_string).unwrap_or_default()
+                ));
+            }
+            if all_held && !returned.is_empty() {
+                tn.returned = returned;
+            }
+        }
+    }
+}
+
+/// The containment pass (module documentation): one Aho-Corasick automaton over the
+/// stored and returned texts of at least [`MIN_STORED_BYTES`] bytes, run once over
+/// every tool result and every user or system message part.
+fn containment(trace: &mut Trace, facts: &BTreeMap<SpanId, Facts>) {
+    // Pattern i → (artifact, is a write, owners).
+    let mut index: BTreeMap<&str, (ArtifactHash, bool, bool, Vec<&SpanId>)> = BTreeMap::new();
+    for (id, f) in facts {
+        for (h, t, write) in f
+            .texts
+            .stored
+            .iter()
+            .map(|(h, t)| (h, t, true))
+            .chain(f.texts.returned.iter().map(|(h, t)| (h, t, false)))
+        {
+            if t.len() < MIN_STORED_BYTES {
+                continue;
+            }
+            let e = index
+                .entry(t.as_str())
+                .or_insert_with(|| (h.clone(), false, false, Vec::new()));
+            if write {
+                e.1 = true;
+            } else {
+                e.2 = true;
+            }
+            e.3.push(id);
+        }
+    }
+    if index.is_empty() {
+        return;
+    }
+    let patterns: Vec<&str> = index.keys().copied().collect();
+    let Ok(ac) = aho_corasick::AhoCorasick::new(&patterns) else {
+        return;
+    };
+    let mut found: Vec<(SpanId, Contained)> = Vec::new();
+    for (id, f) in facts {
+        let mut scan = |text: &str, part: Option<usize>, want_write: bool| {
+            let mut seen: std::collections::BTreeSet<usize> = Default::default();
+            for m in ac.find_overlapping_iter(text) {
+                let k = m.pattern().as_usize();
+                if !seen.insert(k) || (want_write && patterns[k].len() == text.len()) {
+                    continue;
+                }
+                let Some((h, is_write, is_read, owners)) = index.get(patterns[k]) else {
+                    continue;
+                };
+                let kind_ok = if want_write { *is_write } else { *is_read };
+                if kind_ok && owners.iter().any(|o| *o != id) {
+                    found.push((
+                        id.clone(),
+                        Contained {
+                            part,
+                            artifact: h.clone(),
+                        },
+                    ));
+                }
+            }
+        };
+        if let Some(r) = &f.texts.result {
+            scan(r, None, true);
+        }
+        for (i, t) in &f.texts.inputs {
+            scan(t, Some(*i), false);
+        }
+    }
+    for (id, c) in found {
+        if let Some(n) = trace.get_mut(&id) {
+            // A result that returned the artifact itself reads it by identity.
+            let own = c.part.is_none()
+                && n.returned
+                    .iter()
+                    .any(|r| r.hash.as_ref() == Some(&c.artifact));
+            if !own && !n.contains.contains(&c) {
+                n.contains.push(c);
+            }
         }
     }
 }

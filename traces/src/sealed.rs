@@ -48,8 +48,8 @@ use thiserror::Error;
 use crate::graph::{EdgeKind, Graph};
 use crate::hash::{ArtifactHash, Entry, SpanId};
 use crate::model::{
-    Capture, FoldedMutation, Link, LinkBasis, MutationKind, Node, Opaque, Operation, PartKind,
-    PartMeta, Trace,
+    Capture, Contained, FoldedMutation, Link, LinkBasis, MutationKind, Node, Opaque, Operation,
+    PartKind, PartMeta, Stored, Trace,
 };
 
 /// Schema id of a sealed step's payload.
@@ -296,6 +296,17 @@ fn opaque_json(o: &Opaque) -> Value {
     json!({"kind": o.kind.as_str(), "call_id": o.call_id})
 }
 
+fn stored_json(s: &Stored) -> Value {
+    json!({
+        "hash": s.hash.as_ref().map(ToString::to_string),
+        "record_id": s.record_id,
+    })
+}
+
+fn contained_json(c: &Contained) -> Value {
+    json!({"part": c.part, "artifact": c.artifact.to_string()})
+}
+
 /// The payload of a sealed step (`audita.trace-span/v2`).
 pub fn span_json(n: &Node) -> Value {
     let folded: Vec<Value> = n
@@ -351,6 +362,12 @@ pub fn span_json(n: &Node) -> Value {
         "capture": n.capture.as_str(),
         "capture_detail": n.capture.detail(),
         "instrumentation": n.instrumentation,
+        "conversation": n.conversation,
+        "compacted": n.compacted,
+        "stored": n.stored.iter().map(stored_json).collect::<Vec<_>>(),
+        "returned": n.returned.iter().map(stored_json).collect::<Vec<_>>(),
+        "store_read": n.store_read,
+        "contains": n.contains.iter().map(contained_json).collect::<Vec<_>>(),
     })
 }
 
@@ -501,6 +518,40 @@ pub fn node_from_payload(text: &str) -> Result<Node, PayloadError> {
             .ok_or_else(|| Fields::bad("capture", "unknown state"))?,
     };
     n.instrumentation = f.opt_str("instrumentation")?.map(str::to_string);
+    n.conversation = f.opt_str("conversation")?.map(str::to_string);
+    n.compacted = match obj.get("compacted") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(Fields::bad("compacted", "not a boolean")),
+    };
+    for (field, out) in [("stored", &mut n.stored), ("returned", &mut n.returned)] {
+        for x in f.objects(field) {
+            let x = x?;
+            out.push(Stored {
+                hash: x.hash("hash")?,
+                record_id: x.opt_str("record_id")?.map(str::to_string),
+            });
+        }
+    }
+    n.store_read = f.opt_str("store_read")?.map(str::to_string);
+    for x in f.objects("contains") {
+        let x = x?;
+        let part = match x.0.get("part") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|p| usize::try_from(p).ok())
+                    .filter(|&p| p < n.input_parts.len())
+                    .ok_or_else(|| Fields::bad("contains", "part is not an input part index"))?,
+            ),
+        };
+        n.contains.push(Contained {
+            part,
+            artifact: x
+                .hash("artifact")?
+                .ok_or_else(|| Fields::bad("contains", "no artifact"))?,
+        });
+    }
     Ok(n)
 }
 

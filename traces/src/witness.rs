@@ -53,6 +53,23 @@
 //!   its content completely, and the action consumed at least one recorded part
 //!   (a span the walk reached as a producer may consume nothing: a source).
 //!
+//! **Memory and rewrites** (SPEC §9):
+//! - a request whose history was rewritten by code no span logs carries folded edges
+//!   ([`crate::graph`], rules `history_rewritten`, `compaction`,
+//!   `nested_unlogged_input`, `quotes_read`): the claim is at most temporal, whatever
+//!   other all-hash path reaches the injection;
+//! - what the action itself returned is not part of the question (its inputs are): the
+//!   read edges of its own result are left out of the closure;
+//! - the note additionally needs every tool result in the closure to be explained:
+//!   a result that returned no artifact an earlier span stored, in a window where some
+//!   span had stored something before it, could be a read of that state in another
+//!   form, so the record does not show it is not one.
+//!
+//! **Remedies.** Every offending edge and every boundary gives a [`Remedy`]: the step
+//! whose record broke the witness, what the record shows there, and the setting or the
+//! change of code that would make the trace a witness (log the rewrite as its own step,
+//! extend the window to a writer, turn content capture on).
+//!
 //! Design constraints:
 //! - Precedence indeterminate > temporal > causal: the weakest claim any part of the
 //!   closure forces is the one reported.
@@ -62,9 +79,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
 
-use crate::graph::{gap_boundary, Boundary, Edge, EdgeKind, Graph};
+use crate::graph::{gap_boundary, Basis, Boundary, Edge, EdgeKind, Graph};
 use crate::hash::SpanId;
-use crate::model::Capture;
+use crate::model::{Capture, Operation};
 
 /// The claim a trace supports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -132,6 +149,22 @@ pub struct Witness {
     pub reasons: BTreeSet<&'static str>,
     /// The settings that would have turned capture on for the spans with gaps.
     pub settings: Vec<String>,
+    /// What broke the witness, step by step, and what would mend it.
+    pub remedies: Vec<Remedy>,
+}
+
+/// One place where the record stops being a causal witness, and the fix.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Remedy {
+    /// The step whose record broke the witness (the edge's child, or the span a
+    /// boundary locates).
+    pub span: SpanId,
+    /// The edge rule or boundary code it comes from.
+    pub cause: &'static str,
+    /// What the record shows there.
+    pub finding: String,
+    /// The setting or code change that would make the trace a witness.
+    pub fix: String,
 }
 
 /// Runs the decision procedure for the suspect action `action` and the injection
@@ -189,7 +222,11 @@ pub fn witness(
                 gaps.push(b);
             }
         }
-        let edges = graph.edges_into(c);
+        let mut edges = graph.edges_into(c);
+        if &c.span_id == action {
+            // The action's own result is not what the question is about.
+            edges.retain(|e| !matches!(e.basis, Basis::Returned | Basis::Contained));
+        }
         // Push in reverse so the walk visits parents in the order the child lists them.
         for e in edges.iter().rev() {
             if !e.kind.is_traversed() {
@@ -241,10 +278,26 @@ pub fn witness(
     } else {
         Level::Indeterminate
     };
+    let unexplained_read = visited
+        .iter()
+        .filter(|id| **id != action && **id != injection)
+        .filter_map(|id| trace.get(id))
+        .any(|v| {
+            let explained = closure
+                .iter()
+                .filter(|e| e.child == v.span_id && e.basis == Basis::Returned)
+                .filter(|e| e.kind == EdgeKind::HashMatch)
+                .count();
+            v.operation == Some(Operation::ExecuteTool)
+                && !v.returned.is_empty()
+                && explained < v.returned.len()
+                && graph.stored_before(v)
+        });
     let note = (!reaches_injection
         && boundary.is_empty()
         && offending.is_empty()
         && all_complete
+        && !unexplained_read
         && a.consumed_anything())
     .then(|| {
         "the closure closes inside the window without reaching the injection: the record shows the injection is not an ancestor of the action".to_string()
@@ -254,6 +307,7 @@ pub fn witness(
     } else {
         Vec::new()
     };
+    let remedies = remedies(graph, &closure, &offending, &boundary, &settings);
     Ok(Witness {
         level,
         reaches_injection,
@@ -265,7 +319,169 @@ pub fn witness(
         note,
         reasons,
         settings,
+        remedies,
     })
+}
+
+/// The remedy of each offending edge (one per rule and child) and of each boundary.
+fn remedies(
+    graph: &Graph<'_>,
+    closure: &[Edge],
+    offending: &[Edge],
+    boundary: &[Boundary],
+    settings: &[String],
+) -> Vec<Remedy> {
+    let mut out: Vec<Remedy> = Vec::new();
+    let art = |e: &Edge| {
+        e.artifact
+            .as_ref()
+            .map_or_else(|| "a part".to_string(), ToString::to_string)
+    };
+    let mut seen: BTreeSet<(&'static str, &SpanId)> = BTreeSet::new();
+    for e in offending {
+        if !seen.insert((e.rule, &e.child)) {
+            continue;
+        }
+        let parents: Vec<String> = offending
+            .iter()
+            .filter(|o| o.rule == e.rule && o.child == e.child)
+            .filter_map(|o| o.parent.as_ref().map(ToString::to_string))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let from = parents.join(", ");
+        let (finding, fix) = match e.rule {
+            "history_rewritten" => {
+                let prev = graph
+                    .histories()
+                    .turn(&e.child)
+                    .and_then(|t| t.previous.as_ref())
+                    .map_or_else(String::new, ToString::to_string);
+                (
+                    format!(
+                        "request {} consumed {}, written into its history by a transformation no span logged: its history is not an extension of request {prev}'s (folded; it could have read {from})",
+                        e.child,
+                        art(e)
+                    ),
+                    "log the rewrite as its own step: produce the summary with a model call the framework instruments and put its output into the history unchanged, or record a span with audita.mutation.kind (compaction, summarization, truncation) whose audita.input.parts and audita.output.hash hash what it read and wrote".into(),
+                )
+            }
+            "compaction" => (
+                format!(
+                    "request {} is marked compacted and consumed {}, a summary no span logged (folded; it could have read {from})",
+                    e.child,
+                    art(e)
+                ),
+                "record the compaction as its own span (audita.mutation.kind compaction) with the hashes of the history it read and of the summary it wrote, or let an instrumented model call write the summary".into(),
+            ),
+            "nested_unlogged_input" => (
+                format!(
+                    "model call {} ran inside another step and consumed {}, which that step's code wrote without a span (folded; it could have read {from})",
+                    e.child,
+                    art(e)
+                ),
+                "hand the history to that model call as structured messages (e.g. message_history=) rather than text the code assembles, or record the code's input and output hashes as a span".into(),
+            ),
+            "quotes_read" => (
+                format!(
+                    "request {} consumed a message holding verbatim what {from} returned from durable state, assembled by code no span logs (folded)",
+                    e.child
+                ),
+                "pass retrieved content to the model as the retrieval's own output (a tool result) or record the prompt assembly as a span whose audita.input.parts name the returned artifacts".into(),
+            ),
+            "contains_write" => (
+                format!(
+                    "tool call {} returned, inside its result, {} that {from} stored: the store returned it in another form (similarity, not identity)",
+                    e.child,
+                    art(e)
+                ),
+                "record the read-set of the store (audita.read_set with record ids and content hashes) or return stored records unchanged".into(),
+            ),
+            "audita.mutation" => (
+                format!(
+                    "{} consumed {}, the output of a context mutation recorded on span {from} instead of as its own span",
+                    e.child,
+                    art(e)
+                ),
+                "record the mutation as its own span (audita.mutation.kind) with audita.input.parts and audita.output.hash".into(),
+            ),
+            "embedding_similarity" | "record_id_only" => (
+                format!(
+                    "{} is linked to {from} by similarity or by a record id only, not by a content hash",
+                    e.child
+                ),
+                "record the returned artifact's identity: the document or record id and the content hash (audita.read_set, or retrieval documents with content)".into(),
+            ),
+            "replayed_history" => (
+                format!(
+                    "{} consumed {}, which {from} recorded only as text: that it produced the structured part is inferred from a later input",
+                    e.child,
+                    art(e)
+                ),
+                "use an instrumentation that records model outputs as structured parts (gen_ai.output.messages with tool_call parts)".into(),
+            ),
+            "call_id" => (
+                format!(
+                    "{} is paired with {from} by a tool call id only: the content was not captured on one side",
+                    e.child
+                ),
+                settings
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "turn content capture on".into()),
+            ),
+            "framework_link" => (
+                e.error.clone().unwrap_or_default(),
+                "re-export the trace with the producing span, or correct the framework's link".into(),
+            ),
+            other => (
+                format!("{} via {other} from {from}", e.child),
+                "record the step as its own span with input and output hashes".into(),
+            ),
+        };
+        out.push(Remedy {
+            span: e.child.clone(),
+            cause: e.rule,
+            finding,
+            fix,
+        });
+    }
+    // Each boundary once, at the step whose edge opened it (else the span it locates).
+    let mut done: BTreeSet<&Boundary> = BTreeSet::new();
+    let at = closure
+        .iter()
+        .filter_map(|e| e.boundary.as_ref().map(|b| (b, e.child.clone())))
+        .chain(
+            boundary
+                .iter()
+                .filter_map(|b| b.locator.first().map(|s| (b, s.clone()))),
+        );
+    for (b, span) in at {
+        if !done.insert(b) {
+            continue;
+        }
+        let fix = match b.code {
+            "content_not_captured" => settings
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "turn content capture on".into()),
+            "history_truncated" => "use an instrumentation (or settings) that record the whole model input, or declare audita.input.parts".into(),
+            _ => match &b.record_id {
+                Some(id) => format!(
+                    "extend the window to the session that wrote record {id} ({}), or record the store's writes (audita.write_set)",
+                    b.artifact
+                ),
+                None => format!("extend the window to the step that produced {}", b.artifact),
+            },
+        };
+        out.push(Remedy {
+            span,
+            cause: b.code,
+            finding: b.reason.clone(),
+            fix,
+        });
+    }
+    out
 }
 
 /// The kinds along the best path from `action` back to `injection` over traversed
