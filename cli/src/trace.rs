@@ -223,6 +223,19 @@ fn import(a: &ImportArgs) -> Result<i32, String> {
             if let Some(s) = n.capture.setting() {
                 v["setting"] = json!(s);
             }
+            if let Some(t) = graph.histories().turn(&n.span_id) {
+                v["history"] = json!({
+                    "change": t.change.as_str(),
+                    "previous": t.previous.as_ref().map(|p| p.to_string()),
+                    "new_parts": t.new_parts.len(),
+                });
+            }
+            if let Some(r) = &n.store_read {
+                v["store_read"] = json!(r);
+            }
+            if !n.stored.is_empty() || !n.returned.is_empty() {
+                v["stores"] = json!({"stored": n.stored.len(), "returned": n.returned.len()});
+            }
             v
         })
         .collect();
@@ -294,6 +307,12 @@ fn witness_json(w: &Witness) -> Value {
         "injection_path_kinds": w.injection_path_kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "reasons": w.reasons,
         "settings": w.settings,
+        "remedies": w.remedies.iter().map(|r| json!({
+            "span": r.span.to_string(),
+            "cause": r.cause,
+            "finding": r.finding,
+            "fix": r.fix,
+        })).collect::<Vec<_>>(),
     });
     if let Some(n) = &w.note {
         out["note"] = json!(n);

@@ -717,12 +717,52 @@ fn graded_summary(v: &VerdictView, standard: &str, severity: &str) -> Vec<String
         summary.push(status_phrase(p, f, standard, &v.outcome));
     }
     if v.claim.level != "causal" {
-        summary.push(format!(
-            "The incident-level claim is {}: no causal verdict is made through a non-witness edge.",
-            v.claim.level
-        ));
+        summary.push(claim_sentence(v));
     }
     summary
+}
+
+/// The incident-level claim when it is not causal, naming where the witness breaks:
+/// each offending edge (its kind, the citing and the cited message) and the boundary
+/// artifacts to extend the window with.
+fn claim_sentence(v: &VerdictView) -> String {
+    let short = |id: &str| id.chars().take(12).collect::<String>();
+    let mut s = format!(
+        "The incident-level claim is {}: no causal verdict is made through a non-witness edge.",
+        v.claim.level
+    );
+    let edges: Vec<String> = v
+        .claim
+        .offending_edges
+        .iter()
+        .take(6)
+        .map(|e| {
+            format!(
+                "message {} consumed what {} produced only through a {} edge",
+                short(&e.child),
+                short(&e.parent),
+                e.kind.replace('_', " ")
+            )
+        })
+        .collect();
+    if !edges.is_empty() {
+        let more = v.claim.offending_edges.len().saturating_sub(edges.len());
+        s.push_str(&format!(" The witness breaks where {}", edges.join("; ")));
+        if more > 0 {
+            s.push_str(&format!(" (and {more} more)"));
+        }
+        s.push_str(
+            ": record that transformation as its own logged step (input and output hashes) to make the record a witness.",
+        );
+    }
+    if !v.claim.boundary.is_empty() {
+        let ids: Vec<String> = v.claim.boundary.iter().take(6).map(|b| short(b)).collect();
+        s.push_str(&format!(
+            " The closure leaves the window at {}: extend the window to their producers.",
+            ids.join(", ")
+        ));
+    }
+    s
 }
 
 /// One responsibility bar per principal: ρ_lo solid, the interval's span beside it.

@@ -34,7 +34,9 @@
 //!    transformation no span logged wrote it. One edge from each **source** of the
 //!    request (its predecessor and the tool calls answering it), walked for
 //!    reachability; a compacted first request of a conversation has no source in the
-//!    window and its new parts are **window exits** instead;
+//!    window and its new parts are **window exits** instead. A later request that
+//!    carries such a part on has a folded edge from the request it was new in (rule
+//!    `rewritten_earlier`);
 //! 6. **call_id P→C** (rule `call_id`, non-witness): the part has a call id and an
 //!    earlier span recorded the matching tool call or result without content;
 //! 7. **window_exit**: a link target or the `parentSpanId` of `C` is absent from the
@@ -671,6 +673,13 @@ impl<'t> Graph<'t> {
         edge: &dyn Fn(Option<SpanId>, EdgeKind, &'static str) -> Edge,
     ) -> Option<Vec<Edge>> {
         let turn = self.histories.turn(&c.span_id)?;
+        if let Some(first) = turn.carried.get(&i) {
+            return Some(vec![edge(
+                Some(first.clone()),
+                EdgeKind::Folded,
+                "rewritten_earlier",
+            )]);
+        }
         if !turn.new_parts.contains(&i) {
             return None;
         }

@@ -31,6 +31,9 @@
 //!   record does not show as its own step wrote it. A compaction part or
 //!   `gen_ai.conversation.compacted` makes a request rewritten whatever its prefix.
 //!
+//! A part that a rewrite wrote stays what it is when later requests carry it on: it is
+//! **carried** from the request it was new in ([`Turn::carried`]).
+//!
 //! The **sources** of a request are the spans whose outputs its history held just
 //! before it was sent: its predecessor and the tool calls that answered the
 //! predecessor's tool calls (by call id, else by the arguments' hash) and ended before
@@ -94,6 +97,9 @@ pub struct Turn {
     /// The request carries an explicit compaction mark (a compaction part, or
     /// `gen_ai.conversation.compacted`).
     pub compacted: bool,
+    /// Input parts carried from an earlier rewritten request of the conversation,
+    /// where they were new: part index → that request.
+    pub carried: BTreeMap<usize, SpanId>,
 }
 
 /// A request recorded inside another span that consumed something else: the model
@@ -308,6 +314,7 @@ fn turn(trace: &Trace, p: &Node, c: &Node) -> Turn {
         },
         sources,
         compacted: marked,
+        carried: BTreeMap::new(),
     }
 }
 
@@ -326,6 +333,8 @@ pub fn analyse(trace: &Trace) -> Histories {
         });
         chats.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
         let mut previous: Option<&Node> = None;
+        // A part first written by a rewrite → the request it was new in.
+        let mut first_new: BTreeMap<&ArtifactHash, &SpanId> = BTreeMap::new();
         for c in chats.iter() {
             let t = match previous {
                 None => Turn {
@@ -344,9 +353,18 @@ pub fn analyse(trace: &Trace) -> Histories {
                     },
                     sources: Vec::new(),
                     compacted: compacted(c),
+                    carried: BTreeMap::new(),
                 },
                 Some(p) => turn(trace, p, c),
             };
+            let mut t = t;
+            for (i, h) in c.input_parts.iter().enumerate() {
+                if t.new_parts.contains(&i) {
+                    first_new.entry(h).or_insert(&c.span_id);
+                } else if let Some(first) = first_new.get(h) {
+                    t.carried.insert(i, (*first).clone());
+                }
+            }
             out.turns.insert(c.span_id.clone(), t);
             previous = Some(c);
         }

@@ -366,6 +366,14 @@ fn remedies(
                     "log the rewrite as its own step: produce the summary with a model call the framework instruments and put its output into the history unchanged, or record a span with audita.mutation.kind (compaction, summarization, truncation) whose audita.input.parts and audita.output.hash hash what it read and wrote".into(),
                 )
             }
+            "rewritten_earlier" => (
+                format!(
+                    "request {} carries {}, which a rewrite no span logged wrote into the history of request {from}",
+                    e.child,
+                    art(e)
+                ),
+                "log the rewrite as its own step (see the remedy of request ".to_string() + &from + ")",
+            ),
             "compaction" => (
                 format!(
                     "request {} is marked compacted and consumed {}, a summary no span logged (folded; it could have read {from})",

@@ -22,8 +22,8 @@
 //! a `search_memory` or `retrieval` operation, an OpenInference `RETRIEVER`, a tool of
 //! `gen_ai.tool.type` `datastore`, a tool span carrying `gen_ai.memory.*`,
 //! `gen_ai.retrieval.*` or `gen_ai.data_source.id`, and a tool whose name says it
-//! reads a store (a word such as `search`, `recall`, `retrieve`, `lookup`, `memory`,
-//! `knowledge`, `vector`) unless the name says it writes (`save`, `store`, `remember`,
+//! reads a store (a word such as `search`, `recall`, `retrieve`, `memory`,
+//! `knowledge`, `vector`, `notes`) unless the name says it writes (`save`, `store`, `remember`,
 //! `add`, `write`, `insert`, `upsert`, `update`, `create`, `delete`, `manage`, `put`).
 //! The names are a convention, not a proof: a misread name can only make a claim
 //! weaker (a read the window cannot explain is a window exit), never stronger.
@@ -64,13 +64,12 @@ const METADATA_KEYS: [&str; 16] = [
 ];
 
 /// Words of a tool name that say it reads a store.
-const READ_WORDS: [&str; 15] = [
+const READ_WORDS: [&str; 13] = [
     "search",
     "recall",
     "retrieve",
     "retrieval",
     "retriever",
-    "lookup",
     "memory",
     "memories",
     "knowledge",
@@ -79,7 +78,6 @@ const READ_WORDS: [&str; 15] = [
     "rag",
     "archival",
     "notes",
-    "query",
 ];
 
 /// Words of a tool name that say it writes.
@@ -355,7 +353,6 @@ mod tests {
             "searchNotes",
             "retrieve_documents",
             "archival_memory_search",
-            "lookup_policy",
             "memory",
         ] {
             assert!(tool_store_read(&none, Some(n)).is_some(), "{n}");
@@ -368,6 +365,7 @@ mod tests {
             "pay",
             "fetch_document",
             "check_vendor",
+            "lookup_policy",
             "archival_memory_insert",
         ] {
             assert!(tool_store_read(&none, Some(n)).is_none(), "{n}");

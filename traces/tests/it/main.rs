@@ -3,5 +3,6 @@
 
 mod frameworks;
 mod golden;
+mod memo_props;
 mod props;
 mod whowhen;
