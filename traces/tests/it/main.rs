@@ -5,4 +5,5 @@ mod frameworks;
 mod golden;
 mod memo_props;
 mod props;
+mod stores;
 mod whowhen;
