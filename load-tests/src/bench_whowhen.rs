@@ -1,14 +1,17 @@
 //! `audita trace whowhen-bench DIR`: Audita's static attributor scored on the Who&When
-//! benchmark's logs (`audita_traces::whowhen`) beside two floors (the first worker's
-//! reply, step 0) and, when `AUDITA_JUDGE_ENDPOINT` names an OpenAI-compatible
-//! endpoint, the three LLM-judge formats (`audita_baselines::judge`).
+//! benchmark's logs (`audita_traces::whowhen`) beside the label-free floors (the first
+//! worker's reply, step 0, the orchestrator's first hand-off on Magentic-One logs, the
+//! most frequent agent at its first reply, the last agent reply) and, when
+//! `AUDITA_JUDGE_ENDPOINT` names an OpenAI-compatible endpoint, the three LLM-judge
+//! formats (`audita_baselines::judge`).
 //!
 //! Each file counts in its subset (`Algorithm-Generated`, `Hand-Crafted`, or the
-//! format it is in when the directory holds the files directly), in its half
-//! (development or held out, by file name: `whowhen::is_development_in`; every
-//! Hand-Crafted file is held out whatever its shape) and in `all`; with several
-//! subsets, `pooled` rows join them. A judge call that fails counts as a miss, and
-//! the result says how many did.
+//! format it is in when the directory holds the files directly), in its half and in
+//! `all`; with several subsets, `pooled` rows join them. The half: an
+//! Algorithm-Generated file by its name (`whowhen::is_development_in`); a file of a
+//! `Hand-Crafted-dev/` directory is the Hand-Crafted development half, any other
+//! Hand-Crafted (Magentic-One) file is held out whatever its shape. A judge call that
+//! fails counts as a miss, and the result says how many did.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,8 +34,13 @@ struct WhoWhenFile {
     name: String,
 }
 
+/// The subset directories a bench directory may hold.
+const SUBSET_DIRS: [&str; 3] = ["Algorithm-Generated", "Hand-Crafted", "Hand-Crafted-dev"];
+
 /// The Who&When files under `dir`: `N.json` files directly, and those of the
-/// subset directories `Algorithm-Generated/` and `Hand-Crafted/` when present.
+/// subset directories `Algorithm-Generated/`, `Hand-Crafted/` and
+/// `Hand-Crafted-dev/` when present. Files directly in a directory named like one
+/// of those count in it.
 fn whowhen_files(dir: &Path) -> Result<Vec<WhoWhenFile>, String> {
     let numbered = |d: &Path| -> Result<Vec<(u64, String)>, String> {
         let mut v: Vec<(u64, String)> = std::fs::read_dir(d)
@@ -49,14 +57,18 @@ fn whowhen_files(dir: &Path) -> Result<Vec<WhoWhenFile>, String> {
         Ok(v)
     };
     let mut out = Vec::new();
+    let own = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| SUBSET_DIRS.into_iter().find(|s| *s == n));
     for (_, name) in numbered(dir)? {
         out.push(WhoWhenFile {
-            subset: None,
+            subset: own,
             path: dir.join(&name),
             name,
         });
     }
-    for sub in ["Algorithm-Generated", "Hand-Crafted"] {
+    for sub in SUBSET_DIRS {
         let d = dir.join(sub);
         if d.is_dir() {
             for (_, name) in numbered(&d)? {
@@ -70,24 +82,42 @@ fn whowhen_files(dir: &Path) -> Result<Vec<WhoWhenFile>, String> {
     }
     if out.is_empty() {
         return Err(format!(
-            "{}: no N.json files (directly or under Algorithm-Generated/ or Hand-Crafted/)",
+            "{}: no N.json files (directly or under Algorithm-Generated/, Hand-Crafted/ or Hand-Crafted-dev/)",
             dir.display()
         ));
     }
     Ok(out)
 }
 
-/// Scores the static attributor, the two floors and (with `AUDITA_JUDGE_ENDPOINT`)
-/// the three LLM-judge formats on every Who&When log under `dir`, reading each file
-/// with `read` (path, byte limit): one row per subset, method and split.
+/// Scores the static attributor, the floors and (with `AUDITA_JUDGE_ENDPOINT`) the
+/// three LLM-judge formats on every Who&When log under `dir`, reading each file with
+/// `read` (path, byte limit): one row per subset, method and split.
 pub fn run(dir: &Path, read: &ReadFile) -> Result<Value, String> {
     let files = whowhen_files(dir)?;
-    let methods: [(&str, Predictor); 3] = [
-        ("audita-static", |h| {
-            whowhen::attribute(h).map(|a| (a.agent, a.step))
-        }),
-        ("floor: first worker reply", whowhen::floor_first_worker),
-        ("floor: step 0", whowhen::floor_step_zero),
+    // (name, predictor, the only format it applies to)
+    let methods: [(&str, Predictor, Option<whowhen::LogFormat>); 6] = [
+        (
+            "audita-static",
+            |h| whowhen::attribute(h).map(|a| (a.agent, a.step)),
+            None,
+        ),
+        (
+            "floor: first worker reply",
+            whowhen::floor_first_worker,
+            None,
+        ),
+        ("floor: step 0", whowhen::floor_step_zero, None),
+        (
+            "floor: first hand-off",
+            whowhen::floor_first_handoff,
+            Some(whowhen::LogFormat::MagenticOne),
+        ),
+        (
+            "floor: most frequent agent",
+            whowhen::floor_most_frequent,
+            None,
+        ),
+        ("floor: last agent reply", whowhen::floor_last_reply, None),
     ];
     // (subset, method, split) → tally
     let mut tallies: BTreeMap<(&str, &str, &str), Tally> = BTreeMap::new();
@@ -120,14 +150,19 @@ pub fn run(dir: &Path, read: &ReadFile) -> Result<Value, String> {
             .label
             .clone()
             .ok_or_else(|| format!("{}: no mistake_agent/mistake_step label", path.display()))?;
-        let subset = dir_subset.unwrap_or(c.format.subset());
-        subsets.insert(subset);
-        // A file of the Hand-Crafted directory is held out whatever its shape.
-        let split_format = match dir_subset {
-            Some("Hand-Crafted") => whowhen::LogFormat::MagenticOne,
-            _ => c.format,
+        // The Hand-Crafted development directory is that subset's development half;
+        // any other file of a Hand-Crafted directory is held out whatever its shape.
+        let (subset, development) = match dir_subset {
+            Some("Hand-Crafted-dev") => ("Hand-Crafted", true),
+            Some("Hand-Crafted") => ("Hand-Crafted", false),
+            Some(s) => (*s, whowhen::is_development_in(c.format, name)),
+            None => (
+                c.format.subset(),
+                whowhen::is_development_in(c.format, name),
+            ),
         };
-        let half = if whowhen::is_development_in(split_format, name) {
+        subsets.insert(subset);
+        let half = if development {
             "development"
         } else {
             "held-out"
@@ -138,7 +173,10 @@ pub fn run(dir: &Path, read: &ReadFile) -> Result<Value, String> {
                 tallies.entry(("pooled", m, split)).or_default().add(hits);
             }
         };
-        for (m, f) in &methods {
+        for (m, f, only) in &methods {
+            if only.is_some_and(|format| format != c.format) {
+                continue;
+            }
             let p = f(&c.history);
             add(
                 m,
