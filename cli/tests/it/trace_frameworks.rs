@@ -488,4 +488,20 @@ fn pydantic_ai_graded_sealed_and_judged() {
         v["witness"], direct,
         "the sealed record re-derives every edge"
     );
+    // The memo's cases sealed: the conversation ids, the stores and reads and the
+    // history travel in the payloads, so the rewrite and the memory edge are found
+    // again on the sealed record, and the claim stays what the export supports.
+    for (name, claim) in [
+        ("compact_tail", "temporal"),
+        ("memory_exact", "causal"),
+        ("memory_paraphrase", "indeterminate"),
+    ] {
+        let c = cases.iter().find(|c| c.name == name).unwrap();
+        let work = r.dir.path().join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        let v = seal_and_judge(&work, c);
+        let (_, direct) = witness(c);
+        assert_eq!(v["witness"], direct, "{name}: sealed and exported agree");
+        assert_eq!(v["claim"], claim, "{name}");
+    }
 }
