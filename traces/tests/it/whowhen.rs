@@ -168,13 +168,14 @@ fn every_algorithm_generated_file_reads_as_that_format() {
     }
 }
 
-/// The development half of the Hand-Crafted (Magentic-One) subset, shared next to the
-/// repository (`../shared/whowhen/Hand-Crafted-dev`, 29 files of the benchmark, byte
-/// for byte). The other half is scored from outside and is never read here.
+/// The development half of the Hand-Crafted (Magentic-One) subset, vendored from
+/// `shared/whowhen/Hand-Crafted-dev` (29 files of the benchmark, byte for byte, MIT):
+/// `testdata/whowhen/Hand-Crafted-dev`. The other half is scored from outside and is
+/// never read here.
 fn hand_crafted_dev() -> String {
     concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/whowhen/Hand-Crafted-dev"
+        "/testdata/whowhen/Hand-Crafted-dev"
     )
     .to_string()
 }
@@ -186,7 +187,7 @@ fn hand_crafted_tally(
     let dir = hand_crafted_dev();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| {
-            panic!("{dir}: {e} (the shared Who&When data sits next to the repository)")
+            panic!("{dir}: {e}")
         })
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.ends_with(".json"))
