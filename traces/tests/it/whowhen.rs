@@ -186,9 +186,7 @@ fn hand_crafted_tally(
 ) -> Tally {
     let dir = hand_crafted_dev();
     let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| {
-            panic!("{dir}: {e}")
-        })
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.ends_with(".json"))
         .collect();
