@@ -485,7 +485,13 @@ impl Work<'_> {
             max_literals: opts.max_memory_bytes / LITERAL_BYTES,
             deadline: self.deadline,
         };
-        crate::optimise::list(self.model, self.actual, &limits).map_err(|h| match h {
+        let key = self.model.principal_index();
+        let keys = crate::optimise::Keys {
+            key: &key,
+            count: self.model.principals.len(),
+            weight: &[],
+        };
+        crate::optimise::list(self.model, self.actual, &keys, &limits).map_err(|h| match h {
             crate::optimise::Halt::Deadline => {
                 AttributeError::DeadlineExceeded("optimisation path")
             }

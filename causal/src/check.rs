@@ -110,7 +110,7 @@ pub fn check_cause(
         Halt::Memory => AttributeError::MemoryBound(opts.max_memory_bytes),
         Halt::Inconsistent => AttributeError::Internal("a solver model failed to replay"),
     };
-    let mut enc = Encoding::new(model, &actual, &flip, &limits).map_err(halt)?;
+    let mut enc = Encoding::new(model, &actual, &flip, &[], &limits).map_err(halt)?;
     let w = enc.witness_for(&flip, &hold).map_err(halt)?;
     let smaller = if hold.is_empty() {
         enc.smaller_cause(&flip).map_err(halt)?
@@ -127,7 +127,7 @@ pub fn check_cause(
             let sub: Vec<u32> = (0..n).filter(|i| m >> i & 1 == 1).map(|i| xs[i]).collect();
             let (f, h): (Vec<u32>, Vec<u32>) =
                 sub.iter().partition(|v| flip.binary_search(v).is_ok());
-            if enc.witness_for(&f, &h).map_err(halt)?.is_some() {
+            if enc.ac2(&f, &h).map_err(halt)? {
                 found = Some(sub);
                 break;
             }

@@ -17,14 +17,22 @@
 //!   nonempty `X' ⊊ X` with some `W'` falsifying the outcome (selectors outside `X`
 //!   assumed off, "not all of `X`" activated). If one exists, `X` is shrunk to a minimal
 //!   cause `M` by repeating the call, and every strict superset of `M` is blocked.
-//! - **Order.** `k` rises from 1; the solver returns a cheapest unblocked `(X, W)`. When
-//!   `X` is minimal it is the next cause in order of cost (a cheaper unblocked minimal
-//!   cause would contradict optimality; blocking only removes non-minimal sets), its `W`
-//!   is a smallest witness, and it is blocked with all its supersets. So the first cause
-//!   listed that holds a variable of `p` gives `ρ_p` exactly.
+//! - **Order.** A core-guided search ([`Oll`], the OLL algorithm of Andres et al. 2012
+//!   as implemented in RC2) returns a cheapest unblocked `(X, W)`: each unsatisfiable
+//!   core of the assumptions "no selector on" raises a proven lower bound and is relaxed
+//!   by a totalizer over the core, so a cost of `n` proven by `n` disjoint reasons costs
+//!   `n` cheap calls, not `n` cardinality refutations (the linear search `cost ≤ k` it
+//!   replaces needed minutes on a preemption chain of 50). The state stays valid while
+//!   clauses are only added and the assumed context only strengthens. When `X` is
+//!   minimal it is the next cause in order of cost (a cheaper unblocked minimal cause
+//!   would contradict optimality; blocking only removes non-minimal sets), its `W` is a
+//!   smallest witness, and it is blocked with all its supersets. So the first cause
+//!   listed that holds a variable of `p` gives `ρ_p` exactly. The cost of every answer
+//!   is recomputed from the solver's model and must equal the proven bound.
 //! - **Causes on demand.** At most `max_causes` causes are listed in order of cost; then
-//!   the search is restricted to causes holding a variable of a principal not yet
-//!   resolved, which resolves each remaining principal exactly. The list is complete iff
+//!   the search is restricted to causes holding a variable of a key (a principal, or
+//!   any label the caller gives variables) not yet resolved, which resolves each
+//!   remaining key exactly. The list is complete iff
 //!   the solver proves no unblocked AC2 set remains.
 //! - **Bounds.** Solver work is counted in termination polls (deterministic for a given
 //!   input); the caller's [`Deadline`] is polled at the same points; the encoding's
@@ -218,12 +226,6 @@ fn has_complement(sorted: &[i32]) -> bool {
         .any(|&v| v < 0 && sorted.binary_search(&-v).is_ok())
 }
 
-/// Totalizer outputs (`out[j]` means "at least j+1 selectors are on"), built up to a cap.
-struct Totalizer {
-    cap: usize,
-    out: Vec<i32>,
-}
-
 fn totalize(sat: &mut Sat<'_>, lits: &[i32], cap: usize) -> Result<Vec<i32>, Halt> {
     if lits.len() == 1 {
         return Ok(vec![lits[0]]);
@@ -253,6 +255,150 @@ fn totalize(sat: &mut Sat<'_>, lits: &[i32], cap: usize) -> Result<Vec<i32>, Hal
     Ok(r)
 }
 
+/// One relaxed core of the core-guided search: a totalizer over its literals, built up
+/// to `out.len()` outputs (`out[j]`: at least `j + 1` of `inputs` are true).
+struct Sum {
+    inputs: Vec<i32>,
+    out: Vec<i32>,
+}
+
+impl Sum {
+    /// Output `j` (at least `j + 1` inputs true), extending the totalizer if needed.
+    /// Outputs of different extensions are each implied by the count of the inputs,
+    /// which is all the search relies on.
+    fn output(&mut self, sat: &mut Sat<'_>, j: usize) -> Result<i32, Halt> {
+        if j >= self.out.len() {
+            let cap = (self.out.len() * 2)
+                .max(j + 1)
+                .max(4)
+                .min(self.inputs.len());
+            let fresh = totalize(sat, &self.inputs, cap)?;
+            self.out.extend_from_slice(&fresh[self.out.len()..]);
+        }
+        Ok(self.out[j])
+    }
+}
+
+/// Core-guided minimisation of `Σ weight · [lit]` over a solver's models (OLL, as in
+/// RC2): the assumptions say every soft literal is false; an unsatisfiable core raises
+/// the lower bound by its least weight and is relaxed by a totalizer whose next output
+/// becomes a soft literal of that weight. Satisfiable under all soft assumptions means
+/// the model's cost equals the bound, which is then the optimum.
+///
+/// Valid while clauses are only added and every `context` passed to
+/// [`Oll::minimize`] implies the earlier ones (cores stay cores of the stronger
+/// formula).
+struct Oll {
+    /// Soft literals (cost when true) with their remaining weights.
+    softs: Vec<(i32, u64)>,
+    /// The soft index of a literal.
+    index: std::collections::BTreeMap<i32, usize>,
+    /// For a soft literal that is output `j` of a sum: (sum, j).
+    sum_of: std::collections::BTreeMap<i32, (usize, usize)>,
+    sums: Vec<Sum>,
+    /// Proven lower bound of the cost.
+    lb: u64,
+}
+
+impl Oll {
+    fn new(softs: &[(i32, u64)]) -> Oll {
+        let mut oll = Oll {
+            softs: Vec::with_capacity(softs.len()),
+            index: Default::default(),
+            sum_of: Default::default(),
+            sums: Vec::new(),
+            lb: 0,
+        };
+        for &(l, w) in softs {
+            oll.add_soft(l, w);
+        }
+        oll
+    }
+
+    fn add_soft(&mut self, l: i32, w: u64) {
+        if w == 0 {
+            return;
+        }
+        match self.index.get(&l) {
+            Some(&i) => self.softs[i].1 += w,
+            None => {
+                self.index.insert(l, self.softs.len());
+                self.softs.push((l, w));
+            }
+        }
+    }
+
+    fn assumptions(&self, context: &[i32]) -> Vec<i32> {
+        let mut a = context.to_vec();
+        a.extend(self.softs.iter().filter(|s| s.1 > 0).map(|s| -s.0));
+        a
+    }
+
+    /// A cheapest model under `context`: `Some(cost)` with the solver holding the model,
+    /// or `None` when `context` has no model at all.
+    fn minimize(&mut self, sat: &mut Sat<'_>, context: &[i32]) -> Result<Option<u64>, Halt> {
+        loop {
+            let assume = self.assumptions(context);
+            if sat.solve(&assume)? {
+                return Ok(Some(self.lb));
+            }
+            let mut core: Vec<usize> = (0..self.softs.len())
+                .filter(|&i| self.softs[i].1 > 0 && sat.s.failed(-self.softs[i].0))
+                .collect();
+            if core.is_empty() {
+                return Ok(None);
+            }
+            // Trim: re-solve under the core alone while that shrinks it.
+            for _ in 0..3 {
+                if core.len() <= 2 {
+                    break;
+                }
+                let mut a = context.to_vec();
+                a.extend(core.iter().map(|&i| -self.softs[i].0));
+                if sat.solve(&a)? {
+                    break;
+                }
+                let smaller: Vec<usize> = core
+                    .iter()
+                    .copied()
+                    .filter(|&i| sat.s.failed(-self.softs[i].0))
+                    .collect();
+                if smaller.is_empty() || smaller.len() >= core.len() {
+                    break;
+                }
+                core = smaller;
+            }
+            let wmin = core.iter().map(|&i| self.softs[i].1).min().unwrap_or(1);
+            self.lb += wmin;
+            let mut next = Vec::new();
+            for &i in &core {
+                self.softs[i].1 -= wmin;
+                if let Some(&(t, j)) = self.sum_of.get(&self.softs[i].0) {
+                    if j + 1 < self.sums[t].inputs.len() {
+                        next.push((t, j + 1));
+                    }
+                }
+            }
+            for (t, j) in next {
+                let o = self.sums[t].output(sat, j)?;
+                self.sum_of.insert(o, (t, j));
+                self.add_soft(o, wmin);
+            }
+            if core.len() > 1 {
+                let inputs: Vec<i32> = core.iter().map(|&i| self.softs[i].0).collect();
+                let t = self.sums.len();
+                self.sums.push(Sum {
+                    inputs,
+                    out: Vec::new(),
+                });
+                let o = self.sums[t].output(sat, 1)?;
+                self.sum_of.insert(o, (t, 1));
+                self.add_soft(o, wmin);
+            }
+        }
+    }
+}
+
 /// The counterfactual encoding of one model at one actual world.
 pub(crate) struct Encoding<'m, 'd> {
     model: &'m Model,
@@ -266,8 +412,12 @@ pub(crate) struct Encoding<'m, 'd> {
     cands: Vec<u32>,
     /// Variables with a `w` selector, in index order.
     freezable: Vec<u32>,
-    cost: Vec<i32>,
-    tot: Option<Totalizer>,
+    /// The cost as soft literals: `x_v` with the weight of `v`, `w_v` with weight 1.
+    cost: Vec<(i32, u64)>,
+    /// The cost of flipping each variable.
+    weight: Vec<u64>,
+    /// The core-guided search over `cost` (created on first use).
+    oll: Option<Oll>,
     /// The outcome holds under every intervention (no cause can exist).
     hopeless: bool,
 }
@@ -275,10 +425,12 @@ pub(crate) struct Encoding<'m, 'd> {
 impl<'m, 'd> Encoding<'m, 'd> {
     /// Encodes `model` at `actual` (values of every variable). Relevant candidates are
     /// selectable, and so is every variable of `extra` (for checking a given set).
+    /// Flipping `v` costs `weights[v]` (1 when `weights` is empty or says 0).
     pub(crate) fn new(
         model: &'m Model,
         actual: &'m [bool],
         extra: &[u32],
+        weights: &[u64],
         limits: &Limits<'d>,
     ) -> Result<Self, Halt> {
         let n = model.vars.len();
@@ -348,10 +500,13 @@ impl<'m, 'd> Encoding<'m, 'd> {
                 sat.clause(&[-x[v as usize], -w[v as usize]])?;
             }
         }
-        let cost: Vec<i32> = cands
+        let weight: Vec<u64> = (0..n)
+            .map(|v| weights.get(v).copied().unwrap_or(1).max(1))
+            .collect();
+        let cost: Vec<(i32, u64)> = cands
             .iter()
-            .map(|&v| x[v as usize])
-            .chain(freezable.iter().map(|&v| w[v as usize]))
+            .map(|&v| (x[v as usize], weight[v as usize]))
+            .chain(freezable.iter().map(|&v| (w[v as usize], 1)))
             .collect();
         Ok(Encoding {
             model,
@@ -362,29 +517,23 @@ impl<'m, 'd> Encoding<'m, 'd> {
             cands,
             freezable,
             cost,
-            tot: None,
+            weight,
+            oll: None,
             hopeless,
         })
     }
 
-    /// Assumptions bounding the cost by `k` (none when `k` bounds nothing).
-    fn at_most(&mut self, k: usize) -> Result<Vec<i32>, Halt> {
-        if k >= self.cost.len() {
-            return Ok(Vec::new());
-        }
-        let need = k + 1;
-        if self.tot.as_ref().is_none_or(|t| t.cap < need) {
-            let cap = self
-                .tot
-                .as_ref()
-                .map_or(need.max(4), |t| (t.cap * 2).max(need))
-                .min(self.cost.len());
-            let lits = self.cost.clone();
-            let out = totalize(&mut self.sat, &lits, cap)?;
-            self.tot = Some(Totalizer { cap, out });
-        }
-        let t = self.tot.as_ref().map(|t| t.out[k]).unwrap_or(0);
-        Ok(vec![-t])
+    /// A cheapest `(X, W)` under `context` (assumption literals that only ever
+    /// strengthen between calls): its cost, with the solver holding the model.
+    fn cheapest(&mut self, context: &[i32]) -> Result<Option<u64>, Halt> {
+        let oll = self.oll.get_or_insert_with(|| Oll::new(&self.cost));
+        oll.minimize(&mut self.sat, context)
+    }
+
+    /// The cost of `(xs, ws)` under the encoding's weights.
+    fn cost_of(&self, xs: &[u32], ws: &[u32]) -> u64 {
+        let wx: u64 = xs.iter().map(|&v| self.weight[v as usize]).sum();
+        wx + ws.len() as u64
     }
 
     fn model_x(&self) -> Vec<u32> {
@@ -490,23 +639,45 @@ impl<'m, 'd> Encoding<'m, 'd> {
         if !self.sat.solve(&fix)? {
             return Ok(None);
         }
-        for k in flip.len() + held.len()..=self.cost.len() {
-            let mut assume = fix.clone();
-            assume.extend(self.at_most(k)?);
-            if self.sat.solve(&assume)? {
-                let mut ws = self.model_w(flip);
-                let mut frozen = ws.clone();
-                frozen.extend_from_slice(&held);
-                frozen.sort_unstable();
-                frozen.dedup();
-                if !self.falsifies(flip, &frozen) {
-                    return Err(Halt::Inconsistent);
-                }
-                ws.retain(|w| held.binary_search(w).is_err());
-                return Ok(Some(ws));
-            }
+        held.sort_unstable();
+        let softs: Vec<(i32, u64)> = self
+            .freezable
+            .iter()
+            .filter(|v| held.binary_search(v).is_err() && flip.binary_search(v).is_err())
+            .map(|&v| (self.w[v as usize], 1))
+            .collect();
+        let mut oll = Oll::new(&softs);
+        let Some(cost) = oll.minimize(&mut self.sat, &fix)? else {
+            return Ok(None);
+        };
+        let mut ws = self.model_w(flip);
+        let mut frozen = ws.clone();
+        frozen.extend_from_slice(&held);
+        frozen.sort_unstable();
+        frozen.dedup();
+        if !self.falsifies(flip, &frozen) {
+            return Err(Halt::Inconsistent);
         }
-        Ok(None)
+        ws.retain(|w| held.binary_search(w).is_err());
+        if ws.len() as u64 != cost {
+            return Err(Halt::Inconsistent);
+        }
+        Ok(Some(ws))
+    }
+
+    /// Whether flipping exactly `flip` (all selectable) with `hold` frozen satisfies AC2
+    /// with some witness.
+    pub(crate) fn ac2(&mut self, flip: &[u32], hold: &[u32]) -> Result<bool, Halt> {
+        if self.hopeless || flip.iter().any(|&v| self.x[v as usize] == 0) {
+            return Ok(false);
+        }
+        let mut fix: Vec<i32> = Vec::with_capacity(self.cands.len() + hold.len());
+        for &u in &self.cands {
+            let on = flip.binary_search(&u).is_ok();
+            fix.push(if on { 1 } else { -1 } * self.x[u as usize]);
+        }
+        fix.extend(hold.iter().map(|&h| self.w[h as usize]).filter(|&w| w != 0));
+        self.sat.solve(&fix)
     }
 
     /// A minimal cause strictly inside `xs` (AC3 fails) or `None` (no strict subset
@@ -554,31 +725,46 @@ pub(crate) struct Listing {
     pub complete: bool,
 }
 
+/// What a listing resolves, and what flipping costs.
+pub(crate) struct Keys<'a> {
+    /// Per variable: the key whose best cause it resolves (a principal, or any label).
+    pub key: &'a [Option<usize>],
+    /// Number of keys.
+    pub count: usize,
+    /// Per variable: the cost of flipping it (empty: 1 each).
+    pub weight: &'a [u64],
+}
+
 /// Lists minimal causes of `model` (outcome actually true) in order of cost, at most
-/// `limits.max_causes` of them plus, for each principal not yet holding a listed cause,
-/// its cheapest one.
-pub(crate) fn list(model: &Model, actual: &[bool], limits: &Limits<'_>) -> Result<Listing, Halt> {
-    let mut enc = Encoding::new(model, actual, &[], limits)?;
+/// `limits.max_causes` of them plus, for each key not yet holding a listed cause, its
+/// cheapest one.
+pub(crate) fn list(
+    model: &Model,
+    actual: &[bool],
+    keys: &Keys<'_>,
+    limits: &Limits<'_>,
+) -> Result<Listing, Halt> {
+    let mut enc = Encoding::new(model, actual, &[], keys.weight, limits)?;
     if enc.hopeless || enc.cands.is_empty() {
         return Ok(Listing {
             causes: Vec::new(),
             complete: true,
         });
     }
-    let principal_of = model.principal_index();
-    let np = model.principals.len();
-    // Principals owning a selectable candidate; the others have ρ = 0 outright.
-    let mut open = vec![false; np];
+    let key_of = |v: u32| keys.key.get(v as usize).copied().flatten();
+    // Keys owning a selectable candidate; the others have no cause outright.
+    let mut open = vec![false; keys.count];
     for &v in &enc.cands {
-        if let Some(p) = principal_of[v as usize] {
+        if let Some(p) = key_of(v) {
             open[p] = true;
         }
     }
     let mut out: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
-    let mut k = 1usize;
-    // Restriction to causes of the still-open principals: (activation, open set).
-    let mut restrict: Option<(i32, Vec<bool>)> = None;
-    let mut pending: Option<(Vec<u32>, Vec<u32>)> = None;
+    // Restrictions to causes of the still-open keys: each activation implies the earlier
+    // ones (the open set only shrinks), so all stay assumed and the core-guided search
+    // keeps its bounds.
+    let mut context: Vec<i32> = Vec::new();
+    let mut restricted_to: Option<Vec<bool>> = None;
     let complete;
     loop {
         if out.len() >= limits.max_causes {
@@ -586,48 +772,29 @@ pub(crate) fn list(model: &Model, actual: &[bool], limits: &Limits<'_>) -> Resul
                 complete = !enc.sat.solve(&[])?;
                 break;
             }
-            if restrict.as_ref().is_none_or(|(_, set)| *set != open) {
-                if let Some((act, _)) = restrict.take() {
-                    enc.sat.clause(&[-act])?;
-                }
+            if restricted_to.as_ref() != Some(&open) {
                 let act = enc.sat.var();
                 let mut c = vec![-act];
                 for &v in &enc.cands {
-                    if principal_of[v as usize].is_some_and(|p| open[p]) {
+                    if key_of(v).is_some_and(|p| open[p]) {
                         c.push(enc.x[v as usize]);
                     }
                 }
                 enc.sat.clause(&c)?;
-                restrict = Some((act, open.clone()));
-                pending = None;
+                context.push(act);
+                restricted_to = Some(open.clone());
             }
         }
-        let base: Vec<i32> = restrict.iter().map(|(a, _)| *a).collect();
-        let (xs, ws) = match pending.take() {
-            Some(p) => p,
-            None => {
-                let mut assume = base.clone();
-                assume.extend(enc.at_most(k)?);
-                if enc.sat.solve(&assume)? {
-                    let xs = enc.model_x();
-                    let ws = enc.model_w(&xs);
-                    (xs, ws)
-                } else {
-                    // Nothing at cost ≤ k: is there anything at all?
-                    if !enc.sat.solve(&base)? {
-                        complete = restrict.is_none() || !enc.sat.solve(&[])?;
-                        break;
-                    }
-                    let xs = enc.model_x();
-                    let ws = enc.model_w(&xs);
-                    k += 1;
-                    if xs.len() + ws.len() == k {
-                        pending = Some((xs, ws));
-                    }
-                    continue;
-                }
-            }
+        let Some(cost) = enc.cheapest(&context)? else {
+            complete = context.is_empty() || !enc.sat.solve(&[])?;
+            break;
         };
+        let xs = enc.model_x();
+        let ws = enc.model_w(&xs);
+        if enc.cost_of(&xs, &ws) != cost {
+            // The search's bound and its model disagree: never report it.
+            return Err(Halt::Inconsistent);
+        }
         match enc.smaller(&xs)? {
             None => {
                 if !enc.falsifies(&xs, &ws) {
@@ -636,7 +803,7 @@ pub(crate) fn list(model: &Model, actual: &[bool], limits: &Limits<'_>) -> Resul
                 }
                 enc.block_supersets(&xs)?;
                 for &v in &xs {
-                    if let Some(p) = principal_of[v as usize] {
+                    if let Some(p) = key_of(v) {
                         open[p] = false;
                     }
                 }
