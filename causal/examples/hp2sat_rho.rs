@@ -35,6 +35,7 @@ fn main() {
         Ok("opt") => Path::Optimisation,
         Ok("general") => Path::General,
         Ok("monotone") => Path::Monotone,
+        Ok("modular") => Path::Modular,
         _ => Path::Auto,
     };
     for (_, n) in names {
@@ -58,6 +59,33 @@ fn main() {
             &dl,
         );
         let t = start.elapsed();
+        if std::env::var_os("AUDITA_COMPARE").is_some() {
+            let o = attribute_until(
+                &m,
+                &[],
+                &AttributeOptions {
+                    path: Path::Optimisation,
+                    ..Default::default()
+                },
+                &|| false,
+            );
+            let g = attribute_until(
+                &m,
+                &[],
+                &AttributeOptions {
+                    path: Path::Modular,
+                    ..Default::default()
+                },
+                &|| false,
+            );
+            match (o, g) {
+                (Ok(o), Ok(g)) => println!(
+                    "{n}: optimisation and modular agree: {}",
+                    o.responsibility == g.responsibility
+                ),
+                (o, g) => println!("{n}: {:?} {:?}", o.err(), g.err()),
+            }
+        }
         match r {
             Ok(a) => {
                 let nz = a.responsibility.values().filter(|&&r| r > 0.0).count();

@@ -7,10 +7,13 @@
 //!   `W`, its grade `1/(|X|+|W|)`, and `ρ_p` = the maximum grade over the causes holding
 //!   a variable of principal `p` (0.0 if none) for every non-null principal. Monotone
 //!   models take the minimal-cut-set fast path ([`monotone`]); others the exact search
-//!   ([`general`]) while it is cheap, then the optimisation path (minimal causes in order
-//!   of grade on the CaDiCaL SAT solver, [`optimise`]), which computes ρ per principal
-//!   exactly without enumerating every cause. Past [`AttributeOptions::max_causes`] the
-//!   list of causes is shortened (`causes_complete: false`), never ρ.
+//!   ([`general`]) while it is cheap, then the modular path (one local model per module
+//!   of the model, each solved exactly, composed along the module tree) or, for a model
+//!   without modules, the optimisation path (minimal causes in order of grade on the
+//!   CaDiCaL SAT solver with a core-guided cost search, [`optimise`]); both compute ρ
+//!   per principal exactly without enumerating every cause. Past
+//!   [`AttributeOptions::max_causes`] the list of causes is shortened
+//!   (`causes_complete: false`), never ρ.
 //! - **Bounded.** Every query has a caller-supplied [`Deadline`] (the library has no
 //!   clock), deterministic work budgets and a memory bound; hitting one is an
 //!   [`AttributeError`] naming the bound and how to raise it, never an approximation.
@@ -48,6 +51,7 @@ mod family;
 pub mod general;
 mod json;
 pub mod model;
+mod modular;
 pub mod monotone;
 pub mod optimise;
 

@@ -17,7 +17,7 @@
 //!   nonempty `X' ⊊ X` with some `W'` falsifying the outcome (selectors outside `X`
 //!   assumed off, "not all of `X`" activated). If one exists, `X` is shrunk to a minimal
 //!   cause `M` by repeating the call, and every strict superset of `M` is blocked.
-//! - **Order.** A core-guided search ([`Oll`], the OLL algorithm of Andres et al. 2012
+//! - **Order.** A core-guided search (`Oll`, the OLL algorithm of Andres et al. 2012
 //!   as implemented in RC2) returns a cheapest unblocked `(X, W)`: each unsatisfiable
 //!   core of the assumptions "no selector on" raises a proven lower bound and is relaxed
 //!   by a totalizer over the core, so a cost of `n` proven by `n` disjoint reasons costs
@@ -530,6 +530,11 @@ impl<'m, 'd> Encoding<'m, 'd> {
         oll.minimize(&mut self.sat, context)
     }
 
+    /// Solver steps used so far.
+    fn steps(&mut self) -> u64 {
+        self.sat.s.get_callbacks().map_or(0, |p| p.steps)
+    }
+
     /// The cost of `(xs, ws)` under the encoding's weights.
     fn cost_of(&self, xs: &[u32], ws: &[u32]) -> u64 {
         let wx: u64 = xs.iter().map(|&v| self.weight[v as usize]).sum();
@@ -695,34 +700,67 @@ impl<'m, 'd> Encoding<'m, 'd> {
 
 /// Whether flipping `xs` with `ws` frozen at actual values falsifies the outcome.
 pub(crate) fn falsifies(model: &Model, actual: &[bool], xs: &[u32], ws: &[u32]) -> bool {
+    all_falsify(model, actual, &[(xs.to_vec(), ws.to_vec())])
+}
+
+/// Whether every `(X, W)` of `sets` falsifies the outcome (flip `X`, freeze `W` at
+/// actual values), 64 of them per evaluation of the model.
+pub(crate) fn all_falsify(model: &Model, actual: &[bool], sets: &[(Vec<u32>, Vec<u32>)]) -> bool {
     let n = model.vars.len();
-    let mut mask = vec![0u64; n];
-    let mut val = vec![0u64; n];
-    for &x in xs {
-        mask[x as usize] = !0;
-        val[x as usize] = if actual[x as usize] { 0 } else { !0 };
-    }
-    for &w in ws {
-        mask[w as usize] = !0;
-        val[w as usize] = if actual[w as usize] { !0 } else { 0 };
-    }
     let exo: Vec<bool> = model
         .vars
         .iter()
         .enumerate()
         .map(|(i, v)| v.value.map(|_| actual[i]).unwrap_or(false))
         .collect();
+    let mut mask = vec![0u64; n];
+    let mut val = vec![0u64; n];
     let mut vals = vec![0u64; n];
     let mut stack = Vec::new();
-    model.eval_into(&exo, &mask, &val, &mut vals, &mut stack) & 1 == 0
+    for batch in sets.chunks(64) {
+        mask.iter_mut().for_each(|m| *m = 0);
+        for (lane, (xs, ws)) in batch.iter().enumerate() {
+            let bit = 1u64 << lane;
+            for &x in xs {
+                mask[x as usize] |= bit;
+                if !actual[x as usize] {
+                    val[x as usize] |= bit;
+                } else {
+                    val[x as usize] &= !bit;
+                }
+            }
+            for &w in ws {
+                mask[w as usize] |= bit;
+                if actual[w as usize] {
+                    val[w as usize] |= bit;
+                } else {
+                    val[w as usize] &= !bit;
+                }
+            }
+        }
+        let y = model.eval_into(&exo, &mask, &val, &mut vals, &mut stack);
+        let used = if batch.len() == 64 {
+            !0u64
+        } else {
+            (1u64 << batch.len()) - 1
+        };
+        if y & used != 0 {
+            return false;
+        }
+    }
+    true
 }
 
 /// The causes listed by the optimisation path.
 pub(crate) struct Listing {
     /// Minimal causes with one smallest witness each, in order of cost.
     pub causes: Vec<(Vec<u32>, Vec<u32>)>,
+    /// The cost of each cause (`Σ weight(X) + |W|`).
+    pub costs: Vec<u64>,
     /// Whether every minimal cause is listed.
     pub complete: bool,
+    /// Solver steps used.
+    pub steps: u64,
 }
 
 /// What a listing resolves, and what flipping costs.
@@ -748,7 +786,9 @@ pub(crate) fn list(
     if enc.hopeless || enc.cands.is_empty() {
         return Ok(Listing {
             causes: Vec::new(),
+            costs: Vec::new(),
             complete: true,
+            steps: enc.steps(),
         });
     }
     let key_of = |v: u32| keys.key.get(v as usize).copied().flatten();
@@ -760,6 +800,7 @@ pub(crate) fn list(
         }
     }
     let mut out: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    let mut costs: Vec<u64> = Vec::new();
     // Restrictions to causes of the still-open keys: each activation implies the earlier
     // ones (the open set only shrinks), so all stay assumed and the core-guided search
     // keeps its bounds.
@@ -808,6 +849,7 @@ pub(crate) fn list(
                     }
                 }
                 out.push((xs, ws));
+                costs.push(cost);
             }
             Some(s) => {
                 let m = enc.shrink(s)?;
@@ -817,6 +859,8 @@ pub(crate) fn list(
     }
     Ok(Listing {
         causes: out,
+        costs,
         complete,
+        steps: enc.steps(),
     })
 }

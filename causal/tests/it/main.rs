@@ -5,6 +5,7 @@ mod certify;
 mod common;
 mod golden;
 mod hp2sat;
+mod modular;
 mod optimise;
 mod oracle_crosscheck;
 mod properties;
