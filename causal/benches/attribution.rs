@@ -16,8 +16,10 @@
 //!   through the automatic choice, the optimisation path and the general path (cut off
 //!   at 10 s), next to brute force where it finishes; all ρ profiles must agree.
 //! - `hp2sat`: the HP2SAT benchmark models and queries (`benchmarks/hp2sat/`, translated
-//!   by `translate.py`): ρ for every principal of every model, and every cause check of
-//!   HP2SAT's suite, each timed.
+//!   by `translate.py`): ρ for every principal of every model, cross-checked (brute
+//!   force, the whole-model solver, the closed form of the trees, `check_cause` on a
+//!   sample of principals), and every cause check of HP2SAT's suite, each timed.
+//!   `AUDITA_BENCH_ONLY=hp2sat` runs only these tables.
 //!
 //! Every query of the same run is also answered by the independent brute-force oracle
 //! where that is feasible (≤ 14 variables), and the two ρ profiles must agree.
@@ -663,6 +665,161 @@ fn optimisation_table(quick: bool) -> String {
     t
 }
 
+/// ρ for all principals of each HP2SAT model before issue 49 (the table of BENCHMARKS.md
+/// at that time: monotone cut sets, general search, else the optimisation path with a
+/// linear search over the cost bound).
+const HP2SAT_BEFORE: &[(&str, &str)] = &[
+    ("assassin_first", "12.5 µs"),
+    ("forest_fire_conjunctive", "3.2 µs"),
+    ("forest_fire_disjunctive", "2.6 µs"),
+    ("assassin_second", "6.8 µs"),
+    ("binary_tree_1", "1.9 µs"),
+    ("dummy_xnor", "2.7 µs"),
+    ("dummy_xor", "0.8 µs"),
+    ("billy_suzy", "6.7 µs"),
+    ("prisoners", "2.9 µs"),
+    ("railroad", "1.2 µs"),
+    ("billy_suzy_extended", "1.4 µs"),
+    ("dummy", "21.7 µs"),
+    ("binary_tree_2", "6.1 µs"),
+    ("dummy2", "16.3 µs"),
+    ("binary_tree_3", "17.9 µs"),
+    ("benchmark_model", "87.6 µs"),
+    ("binary_tree_4", "257.9 µs"),
+    ("steal_master_key", "18.11 ms"),
+    ("leakage", "10.48 ms"),
+    ("leakage_preemption", "12.28 ms"),
+    ("binary_tree_5", "495.68 ms"),
+    ("steal_master_key_8", "4.43 s"),
+    ("binary_tree_6", "168.69 ms"),
+    ("binary_tree_7", "1.26 s"),
+    ("steal_master_key_20", "> 10 s (> 120 s)"),
+    ("binary_tree_8", "> 10 s (10.6 s)"),
+    ("steal_master_key_50", "> 10 s"),
+    ("binary_tree_9", "> 10 s (> 85 s)"),
+    ("binary_tree_10", "> 10 s"),
+    ("binary_tree_11", "> 10 s"),
+    ("dummy_combined_with_binary_tree", "> 10 s"),
+];
+
+/// Cross-checks one model's ρ for all: brute force (uncontracted) where it runs, the
+/// optimisation path on the whole model (no decomposition) where it answers within
+/// 10 s, the closed forms (ρ = 1/(depth+1) on the binary trees, 1/(depth+5) on the tree
+/// under the dummy model), and `check_cause` on the
+/// listed best cause of a sample of principals (a principal with ρ = 0: none of its
+/// variables is a cause alone). Panics on any disagreement; returns the median time of
+/// one check and what was checked.
+fn hp2sat_cross_check(
+    name: &str,
+    m: &Model,
+    a: &Attribution,
+    quick: bool,
+) -> (Option<f64>, String) {
+    let mut against = Vec::new();
+    if m.len() <= BRUTE_MAX_VARS {
+        let om = OracleModel::from_json(&to_json(m)).expect("oracle reads the model");
+        let rep = brute::attribute(&om).expect("brute");
+        let plain = attribute_with(
+            m,
+            &[],
+            &AttributeOptions {
+                contract: false,
+                ..AttributeOptions::default()
+            },
+        )
+        .expect("plain");
+        assert_eq!(
+            plain.responsibility, rep.responsibility,
+            "{name}: brute force"
+        );
+        against.push("oracle".to_string());
+    }
+    let start = Instant::now();
+    let limit = Duration::from_secs(10);
+    let dl = move || start.elapsed() >= limit;
+    let solver = AttributeOptions {
+        path: Path::Optimisation,
+        ..AttributeOptions::default()
+    };
+    if let Ok(whole) = attribute_until(m, &[], &solver, &dl) {
+        assert_eq!(
+            whole.responsibility, a.responsibility,
+            "{name}: whole-model solver"
+        );
+        against.push("whole-model solver".to_string());
+    }
+    if let Some(depth) = name.strip_prefix("binary_tree_") {
+        let _: u32 = depth.parse().expect("tree depth");
+        for (p, &rho) in &a.responsibility {
+            let i: u64 = p.trim_start_matches('n').parse().expect("node");
+            let d = 63 - (i + 1).leading_zeros() as u64;
+            assert_eq!(rho, 1.0 / (d + 1) as f64, "{name}: {p}");
+        }
+        against.push("closed form".to_string());
+    }
+    if name == "dummy_combined_with_binary_tree" {
+        // Tree nodes at depth d: 1/(d + 1 + |{B, E, G, H}|); see the closed form in
+        // causal/tests/it/hp2sat.rs.
+        for (p, &rho) in &a.responsibility {
+            let want = match p.as_str() {
+                "F" => 1.0,
+                "C" | "D" => 0.25,
+                "A" => 0.2,
+                "B" | "E" | "G" | "H" => 0.0,
+                node => {
+                    let i: u64 = node.trim_start_matches('n').parse().expect("node");
+                    1.0 / (63 - (i + 1).leading_zeros() as u64 + 5) as f64
+                }
+            };
+            assert_eq!(rho, want, "{name}: {p}");
+        }
+        against.push("closed form".to_string());
+    }
+    let actual = m.evaluate(&[]);
+    let principals = m.principals();
+    let sample = if quick { 8 } else { 32 };
+    let step = (principals.len() / sample).max(1);
+    let opts = AttributeOptions::default();
+    let mut times = Vec::new();
+    let mut checks = 0;
+    for p in principals.iter().step_by(step) {
+        let rho = a.responsibility_of(p);
+        let sets: Vec<Vec<(audita_causal::VarId, bool)>> = match a.best_cause_of(p) {
+            Some(c) => vec![c
+                .vars
+                .iter()
+                .map(|v| {
+                    let id = m.var(v).expect("cause var");
+                    (id, actual[id.index()])
+                })
+                .collect()],
+            None => m
+                .variables()
+                .filter(|v| v.principal.as_deref() == Some(p.as_str()))
+                .map(|v| {
+                    let id = m.var(&v.name).expect("var");
+                    vec![(id, actual[id.index()])]
+                })
+                .collect(),
+        };
+        for x in sets {
+            let t = Instant::now();
+            let chk = check_cause(m, &x, None, &opts, &NoDeadline).expect("check");
+            times.push(t.elapsed().as_secs_f64());
+            checks += 1;
+            if rho > 0.0 {
+                assert!(chk.is_cause, "{name}: best cause of {p}: {chk:?}");
+                assert_eq!(chk.grade, Some(rho), "{name}: {p}");
+            } else {
+                assert!(!chk.is_cause, "{name}: {p} has ρ = 0: {chk:?}");
+            }
+        }
+    }
+    against.push(format!("{checks} checks"));
+    let check = (!times.is_empty()).then(|| stats(&times).0);
+    (check, against.join(", "))
+}
+
 /// HP2SAT's benchmark models and queries.
 fn hp2sat_tables(quick: bool) -> String {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/hp2sat");
@@ -686,9 +843,12 @@ fn hp2sat_tables(quick: bool) -> String {
         (text.len(), n.clone())
     });
     let mut t = String::new();
-    let _ = writeln!(t, "ρ for every principal (one principal per endogenous variable; context: every exogenous variable true):\n");
-    let _ = writeln!(t, "| model | variables | principals | path | minimal causes listed | complete | ρ for all principals | per principal |");
-    let _ = writeln!(t, "|---|---:|---:|---|---:|---|---:|---:|");
+    let _ = writeln!(t, "ρ for every principal (one principal per endogenous variable; context: every exogenous variable true), the default options and the CLI's 10 s deadline, median of {} runs; a single `--check` is the median over the sampled principals of checking that principal's listed best cause; \"before\" is this table before issue 49 (optimisation path with a linear cost search, no modules):\n", if quick { 1 } else { 3 });
+    let _ = writeln!(t, "| model | variables | principals | path | causes listed | complete | ρ for all: before | ρ for all | per principal | single `--check` | ratio | checked against |");
+    let _ = writeln!(
+        t,
+        "|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|"
+    );
     for n in &names {
         let text = std::fs::read_to_string(root.join(format!("models/{n}.json"))).expect("model");
         let m = Model::from_json(&text).expect("model parses");
@@ -700,23 +860,30 @@ fn hp2sat_tables(quick: bool) -> String {
             attribute_until(&m, &[], &AttributeOptions::default(), &dl)
         });
         let np = m.principals().len();
+        let before = HP2SAT_BEFORE
+            .iter()
+            .find(|(name, _)| name == n)
+            .map_or("—", |(_, b)| b);
         match a {
             Ok(a) => {
+                let (check, checked) = hp2sat_cross_check(n, &m, &a, quick);
                 let _ = writeln!(
                     t,
-                    "| {n} | {} | {np} | {:?} | {} | {} | {} | {} |",
+                    "| {n} | {} | {np} | {:?} | {} | {} | {before} | {} | {} | {} | {} | {checked} |",
                     m.len(),
                     a.path,
                     a.causes.len(),
                     a.causes_complete,
                     fmt_s(tt),
-                    fmt_s(tt / np.max(1) as f64)
+                    fmt_s(tt / np.max(1) as f64),
+                    check.map_or("—".into(), fmt_s),
+                    check.map_or("—".into(), |c| format!("{:.1}×", tt / c)),
                 );
             }
             Err(e) => {
                 let _ = writeln!(
                     t,
-                    "| {n} | {} | {np} | — | — | — | not answered within the default bounds and 10 s: {e} | — |",
+                    "| {n} | {} | {np} | — | — | — | {before} | not answered within the default bounds and 10 s: {e} | — | — | — | — |",
                     m.len()
                 );
             }
@@ -795,6 +962,10 @@ fn hp2sat_tables(quick: bool) -> String {
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let quick = std::env::var_os("AUDITA_BENCH_QUICK").is_some();
+    if std::env::var("AUDITA_BENCH_ONLY").as_deref() == Ok("hp2sat") {
+        print!("{}", hp2sat_tables(quick));
+        return;
+    }
     let min_time = if quick {
         Duration::from_millis(20)
     } else {

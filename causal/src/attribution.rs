@@ -15,7 +15,7 @@
 //!   ([`crate::general`]) within [`AttributeOptions::probe_work`] (model evaluations ×
 //!   variables: about what the optimisation path costs, measured in BENCHMARKS.md).
 //!   Beyond it, and for a monotone model whose cut-set families exceed the memory bound
-//!   (or number past 16 × `max_causes` when the model decomposes), a model with a module
+//!   (64 MiB, or past 16 × `max_causes` sets, when the model decomposes), a model with a module
 //!   below the outcome takes the modular path (`crate::modular`: one exactly solved
 //!   local model per module, composed along the module tree), any other model the
 //!   optimisation path ([`crate::optimise`], CaDiCaL). [`Path`] forces one path.
@@ -445,20 +445,23 @@ impl Work<'_> {
     ) -> Result<Option<RawCauses>, AttributeError> {
         let (work, opts) = (self.model, self.opts);
         if let (true, Some(signs)) = (monotone, &work.signs) {
+            // When the model decomposes, the modular path is the fallback: a cut-set
+            // family past a small bound, or hundreds of thousands of cut sets (which
+            // cost more to sort and shorten than the modular path costs whole), go there.
+            let decomposes = opts.path == Path::Auto && crate::modular::decomposes(work);
+            let bound = if decomposes {
+                opts.max_memory_bytes.min(CUT_SETS_BEFORE_MODULAR)
+            } else {
+                opts.max_memory_bytes
+            };
             return match crate::monotone::minimal_causes(
                 work,
                 signs,
                 self.actual,
-                opts.max_memory_bytes,
+                bound,
                 self.deadline,
             ) {
-                // Hundreds of thousands of cut sets cost more to sort and shorten than
-                // the modular path costs whole, when the model decomposes.
-                Ok(cuts)
-                    if opts.path == Path::Auto
-                        && cuts.len() / MONOTONE_LIST_FACTOR > opts.max_causes
-                        && crate::modular::decomposes(work) =>
-                {
+                Ok(cuts) if decomposes && cuts.len() / MONOTONE_LIST_FACTOR > opts.max_causes => {
                     Ok(None)
                 }
                 Ok(cuts) => Ok(Some(cuts.into_iter().map(|x| (x, Vec::new())).collect())),
@@ -602,6 +605,11 @@ fn lift_causes(
 /// modular path on a model that decomposes (measured: 458k cut sets of binary_tree_5
 /// cost 0.32 s to sort and shorten, its modular path 0.2 ms).
 const MONOTONE_LIST_FACTOR: usize = 16;
+
+/// Memory the automatic choice grants the cut-set families of a model that decomposes
+/// before it takes the modular path (measured: a depth-12 binary tree fills 1 GiB in
+/// 0.45 s and 64 MiB in 26 ms; binary_tree_5's 458k cut sets fit in 16 MiB).
+const CUT_SETS_BEFORE_MODULAR: u64 = 64 << 20;
 
 /// Bytes of solver memory counted per encoded literal (clause storage, watches and
 /// occurrence lists, measured on CaDiCaL with a margin).

@@ -514,9 +514,10 @@ impl Local {
             }
             None => rewrite(&model.outcome, &tree.live, &local_of, actual)?,
         };
-        let order: Vec<u32> = model
-            .order
+        // Members are kept in topological order; the root reads them, so comes last.
+        let order: Vec<u32> = tree.members[m]
             .iter()
+            .chain(root.iter())
             .filter_map(|g| local_of.get(g).copied())
             .collect();
         let (progs, outcome_prog) = compile_all(&vars, &outcome);

@@ -204,6 +204,35 @@ fn binary_trees_give_every_node_one_over_its_depth_plus_one() {
 }
 
 #[test]
+fn dummy_on_a_binary_tree_adds_the_dummy_s_witness_to_every_tree_node() {
+    // F = C | D | E | G | H over A = n0 (the root of a depth-11 OR tree), B = B_exo & !A,
+    // C = A | B, D = A, E = !A, G = !C, H = !C & !G. Flipping A (or cutting the tree
+    // below it) needs W = {B, E, G, H}: B would restore C, and E, G, H would rise. So a
+    // tree node at depth d has ρ = 1/(d + 1 + 4), A has 1/5; {C, D} with W = {G, H}
+    // gives C and D 1/4; F is a cause alone; B, E, G, H are actually false and no flip
+    // of theirs falsifies F.
+    let (name, m) = models()
+        .into_iter()
+        .find(|(n, _)| n == "dummy_combined_with_binary_tree")
+        .unwrap();
+    let (a, _) = rho_for_all(&name, &m);
+    for (p, &rho) in &a.responsibility {
+        let want = match p.as_str() {
+            "F" => 1.0,
+            "C" | "D" => 0.25,
+            "A" => 0.2,
+            "B" | "E" | "G" | "H" => 0.0,
+            node => {
+                let i: u64 = node.trim_start_matches('n').parse().unwrap();
+                let depth = 63 - (i + 1).leading_zeros() as u64;
+                1.0 / (depth + 5) as f64
+            }
+        };
+        assert_eq!(rho, want, "{p}");
+    }
+}
+
+#[test]
 fn the_modular_path_agrees_with_the_whole_model_on_the_solver() {
     // The optimisation path without decomposition (one solver over the whole model) as
     // the reference, on every model where it answers in about a second.
