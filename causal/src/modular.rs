@@ -171,6 +171,10 @@ pub(crate) fn attribute(
 /// about 0.1 ms).
 const SEARCH_VARS: usize = 12;
 
+/// Memory a local model's cut-set families may take before the solver takes over
+/// (filling 1 GiB takes about half a second; 64 MiB a few tens of milliseconds).
+const LOCAL_CUT_SET_BYTES: u64 = 64 << 20;
+
 /// A complete local list is kept whole up to this many causes (or `max_causes`), so
 /// that small models are listed whole even under a small `max_causes`.
 const LOCAL_KEEP: usize = 1024;
@@ -596,7 +600,7 @@ impl Local {
                 &self.model,
                 signs,
                 &self.actual,
-                bounds.max_memory_bytes,
+                bounds.max_memory_bytes.min(LOCAL_CUT_SET_BYTES),
                 bounds.deadline,
             ) {
                 Ok(cuts) => Some(cuts.into_iter().map(|x| (x, Vec::new())).collect()),
