@@ -32,8 +32,9 @@
 //!   at their actual values, weighted by their cheapest cause (1 for a variable). Its
 //!   outcome is "the root keeps its actual value" (the model's outcome at the top).
 //! - A local model is solved exactly by the first path that finishes: the cut sets if
-//!   it is monotone, the general search within the probe budget, else the optimisation
-//!   path with weights (core-guided). Each gives the cheapest local cause, the best cause
+//!   it is monotone (within 64 MiB), the general search if it has at most 12 variables
+//!   (within an eighth of the probe budget), else the optimisation path with weights
+//!   (core-guided). Each gives the cheapest local cause, the best cause
 //!   of every principal among the local variables and of every child module.
 //! - Causes are composed, not enumerated: each principal's best cause is its local best
 //!   with every child module replaced by that module's cheapest cause, joined with its
@@ -201,47 +202,125 @@ struct Tree {
 impl Tree {
     fn find(model: &Model) -> Tree {
         let n = model.vars.len();
-        let sink = n;
-        // Live variables and their live inputs.
-        let mut live = vec![false; n];
-        let mut inputs: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
-        for &v in &model.order {
-            let i = v as usize;
-            if !model.relevant[i] {
-                continue;
-            }
-            if let Some(eq) = &model.vars[i].eq {
-                eq.for_each_var(&mut |u| {
-                    if live[u as usize] {
-                        inputs[i].push(u);
-                    }
-                });
-            }
-            inputs[i].sort_unstable();
-            inputs[i].dedup();
-            live[i] = model.vars[i].candidate || !inputs[i].is_empty();
-            if !live[i] {
-                inputs[i].clear();
+        let (live, inputs) = live_inputs(model);
+        let pd = PostDominators::new(model, &live, &inputs);
+        let is_root = |i: usize| {
+            i != n && !inputs[i].is_empty() && pd.lo[i] > pd.tin[i] && pd.hi[i] <= pd.tout[i]
+        };
+        // Modules in post-order of the tree (children before parents), outcome last.
+        let mut module_of = vec![NONE; n];
+        let mut roots: Vec<Option<u32>> = Vec::new();
+        for &node in &pd.post {
+            if node == n {
+                roots.push(None);
+            } else if is_root(node) {
+                module_of[node] = roots.len();
+                roots.push(Some(node as u32));
             }
         }
-        model.outcome.for_each_var(&mut |u| {
-            if live[u as usize] {
-                inputs[sink].push(u);
+        let top = roots.len() - 1;
+        // Nearest enclosing module (strictly above) of every live variable, top-down.
+        let mut near = vec![NONE; n + 1];
+        near[n] = top;
+        let mut enclosing = vec![NONE; n];
+        for &node in &pd.pre {
+            if node == n {
+                continue;
             }
-        });
-        inputs[sink].sort_unstable();
-        inputs[sink].dedup();
-        // Post-dominator tree towards the outcome (readers come later in topological
-        // order, so a reverse sweep sees every reader first).
+            let up = pd.ipdom[node];
+            enclosing[node] = near[up];
+            near[node] = if module_of[node] != NONE {
+                module_of[node]
+            } else {
+                near[up]
+            };
+        }
+        let mut parent = vec![top; roots.len()];
+        for (m, r) in roots.iter().enumerate() {
+            if let Some(r) = r {
+                parent[m] = enclosing[*r as usize];
+            }
+        }
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); roots.len()];
+        for &v in &model.order {
+            if live[v as usize] && enclosing[v as usize] != NONE {
+                members[enclosing[v as usize]].push(v);
+            }
+        }
+        Tree {
+            roots,
+            parent,
+            members,
+            module_of,
+            live,
+        }
+    }
+}
+
+/// The live variables and, per variable (and the outcome, at index `n`), its live
+/// inputs, sorted.
+fn live_inputs(model: &Model) -> (Vec<bool>, Vec<Vec<u32>>) {
+    let n = model.vars.len();
+    let mut live = vec![false; n];
+    let mut inputs: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
+    for &v in &model.order {
+        let i = v as usize;
+        if !model.relevant[i] {
+            continue;
+        }
+        if let Some(eq) = &model.vars[i].eq {
+            eq.for_each_var(&mut |u| {
+                if live[u as usize] {
+                    inputs[i].push(u);
+                }
+            });
+        }
+        inputs[i].sort_unstable();
+        inputs[i].dedup();
+        live[i] = model.vars[i].candidate || !inputs[i].is_empty();
+        if !live[i] {
+            inputs[i].clear();
+        }
+    }
+    model.outcome.for_each_var(&mut |u| {
+        if live[u as usize] {
+            inputs[n].push(u);
+        }
+    });
+    inputs[n].sort_unstable();
+    inputs[n].dedup();
+    (live, inputs)
+}
+
+/// The post-dominator tree of the live variables towards the outcome (node `n`), its
+/// Euler tour, and per node the least and greatest tour index of an input in its
+/// subtree.
+struct PostDominators {
+    ipdom: Vec<usize>,
+    tin: Vec<usize>,
+    tout: Vec<usize>,
+    lo: Vec<usize>,
+    hi: Vec<usize>,
+    /// Nodes in preorder and in post-order.
+    pre: Vec<usize>,
+    post: Vec<usize>,
+}
+
+impl PostDominators {
+    fn new(model: &Model, live: &[bool], inputs: &[Vec<u32>]) -> PostDominators {
+        let n = model.vars.len();
+        let sink = n;
         let mut readers: Vec<Vec<u32>> = vec![Vec::new(); n];
         for (r, ins) in inputs.iter().enumerate() {
             for &u in ins {
                 readers[u as usize].push(r as u32);
             }
         }
+        // Readers come later in topological order: a reverse sweep sees them first.
         let mut ipdom = vec![NONE; n + 1];
         let mut depth = vec![0usize; n + 1];
         ipdom[sink] = sink;
+        let mut kids: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
         for &v in model.order.iter().rev() {
             let i = v as usize;
             if !live[i] {
@@ -250,32 +329,32 @@ impl Tree {
             let mut acc = NONE;
             for &r in &readers[i] {
                 let r = r as usize;
+                if ipdom[r] == NONE {
+                    continue;
+                }
                 acc = if acc == NONE {
                     r
                 } else {
                     lca(acc, r, &ipdom, &depth)
                 };
             }
-            if acc == NONE {
-                // Live but reaching the outcome through no live reader cannot happen for
-                // a relevant variable; keep it out of every module.
-                live[i] = false;
-                continue;
+            // A live relevant variable always has a live reader or is read by the
+            // outcome; without one it stays outside every module.
+            if acc != NONE {
+                ipdom[i] = acc;
+                depth[i] = depth[acc] + 1;
             }
-            ipdom[i] = acc;
-            depth[i] = depth[acc] + 1;
         }
-        // Euler tour of the post-dominator tree.
-        let mut kids: Vec<Vec<u32>> = vec![Vec::new(); n + 1];
         for &v in &model.order {
             let i = v as usize;
-            if live[i] {
+            if ipdom[i] != NONE {
                 kids[ipdom[i]].push(v);
             }
         }
         let mut tin = vec![0usize; n + 1];
         let mut tout = vec![0usize; n + 1];
         let mut pre: Vec<usize> = Vec::with_capacity(n + 1);
+        let mut post: Vec<usize> = Vec::with_capacity(n + 1);
         let mut stack: Vec<(usize, usize)> = vec![(sink, 0)];
         while let Some((node, k)) = stack.pop() {
             if k == 0 {
@@ -287,9 +366,9 @@ impl Tree {
                 stack.push((kids[node][k] as usize, 0));
             } else {
                 tout[node] = pre.len() - 1;
+                post.push(node);
             }
         }
-        // A variable is a module root iff every input of its subtree lies inside it.
         let mut lo = vec![usize::MAX; n + 1];
         let mut hi = vec![0usize; n + 1];
         for &node in pre.iter().rev() {
@@ -302,64 +381,14 @@ impl Tree {
                 hi[node] = hi[node].max(hi[c as usize]);
             }
         }
-        let is_root =
-            |i: usize| !inputs[i].is_empty() && lo[i] > tin[i] && hi[i] <= tout[i] && i != sink;
-        // Modules in post-order of the tree (children before parents), outcome last.
-        let mut module_of = vec![NONE; n];
-        let mut roots: Vec<Option<u32>> = Vec::new();
-        let mut order_post: Vec<usize> = Vec::new();
-        let mut stack: Vec<(usize, usize)> = vec![(sink, 0)];
-        while let Some((node, k)) = stack.pop() {
-            if k < kids[node].len() {
-                stack.push((node, k + 1));
-                stack.push((kids[node][k] as usize, 0));
-            } else {
-                order_post.push(node);
-            }
-        }
-        for &node in &order_post {
-            if node == sink {
-                roots.push(None);
-            } else if is_root(node) {
-                module_of[node] = roots.len();
-                roots.push(Some(node as u32));
-            }
-        }
-        let top = roots.len() - 1;
-        // Nearest enclosing module (strictly above) of every live variable, top-down.
-        let mut near = vec![NONE; n + 1];
-        near[sink] = top;
-        let mut enclosing = vec![NONE; n];
-        for &node in &pre {
-            if node == sink {
-                continue;
-            }
-            let up = ipdom[node];
-            enclosing[node] = near[up];
-            near[node] = if module_of[node] != NONE {
-                module_of[node]
-            } else {
-                near[up]
-            };
-        }
-        let mut parent = vec![top; roots.len()];
-        let mut members: Vec<Vec<u32>> = vec![Vec::new(); roots.len()];
-        for (m, r) in roots.iter().enumerate() {
-            if let Some(r) = r {
-                parent[m] = enclosing[*r as usize];
-            }
-        }
-        for &v in &model.order {
-            if live[v as usize] {
-                members[enclosing[v as usize]].push(v);
-            }
-        }
-        Tree {
-            roots,
-            parent,
-            members,
-            module_of,
-            live,
+        PostDominators {
+            ipdom,
+            tin,
+            tout,
+            lo,
+            hi,
+            pre,
+            post,
         }
     }
 }
