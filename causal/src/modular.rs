@@ -180,6 +180,9 @@ const LOCAL_CUT_SET_BYTES: u64 = 64 << 20;
 /// that small models are listed whole even under a small `max_causes`.
 const LOCAL_KEEP: usize = 1024;
 
+/// Local models of at most this many variables are listed whole on the solver.
+const LIST_WHOLE_VARS: usize = 16;
+
 /// No module (the outcome's own, or "not a module root").
 const NONE: usize = usize::MAX;
 
@@ -599,8 +602,15 @@ impl Local {
         if let Some(all) = self.cheap_causes(bounds)? {
             return Ok(self.index_all(all, bounds.max_causes));
         }
+        // A small local model is listed whole (its causes are few and cheap to list),
+        // so that the answer can say it is complete.
+        let listed = if self.model.vars.len() <= LIST_WHOLE_VARS {
+            bounds.max_solver_causes.max(LOCAL_KEEP)
+        } else {
+            bounds.max_solver_causes.max(1)
+        };
         let limits = Limits {
-            max_causes: bounds.max_solver_causes.max(1),
+            max_causes: listed,
             max_steps: *steps_left,
             max_literals: bounds.max_memory_bytes / bounds.literal_bytes.max(1),
             deadline: bounds.deadline,
