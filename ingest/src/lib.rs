@@ -8,11 +8,19 @@
 //!   committed ([`audita_bus::pump`] commits only after the producer flushed).
 //! - Accepted records are framed as one kind byte ([`FRAME_ENVELOPE`] or
 //!   [`FRAME_RECEIPT`]) followed by the exact signed bytes; nothing is re-encoded.
+//! - One `audita.accepted` record per input batch and accepted partition: the
+//!   frames of the batch bound for that partition, in order
+//!   ([`audita_topics::accepted::encode_batch`]; a new record past
+//!   [`audita_topics::accepted::MAX_BATCH_BYTES`]). A frame's partition is a pure
+//!   function of its key ([`audita_bus::partition_for`] of the author or recipient),
+//!   so one principal's messages keep their order. The broker and every reader pay
+//!   per batch, not per message.
 //! - A quarantine record is JSON [`Quarantined`], keyed by the source topic.
-//! - After each batch, before its offsets commit, ingest sends a
-//!   [`audita_topics::Watermark`] per source partition it took records from to
-//!   every accepted partition ([`Watermarks`]), so the sealer knows how far event
-//!   time has been forwarded whatever the number of ingest instances.
+//! - After each batch, before its offsets commit, ingest adds a
+//!   [`audita_topics::Watermark`] frame per source partition it took records from to
+//!   the batch of every accepted partition, after its messages ([`Watermarks`]), so
+//!   the sealer knows how far event time has been forwarded whatever the number of
+//!   ingest instances.
 //! - The stage's run loop is [`run`]: batches of deliveries, signatures checked per
 //!   batch ([`BatchIngest`]), producer flushed before offsets commit.
 
@@ -208,24 +216,91 @@ impl<'k> BatchIngest<'k> {
         self.held.push(d.clone());
     }
 
-    /// Checks the held deliveries, forwards or quarantines each, then publishes the
-    /// watermarks; returns (accepted, quarantined).
+    /// Checks the held deliveries, quarantines the bad ones and sends the accepted
+    /// ones as one batch record per accepted partition, each ending with the
+    /// watermarks when they are due; returns (accepted, quarantined).
     pub fn flush(&mut self, out: &mut dyn Producer) -> Result<(u64, u64), BusError> {
         let held = std::mem::take(&mut self.held);
+        let topic = self.names.name(topics::ACCEPTED);
+        let partitions = self.marks.accepted_partitions.max(1);
+        let mut batches: BTreeMap<u32, Batch> = BTreeMap::new();
         let (mut accepted, mut quarantined) = (0, 0);
         for (d, checked) in held.iter().zip(check_batch(&held, self.keys)) {
-            if let Checked::Accepted { timestamp, .. } = &checked {
-                self.marks.observe(d, *timestamp);
-            }
-            if forward(checked, &self.names, out)? {
-                accepted += 1;
-            } else {
-                quarantined += 1;
+            match checked {
+                Checked::Accepted {
+                    key,
+                    frame,
+                    timestamp,
+                } => {
+                    self.marks.observe(d, timestamp);
+                    let p = audita_bus::partition_for(key.as_bytes(), partitions);
+                    batches.entry(p).or_default().push(out, &topic, p, frame)?;
+                    accepted += 1;
+                }
+                suspect => {
+                    forward(suspect, &self.names, out)?;
+                    quarantined += 1;
+                }
             }
         }
-        self.marks
-            .publish(out, &self.names.name(topics::ACCEPTED))?;
+        let marks = self.marks.due_frames();
+        if !marks.is_empty() {
+            for p in 0..partitions {
+                let b = batches.entry(p).or_default();
+                for m in &marks {
+                    b.push(out, &topic, p, m.clone())?;
+                }
+            }
+        }
+        for (p, b) in &mut batches {
+            b.send(out, &topic, *p)?;
+        }
         Ok((accepted, quarantined))
+    }
+}
+
+/// The frames of one batch bound for one accepted partition.
+#[derive(Default)]
+struct Batch {
+    frames: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Batch {
+    /// Adds `frame`, first sending what is held when it would pass the batch limit.
+    fn push(
+        &mut self,
+        out: &mut dyn Producer,
+        topic: &str,
+        partition: u32,
+        frame: Vec<u8>,
+    ) -> Result<(), BusError> {
+        if !self.frames.is_empty()
+            && self.bytes + frame.len() + 4 > audita_topics::accepted::MAX_BATCH_BYTES
+        {
+            self.send(out, topic, partition)?;
+        }
+        self.bytes += frame.len() + 4;
+        self.frames.push(frame);
+        Ok(())
+    }
+
+    /// Sends what is held as one record (nothing when empty).
+    fn send(
+        &mut self,
+        out: &mut dyn Producer,
+        topic: &str,
+        partition: u32,
+    ) -> Result<(), BusError> {
+        if self.frames.is_empty() {
+            return Ok(());
+        }
+        let parts: Vec<&[u8]> = self.frames.iter().map(Vec::as_slice).collect();
+        let record = audita_topics::accepted::encode_batch(&parts);
+        out.send_to(topic, partition, b"batch", &record)?;
+        self.frames.clear();
+        self.bytes = 0;
+        Ok(())
     }
 }
 
@@ -318,7 +393,32 @@ impl Watermarks {
         }
     }
 
-    /// Sends the watermarks if anything moved and `every` passed since the last send.
+    /// The watermark frames to send now (one per source partition seen), if anything
+    /// moved and `every` passed since the last send; empty otherwise.
+    pub fn due_frames(&mut self) -> Vec<Vec<u8>> {
+        if !self.dirty || self.last_sent.is_some_and(|t| t.elapsed() < self.every) {
+            return Vec::new();
+        }
+        let frames = self
+            .times
+            .iter()
+            .map(|((source, partition), time_ms)| {
+                Watermark {
+                    source: source.clone(),
+                    partition: *partition,
+                    sources: self.sources,
+                    time_ms: *time_ms,
+                }
+                .frame()
+            })
+            .collect();
+        self.dirty = false;
+        self.last_sent = Some(Instant::now());
+        frames
+    }
+
+    /// Sends the watermarks if anything moved and `every` passed since the last send
+    /// (one record per frame and accepted partition: the unbatched form).
     pub fn publish(
         &mut self,
         out: &mut dyn Producer,

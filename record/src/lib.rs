@@ -90,7 +90,11 @@ pub mod tiles;
 
 /// Content of the `FORMAT` file.
 pub const FORMAT_LINE: &str = "audita-record v1\n";
-const MAGIC: &[u8; 7] = b"AUDSEG\x01";
+const MAGIC: &[u8; 7] = SEGMENT_MAGIC;
+
+/// The seven bytes every segment (a record file, or a bus record framed like one)
+/// starts with; its kind byte follows.
+pub const SEGMENT_MAGIC: &[u8; 7] = b"AUDSEG\x01";
 /// Maximum frames per segment file written by [`write_record`].
 pub const SEGMENT_FRAMES: usize = 4096;
 /// The shortest item of any kind: a Merkle leaf with a one-character author

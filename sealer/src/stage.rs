@@ -27,8 +27,12 @@
 //! - An epoch closes when it holds `epoch_messages` messages and receipts, when they
 //!   hold [`EPOCH_MAX_BYTES`] (so a published epoch stays far below the bus's record
 //!   limit whatever the payloads), or when the oldest pending message waited
-//!   `epoch_age`; epochs are numbered and chained by the pure
-//!   [`audita_evidence::Sealer`].
+//!   `epoch_age` — at the end of the `audita.accepted` record that made it due: a
+//!   record (a batch of ingest's, [`audita_topics::accepted`]) is taken whole, so an
+//!   epoch may hold up to one batch more than `epoch_messages` (and
+//!   [`audita_topics::accepted::MAX_BATCH_BYTES`] more than [`EPOCH_MAX_BYTES`]), and
+//!   every seal's positions name records wholly taken; epochs are numbered and
+//!   chained by the pure [`audita_evidence::Sealer`].
 //! - Few files per epoch: its envelope and receipt segments, header and checkpoint
 //!   (each written atomically and synced), the tiles, and the sealer's watermark file
 //!   at most once per [`WATERMARK_EVERY`] (an older watermark read at restart only
@@ -151,9 +155,13 @@ pub struct SealerStage {
     pending_receipts: Vec<Vec<u8>>,
     /// SHA-256 of each of `pending_receipts` (what the seal names).
     pending_receipt_digests: Vec<Hash>,
-    /// Per partition of `audita.accepted`, the offset of the last record taken
-    /// (published with each seal: see [`EpochSeal::positions`]).
-    positions: BTreeMap<u32, u64>,
+    /// Per partition of `audita.accepted`, the offset of the last record taken from
+    /// and the index of the last frame taken in it (published with each seal: see
+    /// [`EpochSeal::positions`]).
+    positions: BTreeMap<u32, (u64, u32)>,
+    /// A record taken in part (an epoch became due in its middle): the delivery and
+    /// the index of its next frame. Its offset is not committed until it is done.
+    current: Option<(Delivery, usize)>,
     /// Bytes of `pending` and `pending_receipts`.
     pending_bytes: usize,
     oldest_pending: Option<Instant>,
@@ -211,6 +219,7 @@ impl SealerStage {
             pending_receipts: Vec::new(),
             pending_receipt_digests: Vec::new(),
             positions: BTreeMap::new(),
+            current: None,
             pending_bytes: 0,
             oldest_pending: None,
             watermark_saved: None,
@@ -424,35 +433,92 @@ impl SealerStage {
         self.receipts_seen.prune(cutoff);
     }
 
-    fn quarantine_late(&mut self, d: &Delivery, timestamp: u64) {
+    fn quarantine_late(&mut self, d: &Delivery, index: usize, frame: &[u8], timestamp: u64) {
         let record = Quarantined::of(
             &d.topic,
             d.partition,
             d.offset,
             "late",
             &format!(
-                "timestamp {timestamp} ms is older than the sealer's dedupe horizon \
-                 ({} ms); it cannot be told apart from a re-delivery, so it is not sealed",
+                "frame {index} of the record: timestamp {timestamp} ms is older than the \
+                 sealer's dedupe horizon ({} ms); it cannot be told apart from a re-delivery, \
+                 so it is not sealed",
                 self.forgotten_before
             ),
-            &d.payload,
+            frame,
         );
         self.late
             .push(serde_json::to_vec(&record).unwrap_or_default());
         self.stats.late += 1;
     }
 
-    /// Takes one accepted frame. Returns `false` for a duplicate (already sealed or
-    /// pending) or a frame that is not an accepted envelope/receipt.
+    /// Takes one record of `audita.accepted`, whole: every frame of a batch
+    /// ([`audita_topics::accepted::frames`]), or a single frame. Returns whether any
+    /// of its messages or receipts was new (not a duplicate of one sealed or
+    /// pending, nor a watermark). The stage's own loop ([`Self::run`]) takes records
+    /// frame by frame instead and closes an epoch in the middle of one when it is due.
     pub fn accept(&mut self, d: Delivery) -> bool {
-        let at = self.positions.entry(d.partition).or_insert(d.offset);
-        *at = (*at).max(d.offset);
-        if let Some((&FRAME_WATERMARK, bytes)) = d.payload.split_first() {
-            self.take_watermark(&d, bytes);
-            self.uncommitted.insert((d.topic.clone(), d.partition), d);
+        self.finish_current();
+        self.current = Some((d, 0));
+        self.take_current(false)
+    }
+
+    /// Takes what is left of a record taken in part.
+    fn finish_current(&mut self) {
+        if self.current.is_some() {
+            self.take_current(false);
+        }
+    }
+
+    /// Takes the frames of the current record from its next one on, stopping after a
+    /// fresh one when `until_due` and the window is due; a record taken to its end
+    /// joins the deliveries to commit. Returns whether any frame taken was fresh.
+    fn take_current(&mut self, until_due: bool) -> bool {
+        let Some((d, next)) = self.current.take() else {
+            return false;
+        };
+        let mut any = false;
+        let mut frames = audita_topics::accepted::frames(&d.payload);
+        let mut index = next;
+        for frame in frames.by_ref().skip(next) {
+            let fresh = self.accept_frame(&d, index, frame);
+            self.positions.insert(
+                d.partition,
+                (d.offset, u32::try_from(index).unwrap_or(u32::MAX - 1)),
+            );
+            any |= fresh;
+            index += 1;
+            if until_due && fresh && self.due() {
+                let more = audita_topics::accepted::frames(&d.payload)
+                    .nth(index)
+                    .is_some();
+                if more {
+                    self.current = Some((d, index));
+                    return any;
+                }
+                break;
+            }
+        }
+        if frames.damaged() {
+            tracing::error!(
+                partition = d.partition,
+                offset = d.offset,
+                "damaged batch record on audita.accepted: the frames after the damage are lost"
+            );
+        }
+        self.positions
+            .insert(d.partition, (d.offset, audita_topics::WHOLE_RECORD));
+        self.uncommitted.insert((d.topic.clone(), d.partition), d);
+        any
+    }
+
+    /// Takes frame `index` of record `d`.
+    fn accept_frame(&mut self, d: &Delivery, index: usize, frame: &[u8]) -> bool {
+        if let Some((&FRAME_WATERMARK, bytes)) = frame.split_first() {
+            self.take_watermark(d, bytes);
             return false;
         }
-        let fresh = match d.payload.split_first() {
+        let fresh = match frame.split_first() {
             Some((&FRAME_ENVELOPE, bytes)) => match SignedEnvelope::decode(bytes.to_vec()) {
                 Ok(env)
                     if !self.sealed.contains(&env.id().digest)
@@ -460,8 +526,7 @@ impl SealerStage {
                 {
                     let t = env.envelope().timestamp;
                     if t < self.forgotten_before {
-                        self.quarantine_late(&d, t);
-                        self.uncommitted.insert((d.topic.clone(), d.partition), d);
+                        self.quarantine_late(d, index, frame, t);
                         return false;
                     }
                     self.sealer.append_envelope(&env);
@@ -499,7 +564,6 @@ impl SealerStage {
         } else {
             self.stats.duplicates += 1;
         }
-        self.uncommitted.insert((d.topic.clone(), d.partition), d);
         fresh
     }
 
@@ -585,7 +649,11 @@ impl SealerStage {
             prefix: self.log.nodes(),
             leaves,
             receipts: std::mem::take(&mut self.pending_receipt_digests),
-            positions: self.positions.iter().map(|(p, o)| (*p, *o)).collect(),
+            positions: self
+                .positions
+                .iter()
+                .map(|(p, (o, i))| (*p, *o, *i))
+                .collect(),
             watermark: self.watermark(),
         };
         let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
@@ -717,13 +785,19 @@ impl SealerStage {
         }
         let mut idle_since = Instant::now();
         while !stop.load(Ordering::SeqCst) {
-            match input.poll(Duration::from_millis(20))? {
-                Some(d) => {
-                    idle_since = Instant::now();
-                    self.accept(d);
+            if self.current.is_some() {
+                // The rest of a record an epoch closed in the middle of.
+                self.take_current(true);
+            } else {
+                match input.poll(Duration::from_millis(20))? {
+                    Some(d) => {
+                        idle_since = Instant::now();
+                        self.current = Some((d, 0));
+                        self.take_current(true);
+                    }
+                    None if max_idle.is_some_and(|m| idle_since.elapsed() >= m) => break,
+                    None => {}
                 }
-                None if max_idle.is_some_and(|m| idle_since.elapsed() >= m) => break,
-                None => {}
             }
             if self.due() {
                 self.close(out, input)?;
@@ -731,6 +805,9 @@ impl SealerStage {
                 self.catch_up()?;
             }
         }
+        // A record taken in part is finished before the last epoch closes: its
+        // offset then commits with it.
+        self.finish_current();
         self.close(out, input)?;
         // The watermark of the last epoch published, kept on the way out.
         if self.stats.epochs > 0 {

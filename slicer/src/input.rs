@@ -99,7 +99,7 @@ impl SealedInput {
                     let Some(d) = self.accepted.poll(Duration::ZERO)? else {
                         break;
                     };
-                    self.join.take_accepted(d.partition, d.offset, d.payload);
+                    self.join.take_accepted(d.partition, d.offset, &d.payload);
                     self.progress = Instant::now();
                     moved = true;
                 }
@@ -126,7 +126,7 @@ impl SealedInput {
             } else if !moved {
                 // Seals enough: wait on the bytes they need.
                 if let Some(d) = self.accepted.poll(left.min(Duration::from_millis(2)))? {
-                    self.join.take_accepted(d.partition, d.offset, d.payload);
+                    self.join.take_accepted(d.partition, d.offset, &d.payload);
                     self.progress = Instant::now();
                     continue;
                 }

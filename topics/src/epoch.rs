@@ -22,8 +22,16 @@ use audita_evidence::Hash;
 use audita_record::{decode_segment, encode_segment};
 use std::path::Path;
 
-/// Segment kind of an epoch seal on `audita.epochs`.
-const EPOCH_SEAL_KIND: u8 = b'S';
+/// Segment kind of an epoch seal on `audita.epochs` (positions with the index of the
+/// last frame taken in its record).
+const EPOCH_SEAL_KIND: u8 = b'T';
+
+/// Segment kind of the seals published before `audita.accepted` carried batches
+/// (positions name whole records); still read.
+const EPOCH_SEAL_KIND_V1: u8 = b'S';
+
+/// The index of a position that names its whole record ([`EpochSeal::positions`]).
+pub const WHOLE_RECORD: u32 = u32::MAX;
 
 /// An epoch as published on `audita.epochs`: its seals and where the sealer stood
 /// in `audita.accepted`, without the message bytes.
@@ -46,9 +54,11 @@ pub struct EpochSeal {
     /// again by a later epoch).
     pub receipts: Vec<Hash>,
     /// (partition of `audita.accepted`, offset of the last record the sealer took
-    /// from it before closing), ascending by partition; empty on a republished
-    /// epoch.
-    pub positions: Vec<(u32, u64)>,
+    /// from before closing, index of the last frame it took in that record),
+    /// ascending by partition; empty on a republished epoch. The index is
+    /// [`WHOLE_RECORD`] when the record was taken whole (always, in seals of the first
+    /// format).
+    pub positions: Vec<(u32, u64, u32)>,
     /// Event-time low watermark (the sealer's): every accepted message stamped
     /// earlier is sealed by now (0 until ingest watermarks cover every source
     /// partition).
@@ -73,7 +83,12 @@ impl EpochSeal {
         let positions: Vec<u8> = self
             .positions
             .iter()
-            .flat_map(|(p, o)| p.to_be_bytes().into_iter().chain(o.to_be_bytes()))
+            .flat_map(|(p, o, i)| {
+                p.to_be_bytes()
+                    .into_iter()
+                    .chain(o.to_be_bytes())
+                    .chain(i.to_be_bytes())
+            })
             .collect();
         let mut frames: Vec<&[u8]> = vec![
             &self.header,
@@ -87,9 +102,17 @@ impl EpochSeal {
         encode_segment(EPOCH_SEAL_KIND, &frames)
     }
 
-    /// Decodes [`Self::encode`]'s output; `None` on any malformation.
+    /// Decodes [`Self::encode`]'s output (and the first format's); `None` on any
+    /// malformation.
     pub fn decode(bytes: &[u8]) -> Option<Self> {
-        let frames = decode_segment(EPOCH_SEAL_KIND, bytes, Path::new("audita.epochs")).ok()?;
+        let v1 = bytes.get(7) == Some(&EPOCH_SEAL_KIND_V1);
+        let kind = if v1 {
+            EPOCH_SEAL_KIND_V1
+        } else {
+            EPOCH_SEAL_KIND
+        };
+        let width: u64 = if v1 { 12 } else { 16 };
+        let frames = decode_segment(kind, bytes, Path::new("audita.epochs")).ok()?;
         // A damaged frame comes back holding the rest of the bytes, length prefix
         // included: the frames then no longer add up to the record.
         let framed: usize = 8 + frames.iter().map(|f| 4 + f.len()).sum::<usize>();
@@ -112,15 +135,20 @@ impl EpochSeal {
             return None;
         }
         let position_bytes = frames.next()?;
-        if position_bytes.len() as u64 != positions.checked_mul(12)? {
+        if position_bytes.len() as u64 != positions.checked_mul(width)? {
             return None;
         }
-        let positions: Vec<(u32, u64)> = position_bytes
-            .chunks_exact(12)
+        let positions: Vec<(u32, u64, u32)> = position_bytes
+            .chunks_exact(width as usize)
             .map(|c| {
                 (
                     u32::from_be_bytes(c[..4].try_into().unwrap_or([0; 4])),
-                    u64::from_be_bytes(c[4..].try_into().unwrap_or([0; 8])),
+                    u64::from_be_bytes(c[4..12].try_into().unwrap_or([0; 8])),
+                    if v1 {
+                        WHOLE_RECORD
+                    } else {
+                        u32::from_be_bytes(c[12..16].try_into().unwrap_or([0; 4]))
+                    },
                 )
             })
             .collect();
@@ -194,7 +222,7 @@ mod tests {
             prefix: vec![[1; 32], [2; 32]],
             leaves: vec![b"leaf-a".to_vec(), b"leaf-b".to_vec()],
             receipts: vec![[3; 32]],
-            positions: vec![(0, 17), (3, u64::MAX)],
+            positions: vec![(0, 17, 4), (3, u64::MAX, WHOLE_RECORD)],
             watermark: 1_234,
         }
     }
@@ -211,6 +239,37 @@ mod tests {
             ..seal()
         };
         assert_eq!(EpochSeal::decode(&empty.encode()), Some(empty));
+    }
+
+    #[test]
+    fn a_seal_of_the_first_format_still_decodes_with_whole_records() {
+        let s = seal();
+        let counts: Vec<u8> = [2u64, 1, 2, s.watermark]
+            .iter()
+            .flat_map(|n| n.to_be_bytes())
+            .collect();
+        let prefix = s.prefix.concat();
+        let receipts = s.receipts.concat();
+        let positions: Vec<u8> = [(0u32, 17u64), (3, u64::MAX)]
+            .iter()
+            .flat_map(|(p, o)| p.to_be_bytes().into_iter().chain(o.to_be_bytes()))
+            .collect();
+        let mut frames: Vec<&[u8]> = vec![
+            &s.header,
+            &s.checkpoint,
+            &counts,
+            &prefix,
+            &receipts,
+            &positions,
+        ];
+        frames.extend(s.leaves.iter().map(Vec::as_slice));
+        let old = encode_segment(EPOCH_SEAL_KIND_V1, &frames);
+        let got = EpochSeal::decode(&old).expect("a first-format seal decodes");
+        assert_eq!(
+            got.positions,
+            vec![(0, 17, WHOLE_RECORD), (3, u64::MAX, WHOLE_RECORD)]
+        );
+        assert_eq!(got.leaves, s.leaves);
     }
 
     #[test]

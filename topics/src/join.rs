@@ -19,15 +19,18 @@
 //!   message missing, never present. The same happens when the caller gives up on a
 //!   seal that names no positions (a republication) or that the accepted topic never
 //!   catches up with ([`Join::next`]'s `give_up`).
-//! - Bounded work per record: each accepted record costs one SHA-256 of its bytes
-//!   and a few hash-map operations, each seal a lookup per item it names; nothing
-//!   is decoded beyond the kind byte and the leaves' ids. Memory is the bytes read
+//! - Bounded work per frame: each accepted frame (one of a batch record's,
+//!   [`crate::accepted::frames`]) costs one SHA-256 of its bytes and a few hash-map
+//!   operations, each seal a lookup per item it names; nothing is decoded beyond the
+//!   kind byte and the leaves' ids. A frame's place is (partition, record offset,
+//!   index in the record), and a seal's positions name the last frame the sealer
+//!   took (an epoch may close in the middle of a batch record). Memory is the bytes read
 //!   ahead of their seal ([`Join::held_bytes`]) — a caller bounds it by reading
 //!   `audita.accepted` only while it is below a limit or the head seal waits.
 //! - Pure: no clock, no transport; the caller feeds records and decides when to
 //!   give up.
 
-use crate::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT};
+use crate::accepted::{frames, FRAME_ENVELOPE, FRAME_RECEIPT};
 use crate::{EpochMessage, EpochSeal};
 use audita_evidence::{sha256, Hash, MessageId};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -39,11 +42,17 @@ enum Kind {
     Receipt,
 }
 
+/// Where a frame lies in `audita.accepted`: partition, record offset, index.
+type Place = (u32, u64, u32);
+
+/// One partition's frames: (record offset, index) → the held item a copy there is of.
+type Slots = BTreeMap<(u64, u32), (Kind, Hash)>;
+
 /// Accepted bytes not yet joined: the frame as read (kind byte first) and where
 /// each copy of it lies in `audita.accepted`.
 struct Held {
     frame: Vec<u8>,
-    copies: Vec<(u32, u64)>,
+    copies: Vec<Place>,
 }
 
 /// What [`Join::take_seal`] did with a seal.
@@ -76,8 +85,8 @@ pub struct JoinStats {
 #[derive(Default)]
 pub struct Join {
     held: HashMap<(Kind, Hash), Held>,
-    /// Per accepted partition: offset → the held item a copy there is of.
-    by_offset: HashMap<u32, BTreeMap<u64, (Kind, Hash)>>,
+    /// Per accepted partition, where each held copy lies.
+    by_offset: HashMap<u32, Slots>,
     /// Per accepted partition, the highest offset read.
     read: HashMap<u32, u64>,
     seals: VecDeque<EpochSeal>,
@@ -95,11 +104,22 @@ impl Join {
         Join::default()
     }
 
-    /// Takes one record of `audita.accepted` (a frame: kind byte, then signed bytes;
-    /// watermarks and unknown kinds only advance the position read).
-    pub fn take_accepted(&mut self, partition: u32, offset: u64, frame: Vec<u8>) {
+    /// Takes one record of `audita.accepted`: a batch of frames, or a single frame
+    /// ([`crate::accepted::frames`]); watermarks and unknown kinds only advance the
+    /// position read. Returns the number of frames taken (a damaged batch yields
+    /// those before the damage).
+    pub fn take_accepted(&mut self, partition: u32, offset: u64, record: &[u8]) -> usize {
         let read = self.read.entry(partition).or_insert(offset);
         *read = (*read).max(offset);
+        let mut n = 0;
+        for (index, frame) in frames(record).enumerate() {
+            self.take_frame((partition, offset, index as u32), frame);
+            n += 1;
+        }
+        n
+    }
+
+    fn take_frame(&mut self, at: Place, frame: &[u8]) {
         let kind = match frame.first() {
             Some(&FRAME_ENVELOPE) => Kind::Envelope,
             Some(&FRAME_RECEIPT) => Kind::Receipt,
@@ -109,20 +129,20 @@ impl Join {
         if let Some(need) = self.need.as_mut() {
             need.remove(&key);
         }
-        let slot = self.by_offset.entry(partition).or_default();
-        if slot.insert(offset, key).is_some() {
+        let slot = self.by_offset.entry(at.0).or_default();
+        if slot.insert((at.1, at.2), key).is_some() {
             // The same record read twice (a re-read partition): one copy.
             return;
         }
         match self.held.get_mut(&key) {
-            Some(h) => h.copies.push((partition, offset)),
+            Some(h) => h.copies.push(at),
             None => {
                 self.held_bytes += frame.len();
                 self.held.insert(
                     key,
                     Held {
-                        frame,
-                        copies: vec![(partition, offset)],
+                        frame: frame.to_vec(),
+                        copies: vec![at],
                     },
                 );
             }
@@ -173,7 +193,7 @@ impl Join {
             && head
                 .positions
                 .iter()
-                .all(|(p, o)| self.read.get(p).is_some_and(|r| r >= o));
+                .all(|(p, o, _)| self.read.get(p).is_some_and(|r| r >= o));
         if !(self.head_complete() || covered || give_up) {
             return None;
         }
@@ -204,8 +224,8 @@ impl Join {
                 None => self.stats.missing += 1,
             }
         }
-        for (p, o) in &seal.positions {
-            self.drop_unsealed(*p, *o);
+        for (p, o, i) in &seal.positions {
+            self.drop_unsealed(*p, *o, *i);
         }
         self.stats.epochs += 1;
         Some(EpochMessage {
@@ -249,9 +269,9 @@ impl Join {
             .enumerate()
             .min_by_key(|(_, c)| **c)
             .map(|(i, _)| i)?;
-        let (p, o) = held.copies.swap_remove(first);
+        let (p, o, i) = held.copies.swap_remove(first);
         if let Some(slot) = self.by_offset.get_mut(&p) {
-            slot.remove(&o);
+            slot.remove(&(o, i));
         }
         if held.copies.is_empty() {
             let held = self.held.remove(&key)?;
@@ -264,20 +284,25 @@ impl Join {
         }
     }
 
-    /// Drops the copies at or below `offset` of `partition` that no seal named.
-    fn drop_unsealed(&mut self, partition: u32, offset: u64) {
+    /// Drops the copies at or before frame `index` of record `offset` of
+    /// `partition` that no seal named.
+    fn drop_unsealed(&mut self, partition: u32, offset: u64, index: u32) {
         let Some(slot) = self.by_offset.get_mut(&partition) else {
             return;
         };
-        let rest = match offset.checked_add(1) {
+        let next = match index.checked_add(1) {
+            Some(i) => Some((offset, i)),
+            None => offset.checked_add(1).map(|o| (o, 0)),
+        };
+        let rest = match next {
             Some(next) => slot.split_off(&next),
             None => BTreeMap::new(),
         };
         let passed = std::mem::replace(slot, rest);
-        for (o, key) in passed {
+        for ((o, i), key) in passed {
             self.stats.unsealed_dropped += 1;
             if let Some(held) = self.held.get_mut(&key) {
-                held.copies.retain(|c| *c != (partition, o));
+                held.copies.retain(|c| *c != (partition, o, i));
                 if held.copies.is_empty() {
                     if let Some(h) = self.held.remove(&key) {
                         self.held_bytes -= h.frame.len();
@@ -289,15 +314,15 @@ impl Join {
 }
 
 /// Joins whole topics read to their end: every accepted record (partition, offset,
-/// frame), then every seal in order. An epoch whose bytes are absent leaves without
-/// them, counted in the stats. For tools and tests that read a finished run.
+/// record bytes), then every seal in order. An epoch whose bytes are absent leaves
+/// without them, counted in the stats. For tools and tests that read a finished run.
 pub fn join_all(
     accepted: impl IntoIterator<Item = (u32, u64, Vec<u8>)>,
     seals: impl IntoIterator<Item = EpochSeal>,
 ) -> (Vec<EpochMessage>, JoinStats) {
     let mut join = Join::new();
-    for (p, o, frame) in accepted {
-        join.take_accepted(p, o, frame);
+    for (p, o, record) in accepted {
+        join.take_accepted(p, o, &record);
     }
     let mut out = Vec::new();
     for seal in seals {
@@ -371,7 +396,10 @@ mod tests {
                     prefix: nodes.clone(),
                     leaves: leaves.clone(),
                     receipts: std::mem::take(&mut receipt_digests),
-                    positions: positions.iter().map(|(p, o)| (*p, *o)).collect(),
+                    positions: positions
+                        .iter()
+                        .map(|(p, o)| (*p, *o, crate::WHOLE_RECORD))
+                        .collect(),
                     watermark: i as u64,
                 };
                 expect.push(EpochMessage {
@@ -399,7 +427,9 @@ mod tests {
         let mut out = Vec::new();
         for item in items {
             match item {
-                Item::Accepted(p, o, f) => join.take_accepted(p, o, f),
+                Item::Accepted(p, o, f) => {
+                    join.take_accepted(p, o, &f);
+                }
                 Item::Seal(s) => {
                     join.take_seal(s);
                 }
@@ -453,6 +483,112 @@ mod tests {
         }
     }
 
+    /// The run as ingest publishes it in batches: per partition, the frames up to
+    /// each seal's position form one record (the sealer takes records whole), and
+    /// the seals name record offsets.
+    fn batched(r: &Run) -> Run {
+        let mut out = Run {
+            accepted: Vec::new(),
+            seals: r.seals.clone(),
+            expect: r.expect.clone(),
+        };
+        for p in 0..3u32 {
+            let mut frames: Vec<(u64, &Vec<u8>)> = r
+                .accepted
+                .iter()
+                .filter(|a| a.0 == p)
+                .map(|a| (a.1, &a.2))
+                .collect();
+            frames.sort_by_key(|f| f.0);
+            let mut record = 0u64;
+            for (e, seal) in r.seals.iter().enumerate() {
+                let Some(&(_, upto, _)) = seal.positions.iter().find(|(q, _, _)| *q == p) else {
+                    continue;
+                };
+                let (mine, rest): (Vec<_>, Vec<_>) = frames.iter().partition(|f| f.0 <= upto);
+                frames = rest;
+                if !mine.is_empty() {
+                    let parts: Vec<&[u8]> = mine.iter().map(|f| f.1.as_slice()).collect();
+                    out.accepted
+                        .push((p, record, crate::accepted::encode_batch(&parts)));
+                    record += 1;
+                }
+                for (q, o, _) in &mut out.seals[e].positions {
+                    if *q == p {
+                        *o = record.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The run in batch records of `k` frames per partition, whatever the epochs:
+    /// a seal's position then names the record and the index of the last frame the
+    /// sealer took, often in the middle of a record.
+    fn batched_across(r: &Run, k: usize) -> Run {
+        let mut out = Run {
+            accepted: Vec::new(),
+            seals: r.seals.clone(),
+            expect: r.expect.clone(),
+        };
+        // (partition, old offset) → (record offset, index)
+        let mut place: BTreeMap<(u32, u64), (u64, u32)> = BTreeMap::new();
+        for p in 0..3u32 {
+            let mut frames: Vec<&(u32, u64, Vec<u8>)> =
+                r.accepted.iter().filter(|a| a.0 == p).collect();
+            frames.sort_by_key(|a| a.1);
+            for (n, chunk) in frames.chunks(k).enumerate() {
+                let parts: Vec<&[u8]> = chunk.iter().map(|a| a.2.as_slice()).collect();
+                out.accepted
+                    .push((p, n as u64, crate::accepted::encode_batch(&parts)));
+                for (i, a) in chunk.iter().enumerate() {
+                    place.insert((p, a.1), (n as u64, i as u32));
+                }
+            }
+        }
+        for seal in &mut out.seals {
+            for (p, o, i) in &mut seal.positions {
+                let (ro, ri) = place[&(*p, *o)];
+                *o = ro;
+                *i = ri;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn records_that_span_epochs_join_to_the_same_epochs_in_every_interleaving() {
+        for k in [1, 5, 16, 64] {
+            let r = batched_across(&run(200, 17), k);
+            for seed in 0..25 {
+                let mut join = Join::new();
+                let got = feed(&mut join, interleave(&r, seed));
+                assert_eq!(got, r.expect, "k {k} seed {seed}");
+                assert_eq!(
+                    join.held_bytes(),
+                    0,
+                    "k {k} seed {seed}: nothing left behind"
+                );
+                assert_eq!(join.stats().missing, 0);
+                assert_eq!(join.stats().unsealed_dropped, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn batched_records_join_to_the_same_epochs_in_every_interleaving() {
+        let r = batched(&run(200, 17));
+        assert!(r.accepted.len() < 60, "batches, not one record per frame");
+        for seed in 0..50 {
+            let mut join = Join::new();
+            let got = feed(&mut join, interleave(&r, seed));
+            assert_eq!(got, r.expect, "seed {seed}");
+            assert_eq!(join.held_bytes(), 0, "seed {seed}: nothing left behind");
+            assert_eq!(join.stats().missing, 0);
+        }
+    }
+
     #[test]
     fn a_seal_waits_for_its_bytes_and_a_republication_is_skipped() {
         let r = run(30, 10);
@@ -487,7 +623,7 @@ mod tests {
         }
         let mut seals = r.seals.clone();
         for s in &mut seals {
-            for (_, o) in &mut s.positions {
+            for (_, o, _) in &mut s.positions {
                 *o = *o * 2 + 1;
             }
         }

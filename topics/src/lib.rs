@@ -44,7 +44,7 @@ mod verdict;
 
 pub use accepted::Watermark;
 pub use alert::{AlertRecord, ALERT_SCHEMA};
-pub use epoch::{EpochMessage, EpochSeal};
+pub use epoch::{EpochMessage, EpochSeal, WHOLE_RECORD};
 pub use grace::Grace;
 pub use quarantine::{Quarantined, MAX_QUARANTINED_BYTES};
 pub use slice::SliceBundle;

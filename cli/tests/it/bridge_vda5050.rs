@@ -286,12 +286,16 @@ fn sidecars_record_what_ingest_certifies_and_quarantine_the_invalid_with_the_rea
         |_, _| {},
     )
     .unwrap();
-    let frames = drain(
+    // Ingest publishes batches: one record of many frames per batch and partition.
+    let frames: Vec<Vec<u8>> = drain(
         &bus,
         &format!("{prefix}{}", topics::ACCEPTED),
         usize::MAX,
         Duration::from_secs(8),
-    );
+    )
+    .iter()
+    .flat_map(|r| audita_topics::accepted::frames(r).map(<[u8]>::to_vec))
+    .collect();
     let of_kind = |k: u8| -> Vec<Vec<u8>> {
         frames
             .iter()

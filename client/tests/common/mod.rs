@@ -82,8 +82,10 @@ pub fn ingest(
         usize::MAX,
         Duration::from_secs(8),
     );
+    // Ingest publishes batches: one record of many frames per batch and partition.
     let accepted_set: BTreeSet<Vec<u8>> = frames
-        .into_iter()
+        .iter()
+        .flat_map(|r| audita_topics::accepted::frames(r).map(<[u8]>::to_vec))
         .filter(|f| f.first() != Some(&audita_topics::accepted::FRAME_WATERMARK))
         .map(|f| f[1..].to_vec())
         .collect();
