@@ -459,6 +459,8 @@ impl Work<'_> {
                 signs,
                 self.actual,
                 bound,
+                opts.max_evaluations
+                    .saturating_mul(CUT_SET_STEPS_PER_EVALUATION),
                 self.deadline,
             ) {
                 Ok(cuts) if decomposes && cuts.len() / MONOTONE_LIST_FACTOR > opts.max_causes => {
@@ -471,7 +473,10 @@ impl Work<'_> {
                 Err(crate::monotone::Stop::Memory) if opts.path == Path::Monotone => {
                     Err(AttributeError::MemoryBound(opts.max_memory_bytes))
                 }
-                Err(crate::monotone::Stop::Memory) => Ok(None),
+                Err(crate::monotone::Stop::Work) if opts.path == Path::Monotone => {
+                    Err(AttributeError::BudgetExhausted(opts.max_evaluations))
+                }
+                Err(crate::monotone::Stop::Memory | crate::monotone::Stop::Work) => Ok(None),
             };
         }
         if path != Path::General {
@@ -516,6 +521,10 @@ impl Work<'_> {
             max_solver_causes: opts.max_solver_causes.min(opts.max_causes),
             probe_work: opts.probe_work,
             max_evaluations: opts.max_evaluations,
+            cut_set_work: opts
+                .max_evaluations
+                .saturating_mul(CUT_SET_STEPS_PER_EVALUATION)
+                / 8,
             max_steps: opts.max_solver_steps,
             max_memory_bytes: opts.max_memory_bytes,
             literal_bytes: LITERAL_BYTES,
@@ -610,6 +619,13 @@ const MONOTONE_LIST_FACTOR: usize = 16;
 /// before it takes the modular path (measured: a depth-12 binary tree fills 1 GiB in
 /// 0.45 s and 64 MiB in 26 ms; binary_tree_5's 458k cut sets fit in 16 MiB).
 const CUT_SETS_BEFORE_MODULAR: u64 = 64 << 20;
+
+/// Elementary steps of the cut-set families (words merged, subset tests) granted per
+/// model evaluation of [`AttributeOptions::max_evaluations`]: the default grants
+/// 2·10^8 steps, about half a second (HP2SAT's monotone models need at most 1.4·10^6;
+/// a 1,000-node DAG of shared disjunctions ran two minutes past a 20 s deadline inside
+/// one family before the bound).
+pub(crate) const CUT_SET_STEPS_PER_EVALUATION: u64 = 4;
 
 /// Bytes of solver memory counted per encoded literal (clause storage, watches and
 /// occurrence lists, measured on CaDiCaL with a margin).

@@ -9,8 +9,12 @@
 //!   where each set begins) and a sparse superset of their union (`support`).
 //! - Operations that build families ([`Family::union_min`], [`Family::cross_min`])
 //!   return antichains: no member is a superset of another, no duplicates.
-//! - Sizes are bounded by a caller-supplied limit on the bytes a result may hold;
-//!   exceeding it is reported as [`TooLarge`], never silently truncated.
+//! - Sizes are bounded by a caller-supplied limit on the bytes a result may hold, and
+//!   work by a [`Work`] budget of elementary steps (words merged, subset tests) that
+//!   also polls the caller's deadline every 65,536 steps; exceeding either is reported
+//!   as a [`TooLarge`] naming which, never silently truncated. (Minimising a product is
+//!   quadratic: without a work bound a 1,000-node DAG of shared disjunctions ran two
+//!   minutes past a 20 s deadline inside one variable's family.)
 
 /// An antichain of sets of candidate bits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,9 +27,52 @@ pub(crate) struct Family {
     support: Vec<(u32, u64)>,
 }
 
-/// A family grew beyond the configured limit.
+use crate::deadline::Deadline;
+
+/// Why a family operation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TooLarge;
+pub(crate) enum TooLarge {
+    /// The result would outgrow the byte limit.
+    Bytes,
+    /// The work budget is spent.
+    Work,
+    /// The caller's deadline passed.
+    Deadline,
+}
+
+/// The work family operations may still do: elementary steps, and the caller's
+/// deadline (polled every 65,536 steps).
+pub(crate) struct Work<'d> {
+    left: u64,
+    tick: u64,
+    deadline: &'d dyn Deadline,
+}
+
+impl<'d> Work<'d> {
+    pub(crate) fn new(budget: u64, deadline: &'d dyn Deadline) -> Self {
+        Work {
+            left: budget,
+            tick: 0,
+            deadline,
+        }
+    }
+
+    fn spend(&mut self, steps: u64) -> Result<(), TooLarge> {
+        if steps > self.left {
+            self.left = 0;
+            return Err(TooLarge::Work);
+        }
+        self.left -= steps;
+        self.tick += steps;
+        if self.tick >= 1 << 16 {
+            self.tick = 0;
+            if self.deadline.expired() {
+                return Err(TooLarge::Deadline);
+            }
+        }
+        Ok(())
+    }
+}
 
 /// One set: word indices and words.
 type Set<'a> = (&'a [u32], &'a [u64]);
@@ -133,13 +180,19 @@ impl Family {
     /// Two antichains over disjoint supports, neither holding the empty set, unite into
     /// an antichain: no minimisation is needed (the read-once case).
     /// Consumes `self`, appending in place in the disjoint case.
-    pub(crate) fn union_min(mut self, other: &Family, limit: usize) -> Result<Family, TooLarge> {
+    pub(crate) fn union_min(
+        mut self,
+        other: &Family,
+        limit: usize,
+        work: &mut Work<'_>,
+    ) -> Result<Family, TooLarge> {
         if self.is_unit() || other.is_unit() {
             return Ok(Family::unit());
         }
         if self.bytes() + other.bytes() > limit {
-            return Err(TooLarge);
+            return Err(TooLarge::Bytes);
         }
+        work.spend((other.idx.len() + other.len()) as u64)?;
         let disjoint = self.disjoint(other);
         for i in 0..other.len() {
             let (idx, bits) = other.set(i);
@@ -149,14 +202,19 @@ impl Family {
         if disjoint {
             return Ok(self);
         }
-        minimize(self, limit)
+        minimize(self, limit, work)
     }
 
     /// Minimal sets of `{a ∪ b : a ∈ self, b ∈ other}`.
     ///
     /// Over disjoint supports the product of two antichains is an antichain
     /// (`a1 ∪ b1 ⊆ a2 ∪ b2` forces `a1 ⊆ a2` and `b1 ⊆ b2`): no minimisation.
-    pub(crate) fn cross_min(&self, other: &Family, limit: usize) -> Result<Family, TooLarge> {
+    pub(crate) fn cross_min(
+        &self,
+        other: &Family,
+        limit: usize,
+        work: &mut Work<'_>,
+    ) -> Result<Family, TooLarge> {
         if self.is_unit() {
             return Ok(other.clone());
         }
@@ -175,8 +233,9 @@ impl Family {
             .saturating_mul(12)
             .saturating_add(pairs.saturating_mul(4));
         if estimate > limit.saturating_mul(if disjoint { 1 } else { 4 }) {
-            return Err(TooLarge);
+            return Err(TooLarge::Bytes);
         }
+        work.spend(words.saturating_add(pairs) as u64)?;
         let mut out = Family::none();
         out.idx.reserve(words);
         out.bits.reserve(words);
@@ -197,7 +256,7 @@ impl Family {
         if disjoint {
             return Ok(out);
         }
-        minimize(out, limit)
+        minimize(out, limit, work)
     }
 }
 
@@ -258,7 +317,9 @@ fn subset(a: Set<'_>, b: Set<'_>) -> bool {
     true
 }
 
-fn minimize(fam: Family, limit: usize) -> Result<Family, TooLarge> {
+fn minimize(fam: Family, limit: usize, work: &mut Work<'_>) -> Result<Family, TooLarge> {
+    let n = fam.len() as u64;
+    work.spend(n.saturating_mul(64 - n.leading_zeros() as u64 + 1))?;
     let mut order: Vec<(u32, usize)> = (0..fam.len()).map(|i| (popcount(fam.set(i)), i)).collect();
     order.sort_by(|x, y| {
         x.0.cmp(&y.0)
@@ -269,13 +330,14 @@ fn minimize(fam: Family, limit: usize) -> Result<Family, TooLarge> {
     let mut kept: Vec<usize> = Vec::new();
     for (_, i) in order {
         let s = fam.set(i);
+        work.spend(kept.len() as u64 + 1)?;
         if kept.iter().any(|&k| subset(fam.set(k), s)) {
             continue;
         }
         kept.push(i);
         out.push_set(s.0, s.1);
         if out.bytes() > limit {
-            return Err(TooLarge);
+            return Err(TooLarge::Bytes);
         }
     }
     out.support = fam.support;
@@ -286,14 +348,20 @@ fn minimize(fam: Family, limit: usize) -> Result<Family, TooLarge> {
 mod tests {
     use super::*;
 
+    fn work() -> Work<'static> {
+        Work::new(u64::MAX, &crate::deadline::NoDeadline)
+    }
+
     fn fam(sets: &[&[usize]]) -> Family {
         let mut f = Family::none();
         for s in sets {
             let mut g = Family::unit();
             for &b in *s {
-                g = g.cross_min(&Family::singleton(b), 1 << 20).unwrap();
+                g = g
+                    .cross_min(&Family::singleton(b), 1 << 20, &mut work())
+                    .unwrap();
             }
-            f = f.union_min(&g, 1 << 20).unwrap();
+            f = f.union_min(&g, 1 << 20, &mut work()).unwrap();
         }
         f
     }
@@ -315,14 +383,14 @@ mod tests {
         // Overlapping supports go through minimisation; disjoint ones do not need it.
         let a = fam(&[&[0, 1]]);
         let b = fam(&[&[0, 2]]);
-        let u = a.union_min(&b, 1 << 20).unwrap();
+        let u = a.union_min(&b, 1 << 20, &mut work()).unwrap();
         assert_eq!(u.len(), 2);
         let c = fam(&[&[0], &[1]])
-            .cross_min(&fam(&[&[0], &[2]]), 1 << 20)
+            .cross_min(&fam(&[&[0], &[2]]), 1 << 20, &mut work())
             .unwrap();
         assert_eq!(c.len(), 2);
         let d = fam(&[&[0], &[1]])
-            .cross_min(&fam(&[&[2], &[3]]), 1 << 20)
+            .cross_min(&fam(&[&[2], &[3]]), 1 << 20, &mut work())
             .unwrap();
         assert_eq!(d.len(), 4);
     }
@@ -331,7 +399,7 @@ mod tests {
     fn cross_of_disjunctions() {
         let a = fam(&[&[0], &[1]]);
         let b = fam(&[&[0], &[2]]);
-        let c = a.cross_min(&b, 1 << 20).unwrap();
+        let c = a.cross_min(&b, 1 << 20, &mut work()).unwrap();
         // {0}, {1,2}  ({0,2} and {0,1} are supersets of {0})
         assert_eq!(members(&c), vec![vec![0], vec![1, 2]]);
     }
@@ -340,7 +408,7 @@ mod tests {
     fn sets_spanning_many_words_stay_sparse() {
         let a = fam(&[&[3, 70_000], &[64 * 900]]);
         let b = fam(&[&[70_000, 5], &[1_000_000]]);
-        let c = a.cross_min(&b, 1 << 20).unwrap();
+        let c = a.cross_min(&b, 1 << 20, &mut work()).unwrap();
         assert_eq!(
             members(&c),
             vec![
@@ -360,6 +428,8 @@ mod tests {
     fn limit_is_reported() {
         let a = fam(&[&[0], &[1], &[2]]);
         let b = fam(&[&[3], &[4], &[5]]);
-        assert_eq!(a.cross_min(&b, 64), Err(TooLarge));
+        assert_eq!(a.cross_min(&b, 64, &mut work()), Err(TooLarge::Bytes));
+        let mut none = Work::new(0, &crate::deadline::NoDeadline);
+        assert_eq!(a.cross_min(&b, 1 << 20, &mut none), Err(TooLarge::Work));
     }
 }

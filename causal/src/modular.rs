@@ -32,7 +32,7 @@
 //!   at their actual values, weighted by their cheapest cause (1 for a variable). Its
 //!   outcome is "the root keeps its actual value" (the model's outcome at the top).
 //! - A local model is solved exactly by the first path that finishes: the cut sets if
-//!   it is monotone (within 64 MiB), the general search if it has at most 12 variables
+//!   it is monotone (within 64 MiB and an eighth of the cut-set work), the general search if it has at most 12 variables
 //!   (within an eighth of the probe budget), else the optimisation path with weights
 //!   (core-guided). Each gives the cheapest local cause, the best cause
 //!   of every principal among the local variables and of every child module.
@@ -91,6 +91,8 @@ pub(crate) struct Bounds<'d> {
     pub probe_work: u64,
     /// Model evaluations of one local general search at most.
     pub max_evaluations: u64,
+    /// Elementary steps of one local model's cut-set families at most.
+    pub cut_set_work: u64,
     /// Solver steps over all local models.
     pub max_steps: u64,
     /// Memory bound in bytes.
@@ -640,11 +642,12 @@ impl Local {
                 signs,
                 &self.actual,
                 bounds.max_memory_bytes.min(LOCAL_CUT_SET_BYTES),
+                bounds.cut_set_work,
                 bounds.deadline,
             ) {
                 Ok(cuts) => Some(cuts.into_iter().map(|x| (x, Vec::new())).collect()),
                 Err(crate::monotone::Stop::Deadline) => return Err(Stop::Deadline),
-                Err(crate::monotone::Stop::Memory) => None,
+                Err(crate::monotone::Stop::Memory | crate::monotone::Stop::Work) => None,
             }
         } else {
             None

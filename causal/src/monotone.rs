@@ -16,11 +16,12 @@
 //!   product), so a conjunction of 16 disjunctions of 4 costs 16 small sets, never 4^16
 //!   prime implicants.
 //! - Memory is bounded: the families held for later reads plus the one being built
-//!   never exceed the caller's byte bound ([`Stop::Memory`]); the caller's deadline is
-//!   polled once per variable ([`Stop::Deadline`]).
+//!   never exceed the caller's byte bound (`Stop::Memory`); so is work, in elementary
+//!   steps of the family operations (`Stop::Work`), and the caller's deadline is polled
+//!   once per variable and every 65,536 steps inside one (`Stop::Deadline`).
 
 use crate::deadline::Deadline;
-use crate::family::{Family, TooLarge};
+use crate::family::{Family, TooLarge, Work};
 use crate::model::{Model, Node, Signs};
 
 /// Why the cut-set computation stopped.
@@ -28,13 +29,19 @@ use crate::model::{Model, Node, Signs};
 pub(crate) enum Stop {
     /// The families outgrew the memory bound.
     Memory,
+    /// The families took more than their work budget to build.
+    Work,
     /// The caller's deadline passed.
     Deadline,
 }
 
 impl From<TooLarge> for Stop {
-    fn from(_: TooLarge) -> Stop {
-        Stop::Memory
+    fn from(t: TooLarge) -> Stop {
+        match t {
+            TooLarge::Bytes => Stop::Memory,
+            TooLarge::Work => Stop::Work,
+            TooLarge::Deadline => Stop::Deadline,
+        }
     }
 }
 
@@ -96,9 +103,11 @@ pub(crate) fn minimal_causes(
     signs: &Signs,
     actual: &[bool],
     max_bytes: u64,
+    max_work: u64,
     deadline: &dyn Deadline,
 ) -> Result<Vec<Vec<u32>>, Stop> {
     let n = model.vars.len();
+    let mut work = Work::new(max_work, deadline);
     // Bit positions for the candidates whose renamed literal is actually true.
     let mut bit_of = vec![usize::MAX; n];
     let mut var_of_bit = Vec::new();
@@ -142,6 +151,7 @@ pub(crate) fn minimal_causes(
                         uses: &mut uses,
                         held: &mut held,
                         max_bytes,
+                        work: &mut work,
                     };
                     ctx.cuts(eq, signs.sign[v])?
                 }
@@ -151,6 +161,7 @@ pub(crate) fn minimal_causes(
                 base.union_min(
                     &Family::singleton(bit_of[v]),
                     max_bytes.saturating_sub(held),
+                    &mut work,
                 )?
             } else {
                 base
@@ -171,6 +182,7 @@ pub(crate) fn minimal_causes(
         uses: &mut uses,
         held: &mut held,
         max_bytes,
+        work: &mut work,
     };
     let top = ctx.cuts(&model.outcome, 1)?;
     Ok(top
@@ -183,7 +195,7 @@ fn lit(value: bool, sign: i8) -> bool {
     value == (sign > 0)
 }
 
-struct Ctx<'a> {
+struct Ctx<'a, 'd> {
     signs: &'a Signs,
     actual: &'a [bool],
     fam: &'a mut [Option<Family>],
@@ -191,9 +203,10 @@ struct Ctx<'a> {
     /// Bytes of the families held in `fam`.
     held: &'a mut usize,
     max_bytes: usize,
+    work: &'a mut Work<'d>,
 }
 
-impl Ctx<'_> {
+impl Ctx<'_, '_> {
     fn constant(&self, b: bool, pol: i8) -> Family {
         if lit(b, pol) {
             Family::none()
@@ -238,12 +251,12 @@ impl Ctx<'_> {
                     let f = self.cuts(e, pol)?;
                     let room = self.room().saturating_sub(f.bytes());
                     acc = if union {
-                        acc.union_min(&f, room)?
+                        acc.union_min(&f, room, self.work)?
                     } else {
                         if f.len() == 0 {
                             return Ok(Family::none());
                         }
-                        acc.cross_min(&f, room)?
+                        acc.cross_min(&f, room, self.work)?
                     };
                     if union && acc.is_unit() {
                         break;

@@ -145,3 +145,52 @@ fn the_generator_makes_modules() {
     }
     assert!(nested > 100, "{nested}");
 }
+
+/// Ten layers of 100 disjunctions, each reading two random nodes of the layer below:
+/// cut-set families that share everything, and no module to split them.
+fn shared_disjunctions(seed: u64) -> Model {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut b = audita_causal::ModelBuilder::new();
+    let mut prev: Vec<String> = (0..100).map(|j| format!("l0_{j}")).collect();
+    for name in &prev {
+        b = b.exogenous(name.clone(), Some(name), true, true);
+    }
+    for i in 1..10 {
+        let mut cur = Vec::new();
+        for j in 0..100 {
+            let x = &prev[rng.gen_range(0..100)];
+            let y = &prev[rng.gen_range(0..100)];
+            let name = format!("l{i}_{j}");
+            b = b.endogenous(name.clone(), Some(&name), format!("{x} | {y}"), true);
+            cur.push(name);
+        }
+        prev = cur;
+    }
+    b.outcome(prev[..4].join(" | ")).build().unwrap()
+}
+
+#[test]
+fn cut_sets_of_a_shared_dag_stop_at_the_deadline_not_minutes_past_it() {
+    // Regression: minimising one variable's cut-set family polled no deadline and had
+    // no work bound; a 20 s query ended after 132 s.
+    let m = shared_disjunctions(1);
+    for path in [Path::Auto, Path::Monotone, Path::Modular] {
+        let start = std::time::Instant::now();
+        let limit = std::time::Duration::from_millis(800);
+        let deadline = move || start.elapsed() >= limit;
+        let opts = AttributeOptions {
+            path,
+            ..Default::default()
+        };
+        match audita_causal::attribute_until(&m, &[], &opts, &deadline) {
+            Ok(a) => assert_eq!(a.responsibility.len(), 1000),
+            Err(e) => assert!(e.is_bound(), "{path:?}: {e}"),
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(3),
+            "{path:?}: {:?}",
+            start.elapsed()
+        );
+    }
+}
