@@ -15,7 +15,7 @@
 //!   ([`crate::general`]) within [`AttributeOptions::probe_work`] (model evaluations ×
 //!   variables: about what the optimisation path costs, measured in BENCHMARKS.md).
 //!   Beyond it, and for a monotone model whose cut-set families exceed the memory bound
-//!   (64 MiB, or past 16 × `max_causes` sets, when the model decomposes), a model with a module
+//!   (16 MiB, or past 16 × `max_causes` sets, when the model decomposes), a model with a module
 //!   below the outcome takes the modular path (`crate::modular`: one exactly solved
 //!   local model per module, composed along the module tree), any other model the
 //!   optimisation path ([`crate::optimise`], CaDiCaL). [`Path`] forces one path.
@@ -617,8 +617,9 @@ const MONOTONE_LIST_FACTOR: usize = 16;
 
 /// Memory the automatic choice grants the cut-set families of a model that decomposes
 /// before it takes the modular path (measured: a depth-12 binary tree fills 1 GiB in
-/// 0.45 s and 64 MiB in 26 ms; binary_tree_5's 458k cut sets fit in 16 MiB).
-const CUT_SETS_BEFORE_MODULAR: u64 = 64 << 20;
+/// 0.45 s, 64 MiB in 26 ms and 16 MiB in 1 ms; binary_tree_5's 458k cut sets fit in
+/// 16 MiB).
+const CUT_SETS_BEFORE_MODULAR: u64 = 16 << 20;
 
 /// Elementary steps of the cut-set families (words merged, subset tests) granted per
 /// model evaluation of [`AttributeOptions::max_evaluations`]: the default grants
