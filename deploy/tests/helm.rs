@@ -15,7 +15,7 @@
 //!   read-only root filesystem, no privilege escalation, ALL capabilities dropped,
 //!   seccomp RuntimeDefault; every stage container has liveness/readiness/startup
 //!   probes on its metrics port, which `--metrics` binds; exactly one sealer (a
-//!   StatefulSet of 1) and one sink; the slicer (and the monitor, when enabled) is one
+//!   StatefulSet of 1) and one sink; the slicer (which runs the detectors when enabled) is one
 //!   replica with `Recreate`, and audita.toml names the predicate file exactly then; the log
 //!   key Secret is mounted only into the sealer pod's init container; selectors of
 //!   Services, PDBs, the HPA and the ServiceMonitor reach what they mean to.
@@ -329,26 +329,15 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
 
     let w = workloads(all);
     let comps: BTreeSet<&str> = w.iter().map(|v| component(v)).collect();
-    let mut stages = BTreeSet::from(["engine", "ingest", "sealer", "sink", "slicer"]);
-    if e.monitor {
-        stages.insert("monitor");
-    }
+    // The slicer runs the monitor's detectors over its join: no workload of their own.
+    let stages = BTreeSet::from(["engine", "ingest", "sealer", "sink", "slicer"]);
     assert_eq!(comps, stages, "one workload per stage");
     let toml_predicates = toml["registry"].get("predicates").and_then(|p| p.as_str());
     assert_eq!(
         toml_predicates,
         e.monitor.then_some("predicates.json"),
-        "audita.toml names the predicate file exactly when the monitor runs"
+        "audita.toml names the predicate file exactly when detection is on"
     );
-    if e.monitor {
-        let m = workload(all, "monitor");
-        assert_eq!(kind(m), "Deployment");
-        assert_eq!(m["spec"]["replicas"], 1, "monitor replicas");
-        assert_eq!(
-            m["spec"]["strategy"]["type"], "Recreate",
-            "monitor Recreate"
-        );
-    }
     let mut log_key_mounts = Vec::new();
     for v in &w {
         let comp = component(v);
@@ -591,10 +580,10 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
         covered.push(component(targets[0]));
     }
     covered.sort();
-    let want: Vec<&str> = match (e.singleton_pdbs, e.monitor) {
-        (true, true) => vec!["engine", "ingest", "monitor", "sealer", "sink", "slicer"],
-        (true, false) => vec!["engine", "ingest", "sealer", "sink", "slicer"],
-        (false, _) => vec!["engine", "ingest"],
+    let want: Vec<&str> = if e.singleton_pdbs {
+        vec!["engine", "ingest", "sealer", "sink", "slicer"]
+    } else {
+        vec!["engine", "ingest"]
     };
     assert_eq!(covered, want, "PDBs");
 }

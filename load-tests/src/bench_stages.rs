@@ -4,7 +4,7 @@
 //! commands, actuation reports, one receipt per envelope, facility incident cells) is
 //! pre-signed and published whole to `audita.envelopes` / `audita.receipts` first.
 //! Then each stage runs alone, in pipeline order, over what the previous one left on
-//! the bus — ingest, sealer, monitor, slicer, engine workers — until its input is
+//! the bus — ingest, sealer, slicer (with the monitor's detectors), engine workers — until its input is
 //! drained, so nothing else of the process competes with it. For each stage the
 //! benchmark reports the CPU time of the whole process while it ran (the stage's own
 //! thread plus, on Kafka, librdkafka's threads) per envelope of the load (an envelope
@@ -327,8 +327,9 @@ fn publish(bus: &Bus, schedule: &[Scheduled], prefix: &str) -> anyhow::Result<()
 }
 
 /// Runs each stage alone, in pipeline order, over what the previous one left on the
-/// bus: ingest (`instances` of it), sealer (its record under `work`), monitor (when
-/// the deployment has adverse predicates), slicer, engine. Returns what each cost.
+/// bus: ingest (`instances` of it), sealer (its record under `work`), the slicer
+/// (with the monitor's detectors when the deployment has adverse predicates), engine.
+/// Returns what each cost.
 fn run_stages(
     bench: &Bench,
     instances: usize,
@@ -360,12 +361,8 @@ fn run_stages(
         audita_pipeline::run_sealer(d, bus, &work.join("record"), &stop, Some(idle), m)?;
         Ok(())
     })?);
-    if d.predicates.is_some() {
-        phases.push(run_phase("monitor", broker, || {
-            audita_pipeline::monitor::run_monitor(d, bus, idle, &stop, Some(idle), m)?;
-            Ok(())
-        })?);
-    }
+    // The slicer's process runs the monitor's detectors over its join (they declare
+    // the incidents it then slices): one phase, as deployed.
     phases.push(run_phase("slicer", broker, || {
         // Past the slicer's quiet period (1 s), so the last windows are emitted too.
         let wait = idle.max(Duration::from_millis(1_500));

@@ -524,8 +524,8 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let mut plan = vec![
             (LoadStage::Ingest, "ingest".to_string()),
             (LoadStage::Sealer, "sealer".to_string()),
+            // The slicer runs the monitor's detectors over its join.
             (LoadStage::Slicer, "slicer".to_string()),
-            (LoadStage::Monitor, "monitor".to_string()),
         ];
         plan.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
         plan.push((LoadStage::Sink, "sink".to_string()));

@@ -153,14 +153,17 @@ impl Metrics {
 
     /// A fresh registry with `stage`'s metrics (one of [`STAGES`]), the bus's and the
     /// process's: what `audita stage NAME` exports. The other stages' metrics exist
-    /// (the stage code may update them) but are not exported.
+    /// (the stage code may update them) but are not exported — except the monitor's
+    /// in the slicer's process, which runs the monitor's detectors over its join.
     pub fn for_stage(stage: &str) -> Metrics {
         let own = format!("audita_{stage}_");
+        let also = (stage == "slicer").then_some("audita_monitor_");
         Metrics::registering(move |name| {
             !STAGES
                 .iter()
                 .any(|s| name.starts_with(&format!("audita_{s}_")))
                 || name.starts_with(&own)
+                || also.is_some_and(|a| name.starts_with(a))
         })
     }
 

@@ -32,6 +32,7 @@ use crate::{Deployment, Result};
 use audita_bus::Bus;
 use audita_monitor::{Alert, AlertKind, Monitor};
 use audita_slicer::input::Input;
+use audita_slicer::stage::EpochTap;
 use audita_topics::names as topics;
 use audita_topics::{AlertRecord, ALERT_SCHEMA};
 use std::sync::atomic::AtomicBool;
@@ -66,8 +67,95 @@ struct State {
     grace: audita_topics::Grace,
 }
 
-/// Runs the monitor until stopped/idle; declares pending incidents after `quiet`
-/// without a new epoch. Without predicates in the deployment it returns at once.
+/// The monitor's detectors as an operator over a join of seals and bytes: the
+/// slicer's ([`audita_slicer::stage::EpochTap`], one fetch and one join per process)
+/// or its own ([`run_monitor`]).
+pub struct MonitorTap<'d> {
+    d: &'d Deployment,
+    m: &'d Metrics,
+    st: State,
+    alerts: String,
+    adverse: String,
+    quiet: Duration,
+    lag: crate::metrics::LagWatch,
+    missing_seen: u64,
+}
+
+impl<'d> MonitorTap<'d> {
+    /// The detectors of `d`'s predicate file (`None` when the deployment has none),
+    /// declaring what is pending after `quiet` without a new epoch.
+    pub fn new(d: &'d Deployment, m: &'d Metrics, quiet: Duration) -> Option<Self> {
+        let file = d.predicates.clone()?;
+        Some(MonitorTap {
+            d,
+            m,
+            st: State {
+                monitor: Monitor::new(file),
+                last_number: None,
+                last_epoch: Instant::now(),
+                grace: audita_topics::Grace::new(),
+            },
+            alerts: d.topic(topics::ALERTS),
+            adverse: d.topic(topics::ADVERSE),
+            quiet,
+            lag: crate::metrics::LagWatch::new("monitor"),
+            missing_seen: 0,
+        })
+    }
+
+    fn declare(
+        &self,
+        decls: Vec<audita_verdict::AdverseDecl>,
+        out: &mut dyn audita_bus::Producer,
+    ) -> std::result::Result<(), audita_bus::BusError> {
+        for decl in decls {
+            let bytes = serde_json::to_vec(&decl)
+                .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
+            out.send(&self.adverse, decl.incident.as_bytes(), &bytes)?;
+            self.m.monitor_declarations.inc();
+            tracing::info!(incident = %decl.incident, t_star_ms = decl.t_star_ms, anchors = decl.anchors.len(), "declared");
+        }
+        Ok(())
+    }
+}
+
+impl audita_slicer::stage::EpochTap for MonitorTap<'_> {
+    fn epoch(
+        &mut self,
+        epoch: &audita_topics::EpochMessage,
+        missing: u64,
+        out: &mut dyn audita_bus::Producer,
+    ) -> std::result::Result<(), audita_bus::BusError> {
+        self.lag.observe(&self.m.monitor_lag, epoch.watermark);
+        self.m
+            .monitor_join_missing
+            .inc_by(missing.saturating_sub(self.missing_seen));
+        self.missing_seen = self.missing_seen.max(missing);
+        let due = take_epoch(self.d, self.m, &mut self.st, epoch, &self.alerts, out)?;
+        self.declare(due, out)?;
+        // Alerts leave with their epoch: a dashboard sees them now.
+        out.flush()
+    }
+
+    fn idle(
+        &mut self,
+        out: &mut dyn audita_bus::Producer,
+    ) -> std::result::Result<(), audita_bus::BusError> {
+        if self.st.monitor.pending() > 0 && self.st.last_epoch.elapsed() >= self.quiet {
+            let due = self.st.monitor.advance(u64::MAX);
+            self.m.monitor_pending.set(0);
+            self.declare(due, out)?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the monitor as a process of its own (its own join of seals and bytes) until
+/// stopped/idle; declares pending incidents after `quiet` without a new epoch.
+/// Without predicates in the deployment it returns at once. The slicer runs the same
+/// detectors over its own join ([`crate::stages::run_slicer`]), so a deployment runs
+/// this only when it wants alerts without slices.
 pub fn run_monitor(
     d: &Deployment,
     bus: &Bus,
@@ -76,55 +164,22 @@ pub fn run_monitor(
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
-    let Some(file) = d.predicates.clone() else {
+    let Some(mut tap) = MonitorTap::new(d, m, quiet) else {
         return Ok(());
     };
     let mut input = crate::stages::sealed_input(d, bus, "monitor", &[])?;
     let mut p = bus.producer()?;
-    let (alerts, adverse) = (d.topic(topics::ALERTS), d.topic(topics::ADVERSE));
-    let mut st = State {
-        monitor: Monitor::new(file),
-        last_number: None,
-        last_epoch: Instant::now(),
-        grace: audita_topics::Grace::new(),
-    };
-    let declare = |decls: Vec<audita_verdict::AdverseDecl>,
-                   out: &mut dyn audita_bus::Producer|
-     -> std::result::Result<(), audita_bus::BusError> {
-        for decl in decls {
-            let bytes = serde_json::to_vec(&decl)
-                .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
-            out.send(&adverse, decl.incident.as_bytes(), &bytes)?;
-            m.monitor_declarations.inc();
-            tracing::info!(incident = %decl.incident, t_star_ms = decl.t_star_ms, anchors = decl.anchors.len(), "declared");
-        }
-        Ok(())
-    };
     let mut idle_since = Instant::now();
-    let mut lag = crate::metrics::LagWatch::new("monitor");
-    let mut missing_seen = 0;
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {
         match input.poll(Duration::from_millis(20))? {
             Some(Input::Epoch(epoch)) => {
                 idle_since = Instant::now();
-                lag.observe(&m.monitor_lag, epoch.watermark);
                 m.monitor_join_held.set(input.backlog().0 as i64);
-                let missing = input.stats().missing;
-                m.monitor_join_missing.inc_by(missing - missing_seen);
-                missing_seen = missing;
-                let due = take_epoch(d, m, &mut st, epoch, &alerts, p.as_mut())?;
-                declare(due, p.as_mut())?;
-                // Alerts leave with their epoch: a dashboard sees them now.
-                p.flush()?;
+                tap.epoch(&epoch, input.stats().missing, p.as_mut())?;
             }
             Some(Input::Record(_)) => {}
             None => {
-                if st.monitor.pending() > 0 && st.last_epoch.elapsed() >= quiet {
-                    let due = st.monitor.advance(u64::MAX);
-                    m.monitor_pending.set(0);
-                    declare(due, p.as_mut())?;
-                    p.flush()?;
-                }
+                tap.idle(p.as_mut())?;
                 if idle.is_some_and(|i| idle_since.elapsed() >= i) {
                     break;
                 }
@@ -141,7 +196,7 @@ fn take_epoch(
     d: &Deployment,
     m: &Metrics,
     st: &mut State,
-    epoch: audita_topics::EpochMessage,
+    epoch: &audita_topics::EpochMessage,
     alerts: &str,
     out: &mut dyn audita_bus::Producer,
 ) -> std::result::Result<Vec<audita_verdict::AdverseDecl>, audita_bus::BusError> {

@@ -86,7 +86,10 @@ pub fn run_sealer(
 }
 
 /// Runs the slicer until stopped/idle; a declaration waits up to `quiet_wait` for the
-/// event-time watermark once the stream goes quiet.
+/// event-time watermark once the stream goes quiet. With the deployment's predicates
+/// the monitor's detectors run over the slicer's own join of seals and bytes
+/// ([`crate::monitor::MonitorTap`]): one fetch and one join of the bytes per process,
+/// alerts published as each epoch is joined, before the slicer takes it.
 pub fn run_slicer(
     d: &Deployment,
     bus: &Bus,
@@ -129,7 +132,10 @@ pub fn run_slicer(
     // its own consumer groups per process, reading from the beginning.
     let mut input = sealed_input(d, bus, "slicer", &[topics::ADVERSE])?;
     let mut p = bus.producer()?;
-    stage.run(&mut input, p.as_mut(), stop, idle)?;
+    match crate::monitor::MonitorTap::new(d, m, quiet_wait) {
+        Some(mut tap) => stage.run_with(&mut input, p.as_mut(), stop, idle, &mut tap)?,
+        None => stage.run(&mut input, p.as_mut(), stop, idle)?,
+    }
     for (name, unsealed) in stage.waiting() {
         tracing::warn!(incident = %name, unsealed_anchors = unsealed, "declaration still waiting for its anchors");
     }
@@ -261,9 +267,9 @@ impl Running {
 
 /// Creates the topics and starts ingest, the sealer (writing the record into
 /// `record_dir`), the slicer (waiting `quiet_wait` for the watermark once the stream
-/// is quiet), the monitor (with the deployment's predicates; declaring what is
-/// pending after `quiet_wait` of quiet) and `workers` engine workers as threads over
-/// `bus`.
+/// is quiet; with the deployment's predicates it runs the monitor's detectors over
+/// its join too, declaring what is pending after `quiet_wait` of quiet) and
+/// `workers` engine workers as threads over `bus`.
 pub fn start(
     d: Arc<Deployment>,
     bus: &Bus,
@@ -294,14 +300,6 @@ pub fn start(
             Box::new(move |d, bus, stop, m| run_slicer(d, bus, quiet_wait, stop, None, m)),
         ),
     ];
-    if d.predicates.is_some() {
-        plan.push((
-            "monitor".into(),
-            Box::new(move |d, bus, stop, m| {
-                crate::monitor::run_monitor(d, bus, quiet_wait, stop, None, m)
-            }),
-        ));
-    }
     for i in 0..workers.max(1) {
         plan.push((
             format!("engine-{i}"),

@@ -1596,6 +1596,21 @@ impl SlicerStage {
         stop: &AtomicBool,
         max_idle: Option<Duration>,
     ) -> Result<(), SlicerError> {
+        self.run_with(input, out, stop, max_idle, &mut NoTap)
+    }
+
+    /// [`Self::run`], handing every joined epoch to `tap` first (before the slicer
+    /// takes it) and calling the tap when no input is ready: other operators over
+    /// the same join (the monitor's detectors), so the bytes are fetched and joined
+    /// once per process.
+    pub fn run_with(
+        &mut self,
+        input: &mut SealedInput,
+        out: &mut dyn Producer,
+        stop: &AtomicBool,
+        max_idle: Option<Duration>,
+        tap: &mut dyn EpochTap,
+    ) -> Result<(), SlicerError> {
         let mut idle_since = Instant::now();
         let mut checked = Instant::now();
         while !stop.load(Ordering::SeqCst) {
@@ -1603,6 +1618,9 @@ impl SlicerStage {
                 Some(got) => {
                     idle_since = Instant::now();
                     self.join = (input.backlog().0, input.stats().missing);
+                    if let Input::Epoch(epoch) = &got {
+                        tap.epoch(epoch, input.stats().missing, out)?;
+                    }
                     if let Err(e) = self.handle(got) {
                         tracing::warn!(error = %e, "slicer skipped a record");
                     }
@@ -1614,6 +1632,7 @@ impl SlicerStage {
                     }
                 }
                 None => {
+                    tap.idle(out)?;
                     self.emit_ready(out)?;
                     if max_idle.is_some_and(|m| idle_since.elapsed() >= m) {
                         break;
@@ -1624,6 +1643,33 @@ impl SlicerStage {
         // Stopped (SIGTERM) or idle: emit what is complete and deliver it before exit.
         self.emit_ready(out)?;
         out.flush()?;
+        Ok(())
+    }
+}
+
+/// An operator that reads the slicer's join alongside it ([`SlicerStage::run_with`]).
+pub trait EpochTap {
+    /// One joined epoch, before the slicer takes it (`missing`: the join's count of
+    /// sealed items whose bytes were gone, so far).
+    fn epoch(
+        &mut self,
+        epoch: &EpochMessage,
+        missing: u64,
+        out: &mut dyn Producer,
+    ) -> Result<(), BusError>;
+    /// No input was ready within the poll.
+    fn idle(&mut self, out: &mut dyn Producer) -> Result<(), BusError>;
+}
+
+/// The tap of a slicer without other operators.
+pub struct NoTap;
+
+impl EpochTap for NoTap {
+    fn epoch(&mut self, _: &EpochMessage, _: u64, _: &mut dyn Producer) -> Result<(), BusError> {
+        Ok(())
+    }
+
+    fn idle(&mut self, _: &mut dyn Producer) -> Result<(), BusError> {
         Ok(())
     }
 }

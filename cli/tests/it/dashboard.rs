@@ -152,8 +152,8 @@ fn every_dashboard_expression_returns_data_from_a_prometheus_scraping_a_real_run
     let stages: Vec<(&str, Vec<String>)> = vec![
         ("ingest", vec![]),
         ("sealer", vec!["--dir".into(), record.display().to_string()]),
+        // The slicer runs the monitor's detectors and exports their metrics.
         ("slicer", vec![]),
-        ("monitor", vec![]),
         ("engine", vec![]),
         ("sink", vec!["--dir".into(), sink_dir.display().to_string()]),
     ];
