@@ -3,13 +3,13 @@
 //! as one) hands out at most one epoch, naming only what the seal names.
 #![no_main]
 
-use audita_topics::join::Join;
+use audita_join::Join;
 use audita_topics::EpochSeal;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut join = Join::new();
-    join.take_accepted(0, 0, data.to_vec());
+    join.take_accepted(0, 0, data);
     if let Some(seal) = EpochSeal::decode(data) {
         assert_eq!(EpochSeal::decode(&seal.encode()).as_ref(), Some(&seal));
         let leaves = seal.leaves.len();

@@ -178,7 +178,7 @@ fn check(placement: Placement, keeper: Keeper) {
 
     assert!(quarantined.is_empty(), "quarantined: {quarantined:?}");
     // The seals joined with the accepted bytes, as the slicer and monitor read them.
-    let (epochs, joined) = audita_topics::join::join_all(accepted, seals.clone());
+    let (epochs, joined) = audita_join::join_all(accepted, seals.clone());
     assert_eq!(
         joined.missing, 0,
         "every sealed message's bytes are on audita.accepted"

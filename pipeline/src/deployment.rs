@@ -163,6 +163,31 @@ impl Deployment {
         format!("{}{}", self.prefix, base)
     }
 
+    /// What a stage downstream of the sealer reads (`audita.epochs` joined with
+    /// `audita.accepted`, and `others`), from the beginning, in consumer groups of its
+    /// own named after `stage` and this process.
+    pub fn sealed_input(
+        &self,
+        bus: &Bus,
+        stage: &str,
+        others: &[&str],
+    ) -> Result<audita_join::SealedInput> {
+        let group = format!("{}{stage}-{}", self.prefix, std::process::id());
+        let mut names = vec![self.topic(topics::EPOCHS)];
+        names.extend(others.iter().map(|t| self.topic(t)));
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let records = bus.consumer(&group, &names)?;
+        let accepted = bus.consumer(
+            &format!("{group}-accepted"),
+            &[&self.topic(topics::ACCEPTED)],
+        )?;
+        Ok(audita_join::SealedInput::new(
+            records,
+            accepted,
+            &self.topic(topics::EPOCHS),
+        ))
+    }
+
     /// Creates the pipeline's topics (existing ones are kept).
     pub fn ensure_topics(&self, bus: &Bus) -> Result<()> {
         let spec = |base: &str, partitions: u32| TopicSpec {

@@ -66,7 +66,7 @@ pub struct Metrics {
     /// See [`Metrics::sealer_lag`].
     pub monitor_lag: Gauge,
     /// `audita_<stage>_join_held_bytes` of the slicer and the monitor: accepted
-    /// bytes read ahead of their seals (`audita_slicer::input`).
+    /// bytes read ahead of their seals (`audita_join::input`).
     pub slicer_join_held: IntGauge,
     /// See [`Metrics::slicer_join_held`].
     pub monitor_join_held: IntGauge,
@@ -88,7 +88,7 @@ pub struct Metrics {
     /// Citations emitted slices could not resolve (missing or past the horizon).
     pub slicer_unresolved: IntCounter,
     /// `audita_slicer_grace_seconds`: the grace past a window's end now in force,
-    /// adapted to the lateness of sealed messages (`audita_topics::grace`).
+    /// adapted to the lateness of sealed messages (`audita_join::grace`).
     pub slicer_grace: Gauge,
     /// `audita_slicer_spill_bytes`: bytes of held messages and receipts in the
     /// slicer's spill files (`audita_slicer::spill`).

@@ -9,7 +9,7 @@
 //!   is complete; and its declaration on `audita.adverse` is then an auditable input
 //!   the engine workers check exactly like an operator's (`audita_monitor::check`).
 //! - Input is sealed epochs (`audita.epochs` joined with `audita.accepted`,
-//!   [`audita_slicer::input`]): only sealed messages, each epoch
+//!   [`audita_join::input`]): only sealed messages, each epoch
 //!   opened with one signature check ([`audita_evidence::open_sealed`]: the log's
 //!   signature over the header, the leaves under its window root, every envelope
 //!   the message its leaf names) instead of one per envelope — the log seals only
@@ -18,7 +18,7 @@
 //!   signatures included, and re-derive the declaration from it.
 //! - Alerts are published as they are raised; a fired incident is declared once the
 //!   sealer's event-time watermark passes its `t*` by the grace in force
-//!   ([`audita_topics::grace`]: every message stamped up to `t*` is sealed and read,
+//!   ([`audita_join::grace`]: every message stamped up to `t*` is sealed and read,
 //!   late sources included), or when the stream has been quiet for `quiet`
 //!   (everything published is sealed).
 //! - State is in memory and rebuilt from the beginning of its topics on start
@@ -30,8 +30,8 @@
 use crate::metrics::Metrics;
 use crate::{Deployment, Result};
 use audita_bus::Bus;
+use audita_join::Input;
 use audita_monitor::{Alert, AlertKind, Monitor};
-use audita_slicer::input::Input;
 use audita_slicer::stage::EpochTap;
 use audita_topics::names as topics;
 use audita_topics::{AlertRecord, ALERT_SCHEMA};
@@ -64,7 +64,7 @@ struct State {
     last_epoch: Instant,
     /// The grace past `t*` before declaring, adapted to the lateness of sealed
     /// messages (as the slicer's).
-    grace: audita_topics::Grace,
+    grace: audita_join::Grace,
 }
 
 /// The monitor's detectors as an operator over a join of seals and bytes: the
@@ -93,7 +93,7 @@ impl<'d> MonitorTap<'d> {
                 monitor: Monitor::new(file),
                 last_number: None,
                 last_epoch: Instant::now(),
-                grace: audita_topics::Grace::new(),
+                grace: audita_join::Grace::new(),
             },
             alerts: d.topic(topics::ALERTS),
             adverse: d.topic(topics::ADVERSE),
@@ -167,7 +167,7 @@ pub fn run_monitor(
     let Some(mut tap) = MonitorTap::new(d, m, quiet) else {
         return Ok(());
     };
-    let mut input = crate::stages::sealed_input(d, bus, "monitor", &[])?;
+    let mut input = d.sealed_input(bus, "monitor", &[])?;
     let mut p = bus.producer()?;
     let mut idle_since = Instant::now();
     while !stop.load(std::sync::atomic::Ordering::SeqCst) {

@@ -7,7 +7,6 @@ use audita_bus::Bus;
 use audita_sealer::stage::{SealerStage, SealerStats};
 use audita_sinks::sink::{Collected, VerdictSink};
 use audita_sinks::tables::Rotation;
-use audita_slicer::input::SealedInput;
 use audita_slicer::stage::{SlicerStage, SlicerStats};
 use audita_topics::names as topics;
 use audita_topics::VerdictRecord;
@@ -130,7 +129,7 @@ pub fn run_slicer(
         }));
     // The slicer keeps its state in memory and rebuilds it from its topics on start:
     // its own consumer groups per process, reading from the beginning.
-    let mut input = sealed_input(d, bus, "slicer", &[topics::ADVERSE])?;
+    let mut input = d.sealed_input(bus, "slicer", &[topics::ADVERSE])?;
     let mut p = bus.producer()?;
     match crate::monitor::MonitorTap::new(d, m, quiet_wait) {
         Some(mut tap) => stage.run_with(&mut input, p.as_mut(), stop, idle, &mut tap)?,
@@ -140,28 +139,6 @@ pub fn run_slicer(
         tracing::warn!(incident = %name, unsealed_anchors = unsealed, "declaration still waiting for its anchors");
     }
     Ok(())
-}
-
-/// What a stage downstream of the sealer reads (`audita.epochs` joined with
-/// `audita.accepted`, and `others`), from the beginning, in consumer groups of its
-/// own named after `stage` and this process.
-pub fn sealed_input(
-    d: &Deployment,
-    bus: &Bus,
-    stage: &str,
-    others: &[&str],
-) -> Result<SealedInput> {
-    let group = format!("{}{stage}-{}", d.prefix, std::process::id());
-    let mut names = vec![d.topic(topics::EPOCHS)];
-    names.extend(others.iter().map(|t| d.topic(t)));
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let records = bus.consumer(&group, &names)?;
-    let accepted = bus.consumer(&format!("{group}-accepted"), &[&d.topic(topics::ACCEPTED)])?;
-    Ok(SealedInput::new(
-        records,
-        accepted,
-        &d.topic(topics::EPOCHS),
-    ))
 }
 
 /// Runs one engine worker until stopped/idle; returns the bundles judged.

@@ -120,6 +120,23 @@ fn no_stage_depends_on_another_stage() {
 }
 
 #[test]
+fn the_join_is_below_every_stage_and_the_topic_types_hold_no_join() {
+    let g = graph();
+    let join = g.closure("audita-join");
+    for stage in STAGES {
+        assert!(!join.contains(stage), "audita-join links the stage {stage}");
+    }
+    assert!(
+        !g.closure("audita-topics").contains("audita-join"),
+        "audita-topics keeps record types only"
+    );
+    assert!(
+        g.direct["audita-slicer"].contains("audita-join"),
+        "the slicer reads sealed epochs through audita-join"
+    );
+}
+
+#[test]
 fn the_record_format_and_the_topic_types_link_no_transport() {
     let g = graph();
     for krate in [

@@ -2,7 +2,7 @@
 //! epochs out (on disk), and their seals on `audita.epochs`
 //! ([`audita_topics::EpochSeal`]: header, checkpoint, the ids and receipt digests
 //! sealed, and how far it read each `audita.accepted` partition — not the bytes,
-//! which readers take from `audita.accepted` once: [`audita_topics::join`]).
+//! which readers take from `audita.accepted` once: the `audita-join` crate).
 //!
 //! Design constraints:
 //! - Idempotent by message id: a message already sealed or pending is never sealed

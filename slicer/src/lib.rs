@@ -25,7 +25,6 @@
 #![warn(missing_docs)]
 
 mod dataflow;
-pub mod input;
 pub mod spill;
 pub mod stage;
 

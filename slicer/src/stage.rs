@@ -3,7 +3,7 @@
 //!
 //! Design constraints:
 //! - The citation graph grows only from sealed epochs (`audita.epochs` joined with
-//!   the bytes of `audita.accepted`, [`crate::input`]): a message enters the graph
+//!   the bytes of `audita.accepted`, [`audita_join`]): a message enters the graph
 //!   when an epoch seals it, so slices hold sealed messages only.
 //! - A message's committed effect counts as realised when a sealed actuation report
 //!   (`tool_output` of tool `actuator`) cites it.
@@ -59,15 +59,15 @@
 //!   cannot be written keeps the bytes in memory (counted); one that cannot be
 //!   read back fails the stage rather than a message judged missing.
 
-use crate::input::{Input, SealedInput};
 use crate::spill::{Spill, Spilled};
 use crate::{EpochBatch, IncidentId, NodeId, Slicer};
 use audita_bus::{BusError, Producer};
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{EpochProofs, MessageId, Payload, ProvenSlice, SignedEnvelope};
+use audita_join::{Grace, Input, SealedInput};
 use audita_monitor::predicate::site_of;
 use audita_topics::names as topics;
-use audita_topics::{EpochMessage, Grace, SliceBundle, VerdictRecord};
+use audita_topics::{EpochMessage, SliceBundle, VerdictRecord};
 use audita_verdict::slice::{Evidence, MissingEvidence, Node, Outside};
 use audita_verdict::{Adverse, AdverseDecl, DutyRegistry, KeptInEveryScope, Slice};
 use std::cell::RefCell;
@@ -316,7 +316,7 @@ pub struct SlicerStats {
     /// citation or anchor, made the narrowed window unusable; see
     /// [`Scoping::Narrowed`]), so far.
     pub whole_window_scopes: u64,
-    /// Accepted bytes held ahead of their seals ([`crate::input`]).
+    /// Accepted bytes held ahead of their seals ([`audita_join::input`]).
     pub join_held_bytes: usize,
     /// Sealed items whose bytes were gone when their epoch was joined, so far.
     pub join_missing: u64,
@@ -1305,7 +1305,7 @@ impl SlicerStage {
     /// resolves to a sealed message, every member's
     /// receipt is sealed, and the record has
     /// moved past its window (the sealer's event-time watermark passed
-    /// `window_end` + the grace in force ([`audita_topics::grace`]), so every message
+    /// `window_end` + the grace in force ([`audita_join::grace`]), so every message
     /// of the window is sealed).
     /// Upstream partitions may seal a parent after its child, so completeness is
     /// waited for. After `max_wait` of wall time, a complete slice is emitted if the

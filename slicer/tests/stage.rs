@@ -158,12 +158,12 @@ fn a_slice_waits_for_the_receipts_of_its_window() {
     );
     // The last epoch's messages arrive after the watermark passed them (an artefact
     // of this hand-built stream), which raises the adaptive grace
-    // (`audita_topics::grace`) to cover them: the watermark moves past it.
+    // (`audita_join::grace`) to cover them: the watermark moves past it.
     stage.add_epoch(epoch_message(
         &s,
         n - 1,
         &[n - 2, n - 1],
-        Some(at + audita_topics::grace::GRACE_MAX_MS + 1),
+        Some(at + audita_join::grace::GRACE_MAX_MS + 1),
     ));
     assert_eq!(stage.emit_ready(out.as_mut()).unwrap(), 1);
     let bundle = SliceBundle::decode(&first(&bus, topics::SLICES).payload).unwrap();

@@ -2,10 +2,11 @@
 //!
 //! The stages depend on these types, not on each other: ingest writes
 //! [`accepted`] frames and [`Quarantined`] records, the sealer reads the first and
-//! writes [`EpochSeal`]s (and quarantines `late` envelopes), the slicer and the
-//! monitor join seals with the accepted bytes ([`join`]) into [`EpochMessage`]s, the
-//! slicer reads those and adverse declarations and writes [`SliceBundle`]s, the
-//! engine workers read bundles and write [`VerdictRecord`]s, which the sinks read.
+//! writes [`EpochSeal`]s (and quarantines `late` envelopes), the slicer's process
+//! joins seals with the accepted bytes (the `audita-join` crate) into
+//! [`EpochMessage`]s, runs the monitor's detectors over them and writes
+//! [`SliceBundle`]s, the engine workers read bundles and write [`VerdictRecord`]s,
+//! which the sinks read. This crate holds the record types only.
 //!
 //! | topic ([`names`]) | key | record |
 //! |---|---|---|
@@ -36,8 +37,6 @@
 pub mod accepted;
 mod alert;
 mod epoch;
-pub mod grace;
-pub mod join;
 mod quarantine;
 mod slice;
 mod verdict;
@@ -45,7 +44,6 @@ mod verdict;
 pub use accepted::Watermark;
 pub use alert::{AlertRecord, ALERT_SCHEMA};
 pub use epoch::{EpochMessage, EpochSeal, WHOLE_RECORD};
-pub use grace::Grace;
 pub use quarantine::{Quarantined, MAX_QUARANTINED_BYTES};
 pub use slice::SliceBundle;
 pub use verdict::*;

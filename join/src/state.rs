@@ -20,7 +20,7 @@
 //!   seal that names no positions (a republication) or that the accepted topic never
 //!   catches up with ([`Join::next`]'s `give_up`).
 //! - Bounded work per frame: each accepted frame (one of a batch record's,
-//!   [`crate::accepted::frames`]) costs one SHA-256 of its bytes and a few hash-map
+//!   [`audita_topics::accepted::frames`]) costs one SHA-256 of its bytes and a few hash-map
 //!   operations, each seal a lookup per item it names; nothing is decoded beyond the
 //!   kind byte and the leaves' ids. A frame's place is (partition, record offset,
 //!   index in the record), and a seal's positions name the last frame the sealer
@@ -30,9 +30,9 @@
 //! - Pure: no clock, no transport; the caller feeds records and decides when to
 //!   give up.
 
-use crate::accepted::{frames, FRAME_ENVELOPE, FRAME_RECEIPT};
-use crate::{EpochMessage, EpochSeal};
 use audita_evidence::{sha256, Hash, MessageId};
+use audita_topics::accepted::{frames, FRAME_ENVELOPE, FRAME_RECEIPT};
+use audita_topics::{EpochMessage, EpochSeal};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 /// Which kind of accepted bytes a digest names.
@@ -105,7 +105,7 @@ impl Join {
     }
 
     /// Takes one record of `audita.accepted`: a batch of frames, or a single frame
-    /// ([`crate::accepted::frames`]); watermarks and unknown kinds only advance the
+    /// ([`audita_topics::accepted::frames`]); watermarks and unknown kinds only advance the
     /// position read. Returns the number of frames taken (a damaged batch yields
     /// those before the damage).
     pub fn take_accepted(&mut self, partition: u32, offset: u64, record: &[u8]) -> usize {
@@ -398,7 +398,7 @@ mod tests {
                     receipts: std::mem::take(&mut receipt_digests),
                     positions: positions
                         .iter()
-                        .map(|(p, o)| (*p, *o, crate::WHOLE_RECORD))
+                        .map(|(p, o)| (*p, *o, audita_topics::WHOLE_RECORD))
                         .collect(),
                     watermark: i as u64,
                 };
@@ -510,7 +510,7 @@ mod tests {
                 if !mine.is_empty() {
                     let parts: Vec<&[u8]> = mine.iter().map(|f| f.1.as_slice()).collect();
                     out.accepted
-                        .push((p, record, crate::accepted::encode_batch(&parts)));
+                        .push((p, record, audita_topics::accepted::encode_batch(&parts)));
                     record += 1;
                 }
                 for (q, o, _) in &mut out.seals[e].positions {
@@ -541,7 +541,7 @@ mod tests {
             for (n, chunk) in frames.chunks(k).enumerate() {
                 let parts: Vec<&[u8]> = chunk.iter().map(|a| a.2.as_slice()).collect();
                 out.accepted
-                    .push((p, n as u64, crate::accepted::encode_batch(&parts)));
+                    .push((p, n as u64, audita_topics::accepted::encode_batch(&parts)));
                 for (i, a) in chunk.iter().enumerate() {
                     place.insert((p, a.1), (n as u64, i as u32));
                 }

@@ -11,7 +11,7 @@
 //!   bounded by the read-ahead and the span of offsets one epoch covers, whichever
 //!   topic the broker serves faster — on a replay from the beginning too.
 //! - A seal whose bytes do not come although the reader has read past its
-//!   positions leaves without them at once ([`audita_topics::join`]); one that names
+//!   positions leaves without them at once ([`crate::state`]); one that names
 //!   no positions (a republication) or whose partitions stop delivering leaves
 //!   without them after [`GIVE_UP`] with no accepted record read. Either is logged
 //!   as an error and counted ([`JoinStats::missing`]): the message is then judged
@@ -19,8 +19,8 @@
 //! - Like the stages it feeds, it commits no offsets: each process reads both topics
 //!   from the beginning in its own groups and rebuilds its state.
 
+use crate::state::{Join, JoinStats, Taken};
 use audita_bus::{BusError, Consumer, Delivery};
-use audita_topics::join::{Join, JoinStats, Taken};
 use audita_topics::{EpochMessage, EpochSeal};
 use std::time::{Duration, Instant};
 
