@@ -6,6 +6,13 @@
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc, not glibc's malloc: the stages allocate per envelope (decoding,
+/// indexes), and glibc's allocator was a fifth of the slicer's CPU profile and
+/// kept its resident memory growing after the horizon filled (BENCHMARKS.md,
+/// "The warehouse in real time").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod attribute;
 mod bridge;
 mod demo;
