@@ -12,7 +12,7 @@ use crate::{EpochBatch, IncidentId, IncidentSlice, NodeId, Slices};
 use differential_dataflow::input::Input;
 use differential_dataflow::operators::iterate::Iterate;
 use differential_dataflow::VecCollection;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -35,8 +35,9 @@ struct KeyBatch {
 /// Message ids ↔ dataflow keys, with the number of live updates naming each id.
 #[derive(Default)]
 struct Interner {
-    keys: HashMap<NodeId, (Key, isize), foldhash::fast::RandomState>,
-    ids: HashMap<Key, NodeId, foldhash::fast::RandomState>,
+    /// Griddle maps (resized a few entries per insert, see `stage::ById`).
+    keys: griddle::HashMap<NodeId, (Key, isize), foldhash::fast::RandomState>,
+    ids: griddle::HashMap<Key, NodeId, foldhash::fast::RandomState>,
     next: Key,
     /// Keys whose count reached zero in the current epoch.
     released: Vec<NodeId>,
