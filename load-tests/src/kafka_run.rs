@@ -146,6 +146,11 @@ pub struct LoadArgs {
     /// instead of running one.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Render the capacity curve of measurements saved with `--json`, one per fleet
+    /// size (repeat the flag): a table to stdout and, with `--svg`, the plot, the
+    /// knee marked.
+    #[arg(long, value_name = "FILE.json")]
+    pub curve: Vec<PathBuf>,
     /// SIGKILL and restart every stage process once while the load is offered
     /// (ingest, sealer, slicer, monitor, engine-0, sink, evenly spaced over the
     /// feed); the report then says how long each took to recover, and whether
@@ -259,6 +264,9 @@ impl LoadArgs {
 pub fn run(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     match (args.stage, &args.report) {
         (Some(stage), _) => run_child(args, stage),
+        (None, None) if !args.curve.is_empty() => {
+            crate::capacity::render(&args.curve, args.svg.as_deref(), out)
+        }
         (None, Some(path)) => render(args, path, out),
         (None, None) => bench(args, out),
     }
@@ -984,8 +992,13 @@ impl Seen {
                     .get(&incident)
                     .copied();
                 if let Some(at) = instant {
-                    self.instant_to_alert
-                        .push(now.saturating_duration_since(at));
+                    let waited = now.saturating_duration_since(at);
+                    tracing::debug!(
+                        incident = %incident,
+                        instant_to_alert_ms = waited.as_millis() as u64,
+                        "alert seen"
+                    );
+                    self.instant_to_alert.push(waited);
                 }
                 self.alerted.insert(incident, now);
             }

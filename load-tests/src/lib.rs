@@ -24,6 +24,7 @@ pub mod bench_perimeter;
 pub mod bench_pipeline;
 pub mod bench_stages;
 pub mod bench_whowhen;
+pub mod capacity;
 pub mod client;
 pub mod fleet;
 pub mod host;
