@@ -430,7 +430,7 @@ pub(crate) const PERIMETER_HEAD: &str = "## The record's perimeter: off-bus coor
 pub(crate) const REPAIR_HEAD: &str = "## Verdict-guided repair";
 
 const REPRODUCE: &str =
-    "cargo run --release -p audita -- bench attribution --sections perimeter,repair";
+    "cargo run --release -p audita -- bench attribution --write --sections perimeter,repair";
 
 pub(crate) fn markdown_perimeter(r: &Value) -> String {
     let p = &r["perimeter"];
