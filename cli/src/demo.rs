@@ -62,7 +62,9 @@ pub struct DemoArgs {
     /// every key is fresh and the log's origin names this run alone.
     #[arg(long)]
     pub insecure_demo_keys: bool,
-    /// Wall-clock instant (RFC 3339, UTC) of record time 0 (default: now).
+    /// Wall-clock instant (RFC 3339, UTC) of record time 0 (default: the whole second
+    /// that puts the fleet's last message at the present, so no incident is dated in
+    /// the future).
     #[arg(long)]
     pub record_origin: Option<String>,
     /// Largest slice (bytes) the slicer publishes; larger slices become abstentions
@@ -204,11 +206,6 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     prepare(&args.out, args.force)?;
     std::fs::create_dir_all(args.out.join("reports"))?;
-    // The fleet's record time starts now (or at the declared origin).
-    let origin =
-        audita_sinks::tables::RecordOrigin::parse(args.record_origin.as_deref().unwrap_or("now"))
-            .map_err(|e| anyhow::anyhow!("--record-origin: {e}"))?;
-    audita_sinks::tables::RecordOrigin::resolve(&args.out.join("verdicts"), Some(origin))?;
     // A throw-away deployment the simulated fleet is a client of: fresh keys (one
     // file per principal), a per-run origin, the fleet registered through the same
     // code as `audita principal add`.
@@ -228,6 +225,10 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     )?;
     let keepers = keepers.start(&cfg)?;
     let fleet = client::fleet_of(&cfg, &shape)?;
+    audita_sinks::tables::RecordOrigin::resolve(
+        &args.out.join("verdicts"),
+        Some(record_origin(args, &fleet, audita_deploy::now_ms())?),
+    )?;
     let d = Arc::new(deployment(args, &cfg, &fleet)?);
     let collected = run_fleet(args, &d, &fleet)?;
     for k in keepers {
@@ -246,6 +247,32 @@ fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
             1
         },
     )
+}
+
+/// The wall-clock instant of record time 0: the declared one, or by default the
+/// whole second that makes the fleet's last message the present (`now_ms`) or just
+/// before it — the simulated record is history, never dated in the future (its
+/// cells lie 10,000 s of record time apart, days for a large fleet).
+fn record_origin(
+    args: &DemoArgs,
+    fleet: &Fleet,
+    now_ms: u64,
+) -> anyhow::Result<audita_sinks::tables::RecordOrigin> {
+    if let Some(text) = &args.record_origin {
+        return audita_sinks::tables::RecordOrigin::parse(text)
+            .map_err(|e| anyhow::anyhow!("--record-origin: {e}"));
+    }
+    let last = fleet
+        .cells
+        .iter()
+        .flat_map(|c| &c.envelopes)
+        .map(|e| e.envelope().timestamp)
+        .max()
+        .unwrap_or(0);
+    let unix_ms = now_ms.saturating_sub(last) / 1000 * 1000;
+    Ok(audita_sinks::tables::RecordOrigin {
+        unix_ms: i64::try_from(unix_ms).unwrap_or(i64::MAX),
+    })
 }
 
 /// The demo's deployment as its stages see it: `cfg` with the command line's slice and

@@ -67,10 +67,28 @@ pub fn run(args: &QueryArgs) -> i32 {
     match rt.block_on(query(args)) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("audita query: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("audita query: {}", one_line(&e));
             2
         }
     }
+}
+
+/// An error and its causes on one line, each message once: DataFusion's errors
+/// repeat their source's text in their own, so the plain chain said an unknown
+/// column three times over.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let text = cause.to_string().replace('\n', " ");
+        let text = text.trim();
+        if text.is_empty() || parts.iter().any(|p| p.contains(text)) {
+            continue;
+        }
+        // A cause that repeats everything said so far replaces it.
+        parts.retain(|p| !text.contains(p.as_str()));
+        parts.push(text.to_string());
+    }
+    parts.join(": ")
 }
 
 /// A session with the verdict tables of `dir` registered.

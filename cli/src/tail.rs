@@ -138,12 +138,7 @@ fn tail(args: &TailArgs) -> Result<(), String> {
             Some(rec) => {
                 last = Instant::now();
                 seen += 1;
-                let line = match serde_json::from_slice::<serde_json::Value>(&rec.payload) {
-                    Ok(v) => v.to_string(),
-                    Err(_) => {
-                        serde_json::json!({"undecodable": hex::encode(&rec.payload)}).to_string()
-                    }
-                };
+                let line = line(args.topic, &rec.payload);
                 if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
                     return Ok(());
                 }
@@ -153,4 +148,49 @@ fn tail(args: &TailArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// One record as the line `tail` prints: its JSON on one line (a quarantine record
+/// with its reason and detail first and the rejected bytes last), or the hex of
+/// bytes that are not JSON.
+fn line(topic: TailTopic, payload: &[u8]) -> String {
+    if let TailTopic::Suspect = topic {
+        if let Ok(q) = serde_json::from_slice::<audita_topics::Quarantined>(payload) {
+            if let Ok(text) = serde_json::to_string(&q) {
+                return text;
+            }
+        }
+    }
+    match serde_json::from_slice::<serde_json::Value>(payload) {
+        Ok(v) => v.to_string(),
+        Err(_) => serde_json::json!({"undecodable": hex::encode(payload)}).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suspect_line_gives_the_reason_before_the_bytes() {
+        let q = audita_topics::Quarantined {
+            reason: "signature".into(),
+            detail: "bad signature of planner-1".into(),
+            source_topic: "audita.commands".into(),
+            partition: 2,
+            offset: 7,
+            bytes_hex: "00ff".repeat(40),
+        };
+        let text = line(TailTopic::Suspect, &serde_json::to_vec(&q).unwrap());
+        let at = |k: &str| text.find(k).unwrap();
+        assert!(
+            at("\"reason\"") < at("\"detail\"") && at("\"detail\"") < at("\"bytes_hex\""),
+            "{text}"
+        );
+        assert!(text.starts_with("{\"reason\":\"signature\""), "{text}");
+        assert_eq!(
+            line(TailTopic::Suspect, b"\x01\x02"),
+            "{\"undecodable\":\"0102\"}"
+        );
+    }
 }

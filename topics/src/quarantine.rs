@@ -5,17 +5,19 @@
 /// A record that failed a check, as published on `audita.suspect`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Quarantined {
+    /// Short machine-readable reason (`decode`, `signature`, `citation`, `unknown_topic`,
+    /// `too_large`; `late` from the sealer). The fields are declared in the order an
+    /// operator reads them (`audita tail suspect` prints them so): why, then where
+    /// from, then the bytes.
+    pub reason: String,
+    /// Human-readable detail, one line.
+    pub detail: String,
     /// Topic the bytes came from.
     pub source_topic: String,
     /// Partition they came from.
     pub partition: u32,
     /// Offset they came from.
     pub offset: u64,
-    /// Short machine-readable reason (`decode`, `signature`, `citation`, `unknown_topic`,
-    /// `too_large`; `late` from the sealer).
-    pub reason: String,
-    /// Human-readable detail, one line.
-    pub detail: String,
     /// The rejected bytes, hex: all of them up to [`MAX_QUARANTINED_BYTES`]; of a
     /// larger record only its first [`MAX_QUARANTINED_BYTES`] (the detail then gives
     /// its length and SHA-256), so a quarantine record always fits the bus.

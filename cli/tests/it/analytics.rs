@@ -406,12 +406,65 @@ fn audita_query_prints_table_csv_and_json_and_refuses_writes() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.trim().lines().count(), 1, "one-line error: {err}");
     }
+    // An unknown column: DataFusion's message once, on one line.
+    let out = q(&["SELECT no_such_column FROM incidents"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one-line error: {err}");
+    assert_eq!(err.matches("no_such_column").count(), 1, "said once: {err}");
     let missing = audita()
         .args(["query", "--dir", "/nonexistent", "SELECT 1"])
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("holds no verdict tables"));
+}
+
+#[test]
+fn a_demo_without_an_origin_dates_no_incident_in_the_future() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let out = audita()
+        .args(["demo", "--quiet", "--cells", "12", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let origin = origin_ms(dir.path());
+    let recs = records(dir.path());
+    assert!(!recs.is_empty());
+    let t_star = |r: &Value| {
+        r["verdict"]["t_star_ms"]
+            .as_i64()
+            .or(r["declaration"]["t_star_ms"].as_i64())
+            .unwrap()
+    };
+    let last = recs.iter().map(t_star).max().unwrap();
+    // Twelve cells span 110,000 s of record time: with the origin at the start of
+    // the run, the last incident was dated more than half a day ahead.
+    assert!(last > 50_000_000, "the cells lie apart: {last}");
+    assert!(
+        origin + last <= after,
+        "t* {} after the run ended {after}",
+        origin + last
+    );
+    // The record ends about now (within a few cells), not long ago.
+    assert!(
+        origin + last >= before - 30_000_000,
+        "t* {} long before {before}",
+        origin + last
+    );
 }
 
 #[test]
