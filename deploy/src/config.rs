@@ -598,6 +598,7 @@ impl Config {
         let duties_path = dir.join(&raw.registry.duties);
         let duties = DutyRegistry::from_json(&read_text(&duties_path)?)
             .and_then(|d| d.validate().map(|()| d))
+            .and_then(|d| d.check_roles(|p| principals.role(p)).map(|()| d))
             .map_err(|e| in_file(&duties_path, e))?;
         let predicates_path = raw.registry.predicates.as_ref().map(|p| dir.join(p));
         let predicates = match &predicates_path {

@@ -224,7 +224,8 @@ pub fn init_with(dir: &Path, origin: &str, opts: &InitOptions) -> Result<Created
 pub fn set_duties(config: &Path, json: &str) -> Result<(), DeployError> {
     let c = Config::load(config)?;
     audita_verdict::DutyRegistry::from_json(json)
-        .and_then(|d| d.validate())
+        .and_then(|d| d.validate().map(|()| d))
+        .and_then(|d| d.check_roles(|p| c.principals.role(p)))
         .map_err(|e| DeployError::Other(format!("duty registry: {e}")))?;
     write_atomic(&c.duties_path, json.as_bytes())
 }
@@ -422,6 +423,44 @@ pub fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_duty_its_holder_can_never_meet_is_refused_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = init(&dir.path().join("site"), "site-8.example/audita").unwrap();
+        add_principal(
+            &made.config,
+            "master-control",
+            "master-control",
+            None,
+            Some(0),
+        )
+        .unwrap();
+        add_principal(&made.config, "planner-1", "planner", None, Some(0)).unwrap();
+        let envelope = |holder: &str| {
+            format!(
+                r#"{{"principals": {{"{holder}": {{"duties": [{{"kind": "safety_envelope",
+                "id": "aisle-speed", "target": "agv-1", "max_mm_per_s": 1000}}]}}}}}}"#
+            )
+        };
+        // A planner's set_speed envelope applies; master control never sends set_speed.
+        set_duties(&made.config, &envelope("planner-1")).unwrap();
+        let err = set_duties(&made.config, &envelope("master-control"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("aisle-speed") && err.contains("vda5050_edge_release"),
+            "{err}"
+        );
+        // Written behind the command's back, the deployment refuses to load.
+        let c = Config::load(&made.config).unwrap();
+        std::fs::write(&c.duties_path, envelope("master-control")).unwrap();
+        let err = Config::load(&made.config).unwrap_err().to_string();
+        assert!(
+            err.contains("vda5050_edge_release") && !err.contains('\n'),
+            "{err}"
+        );
+    }
 
     #[test]
     fn init_add_rotate_revoke_round_trip_through_the_config() {

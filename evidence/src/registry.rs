@@ -90,6 +90,14 @@ impl Default for PrincipalRegistry {
 }
 
 impl PrincipalRegistry {
+    /// The registered role of `name`.
+    pub fn role(&self, name: &str) -> Option<&str> {
+        self.principals
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.role.as_str())
+    }
+
     /// Parses and validates a registry file.
     pub fn from_json(text: &str) -> Result<Self, RegistryError> {
         let mut r: PrincipalRegistry = serde_json::from_str(text)

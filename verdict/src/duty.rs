@@ -56,6 +56,12 @@
 //!   that realises nothing makes the reversion a plain removal.
 //! - Duty ids are unique across the registry and are identifiers
 //!   (`[A-Za-z_][A-Za-z0-9_.:-]*`), because they name model variables.
+//! - A duty its holder can never meet is refused where the registry meets the
+//!   principals' roles (a deployment's load, `set_duties`): VDA 5050 master control
+//!   (`master-control`) holds `vda5050_edge_release` or `review_required`, a VDA 5050
+//!   vehicle (`vehicle`) `vda5050_edge_speed` or `review_required`
+//!   ([`DutyRegistry::check_roles`]); a `safety_envelope` on master control would
+//!   pass every order silently.
 //! - Breach is *content-determined*: [`crate::breach`] reads only the holder's own
 //!   certified messages/absences and their certified inputs.
 
@@ -203,6 +209,30 @@ impl Zone {
 }
 
 impl Duty {
+    /// The duty's kind, as the registry names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Duty::SafetyEnvelope { .. } => "safety_envelope",
+            Duty::ReviewRequired { .. } => "review_required",
+            Duty::HaltAuthority { .. } => "halt_authority",
+            Duty::Aggregation { .. } => "aggregation",
+            Duty::Vda5050EdgeRelease { .. } => "vda5050_edge_release",
+            Duty::Vda5050EdgeSpeed { .. } => "vda5050_edge_speed",
+        }
+    }
+
+    /// What the duty judges, in a few words (for errors).
+    fn judges(&self) -> &'static str {
+        match self {
+            Duty::SafetyEnvelope { .. } => "set_speed and set_param commands",
+            Duty::ReviewRequired { .. } => "every derived message of its holder",
+            Duty::HaltAuthority { .. } => "halt commands after a triggering sensor report",
+            Duty::Aggregation { .. } => "commands carrying an aggregate of their inputs",
+            Duty::Vda5050EdgeRelease { .. } => "the edges VDA 5050 orders release",
+            Duty::Vda5050EdgeSpeed { .. } => "the speed VDA 5050 vehicle states report",
+        }
+    }
+
     /// The duty id.
     pub fn id(&self) -> &str {
         match self {
@@ -342,6 +372,47 @@ impl DutyRegistry {
                         )));
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every duty can apply to what its holder issues, as far as the
+    /// holder's registered role tells (`role_of`; a role it does not know is not
+    /// judged): a VDA 5050 master control (`master-control`) signs only orders and
+    /// instant actions, a VDA 5050 vehicle (`vehicle`) only its state, connection,
+    /// factsheet and visualization messages (the bridge's recording). A duty that
+    /// bounds other commands would pass silently on every incident — "causation
+    /// without breach" for an order that broke the bound it meant — so it is refused,
+    /// naming the duty kind that applies.
+    pub fn check_roles<'r>(
+        &self,
+        role_of: impl Fn(&str) -> Option<&'r str>,
+    ) -> Result<(), VerdictError> {
+        for (p, duty) in self.all() {
+            let Some(role) = role_of(p) else {
+                continue;
+            };
+            let (issues, applies, allowed): (&str, &str, &[&str]) = match role {
+                "master-control" => (
+                    "a VDA 5050 master control issues orders and instant actions",
+                    "vda5050_edge_release bounds the maxSpeed of the edges its orders release",
+                    &["vda5050_edge_release", "review_required"],
+                ),
+                "vehicle" => (
+                    "a VDA 5050 vehicle issues its state and connection messages",
+                    "vda5050_edge_speed bounds the speed its states report",
+                    &["vda5050_edge_speed", "review_required"],
+                ),
+                _ => continue,
+            };
+            let kind = duty.kind();
+            if !allowed.contains(&kind) {
+                return Err(VerdictError::Duties(format!(
+                    "duty {} of {p} (role {role}) is a {kind} duty, which judges {}; {issues},                      so it could never apply: {applies}",
+                    duty.id(),
+                    duty.judges()
+                )));
             }
         }
         Ok(())

@@ -272,6 +272,25 @@ fn a_third_party_fleets_ordinary_orders_get_the_verdicts_their_cases_state() {
     }
     std::fs::write(dir.join("principals.json"), registry.to_json_pretty()).unwrap();
     let duties = audita_verdict::DutyRegistry::from_json(&duties()).expect("duties");
+    duties
+        .check_roles(|p| registry.role(p))
+        .expect("every duty applies to what its holder issues");
+    // The registry an operator first wrote for this fleet: master control given the
+    // set_speed envelope, which no order ever meets — refused at load, naming the
+    // VDA 5050 duty that bounds what its orders release.
+    let misdeclared = self::duties().replace(
+        r#""master-control": {"duties": ["#,
+        r#""master-control": {"duties": [{"kind": "safety_envelope", "id": "aisle-speed", "target": "heldout.s1", "max_mm_per_s": 1000}, "#,
+    );
+    let err = audita_verdict::DutyRegistry::from_json(&misdeclared)
+        .expect("well-formed")
+        .check_roles(|p| registry.role(p))
+        .expect_err("an envelope master control can never breach");
+    let err = err.to_string();
+    assert!(
+        err.contains("aisle-speed") && err.contains("vda5050_edge_release") && !err.contains('\n'),
+        "{err}"
+    );
     let mut d = audita_pipeline::Deployment::ephemeral(
         registry.key_registry().unwrap(),
         duties.clone(),
