@@ -752,6 +752,22 @@ impl<'t> Graph<'t> {
         )
     }
 
+    /// The span a mutation producing `h` was folded on, as `c` saw it: of several,
+    /// the one that started last no later than `c`, else the first by id.
+    fn folded_on(&self, c: &Node, h: &ArtifactHash) -> Option<&'t SpanId> {
+        let hs = self.folded.get(h)?;
+        hs.iter()
+            .filter_map(|id| self.trace.get(id))
+            .filter(|n| n.start_ns <= c.start_ns)
+            .max_by(|a, b| {
+                a.start_ns
+                    .cmp(&b.start_ns)
+                    .then_with(|| b.span_id.cmp(&a.span_id))
+            })
+            .map(|n| &n.span_id)
+            .or_else(|| hs.iter().next().copied())
+    }
+
     /// How input part `i` of `c` is explained.
     fn resolve(&self, c: &Node, i: usize, absent: &[SpanId], framework: &[&Node]) -> Resolution {
         let h = &c.input_parts[i];
@@ -789,27 +805,12 @@ impl<'t> Graph<'t> {
                 return Resolution::Edge(Box::new(e));
             }
         }
-        if let Some(hs) = self.folded.get(h) {
-            // A mutation folded on several spans: the one that started last no
-            // later than C, else the first by id.
-            let on = hs
-                .iter()
-                .filter_map(|id| self.trace.get(id))
-                .filter(|n| n.start_ns <= c.start_ns)
-                .max_by(|a, b| {
-                    a.start_ns
-                        .cmp(&b.start_ns)
-                        .then_with(|| b.span_id.cmp(&a.span_id))
-                })
-                .map(|n| &n.span_id)
-                .or_else(|| hs.iter().next().copied());
-            if let Some(hid) = on {
-                return Resolution::Edge(Box::new(edge(
-                    Some(hid.clone()),
-                    EdgeKind::Folded,
-                    "audita.mutation",
-                )));
-            }
+        if let Some(hid) = self.folded_on(c, h) {
+            return Resolution::Edge(Box::new(edge(
+                Some(hid.clone()),
+                EdgeKind::Folded,
+                "audita.mutation",
+            )));
         }
         if let Some(edges) = self.history_fold(c, i, &edge) {
             return Resolution::Edges(edges);

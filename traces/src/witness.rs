@@ -323,6 +323,24 @@ pub fn witness(
     })
 }
 
+/// What closes a boundary of the window.
+fn boundary_fix(b: &Boundary, settings: &[String]) -> String {
+    match b.code {
+        "content_not_captured" => settings
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "turn content capture on".into()),
+        "history_truncated" => "use an instrumentation (or settings) that record the whole model input, or declare audita.input.parts".into(),
+        _ => match &b.record_id {
+            Some(id) => format!(
+                "extend the window to the session that wrote record {id} ({}), or record the store's writes (audita.write_set)",
+                b.artifact
+            ),
+            None => format!("extend the window to the step that produced {}", b.artifact),
+        },
+    }
+}
+
 /// The remedy of each offending edge (one per rule and child) and of each boundary.
 fn remedies(
     graph: &Graph<'_>,
@@ -468,25 +486,11 @@ fn remedies(
         if !done.insert(b) {
             continue;
         }
-        let fix = match b.code {
-            "content_not_captured" => settings
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "turn content capture on".into()),
-            "history_truncated" => "use an instrumentation (or settings) that record the whole model input, or declare audita.input.parts".into(),
-            _ => match &b.record_id {
-                Some(id) => format!(
-                    "extend the window to the session that wrote record {id} ({}), or record the store's writes (audita.write_set)",
-                    b.artifact
-                ),
-                None => format!("extend the window to the step that produced {}", b.artifact),
-            },
-        };
         out.push(Remedy {
             span,
             cause: b.code,
             finding: b.reason.clone(),
-            fix,
+            fix: boundary_fix(b, settings),
         });
     }
     out
