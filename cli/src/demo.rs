@@ -75,6 +75,11 @@ pub struct DemoArgs {
     /// deployment's `epoch.max_messages`). Smaller epochs give a record more roots.
     #[arg(long)]
     pub epoch_messages: Option<usize>,
+    /// TESTS ONLY: offer the fleet's messages at this rate (per second) instead of at
+    /// once, so slices are cut while later epochs are still sealed (verdicts judged at
+    /// several record roots, whatever the machine's speed).
+    #[arg(long, hide = true)]
+    pub publish_rate: Option<f64>,
 }
 
 /// The demo's keepers before they serve: a key file, a state directory and a bound
@@ -322,7 +327,7 @@ fn run_fleet(args: &DemoArgs, d: &Arc<Deployment>, fleet: &Fleet) -> anyhow::Res
         &metrics,
         |bus| {
             let mut p = bus.producer()?;
-            fleet.publish(p.as_mut(), &d.prefix, None, |n| {
+            fleet.publish(p.as_mut(), &d.prefix, args.publish_rate, |n| {
                 if n % 64 == 0 || n as u64 == total {
                     bar.set_position(n as u64);
                 }

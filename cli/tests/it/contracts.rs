@@ -359,6 +359,9 @@ fn demo_verdicts_are_reproduced_bitwise_by_audita_verdict() {
             "64",
             "--epoch-messages",
             "256",
+            // Paced, so the first slices are cut while later epochs are sealed.
+            "--publish-rate",
+            "3000",
             "--out",
             s(&out),
         ]);
