@@ -471,16 +471,21 @@ mod tests {
         out
     }
 
-    #[test]
-    fn every_interleaving_joins_to_the_same_epochs() {
-        let r = run(200, 17);
+    /// Fifty interleavings of `r`'s records and seals each join to its epochs,
+    /// leaving nothing held and nothing missing.
+    fn joins_in_every_interleaving(r: &Run) {
         for seed in 0..50 {
             let mut join = Join::new();
-            let got = feed(&mut join, interleave(&r, seed));
+            let got = feed(&mut join, interleave(r, seed));
             assert_eq!(got, r.expect, "seed {seed}");
             assert_eq!(join.held_bytes(), 0, "seed {seed}: nothing left behind");
             assert_eq!(join.stats().missing, 0);
         }
+    }
+
+    #[test]
+    fn every_interleaving_joins_to_the_same_epochs() {
+        joins_in_every_interleaving(&run(200, 17));
     }
 
     /// The run as ingest publishes it in batches: per partition, the frames up to
@@ -580,13 +585,7 @@ mod tests {
     fn batched_records_join_to_the_same_epochs_in_every_interleaving() {
         let r = batched(&run(200, 17));
         assert!(r.accepted.len() < 60, "batches, not one record per frame");
-        for seed in 0..50 {
-            let mut join = Join::new();
-            let got = feed(&mut join, interleave(&r, seed));
-            assert_eq!(got, r.expect, "seed {seed}");
-            assert_eq!(join.held_bytes(), 0, "seed {seed}: nothing left behind");
-            assert_eq!(join.stats().missing, 0);
-        }
+        joins_in_every_interleaving(&r);
     }
 
     #[test]

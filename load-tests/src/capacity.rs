@@ -54,7 +54,9 @@ impl Point {
             verdict_p50: num(&r["latency_ms"]["p50"]),
             verdict_p99: num(&r["latency_ms"]["p99"]),
             alert_p99: num(&r["alerts"]["instant_to_alert_ms"]["p99"]),
-            cores: cores_while_offered(samples),
+            cores: cores_while_offered(samples)
+                .map(|(_, c)| c)
+                .unwrap_or_default(),
             rss,
         })
     }
@@ -78,26 +80,22 @@ impl Point {
 }
 
 /// Cores busy per process from the first sample to the last at which the offered
-/// count grew (the feed), and the machine's as "machine".
-fn cores_while_offered(samples: &[Value]) -> BTreeMap<String, f64> {
-    let mut out = BTreeMap::new();
+/// count grew (the feed), the machine's as "machine", with that span (s); none for
+/// a feed under a second.
+pub(crate) fn cores_while_offered(samples: &[Value]) -> Option<(f64, BTreeMap<String, f64>)> {
     let f = |v: &Value, k: &str| v[k].as_f64();
-    let Some(first) = samples.first() else {
-        return out;
-    };
-    let Some(last) = samples
+    let first = samples.first()?;
+    let last = samples
         .windows(2)
         .rev()
         .find(|w| f(&w[1], "offered") > f(&w[0], "offered"))
-        .map(|w| &w[1])
-    else {
-        return out;
-    };
-    let dt = f(last, "t").unwrap_or(0.0) - f(first, "t").unwrap_or(0.0);
+        .map(|w| &w[1])?;
+    let dt = f(last, "t")? - f(first, "t")?;
     if dt < 1.0 {
-        return out;
+        return None;
     }
-    for (name, b) in last["cpu_s"].as_object().into_iter().flatten() {
+    let mut out = BTreeMap::new();
+    for (name, b) in last["cpu_s"].as_object()? {
         if let (Some(a), Some(b)) = (first["cpu_s"][name].as_f64(), b.as_f64()) {
             out.insert(name.clone(), (b - a) / dt);
         }
@@ -105,7 +103,7 @@ fn cores_while_offered(samples: &[Value]) -> BTreeMap<String, f64> {
     if let (Some(a), Some(b)) = (f(first, "machine_busy_s"), f(last, "machine_busy_s")) {
         out.insert("machine".to_string(), (b - a) / dt);
     }
-    out
+    Some((dt, out))
 }
 
 /// The processes the curve shows CPU and memory for, in pipeline order.

@@ -1575,34 +1575,21 @@ fn markdown(r: &Value) -> String {
 /// to the last at which the offered count grew), and the whole machine's busy cores
 /// beside the cores it has: the line that shows whether CPU is what a run exhausts.
 fn cpu_while_offered(samples: &[Value], cores: Option<u64>) -> Option<String> {
-    let f = |v: &Value, k: &str| v[k].as_f64();
-    let first = samples.first()?;
-    let last = samples
-        .windows(2)
-        .rev()
-        .find(|w| f(&w[1], "offered") > f(&w[0], "offered"))
-        .map(|w| &w[1])?;
-    let dt = f(last, "t")? - f(first, "t")?;
-    if dt < 1.0 {
-        return None;
-    }
+    let (dt, mut busy) = crate::capacity::cores_while_offered(samples)?;
+    let machine = busy.remove("machine");
     let mut s = format!("\nCores busy while the load was offered ({dt:.0} s):");
-    let mut names: Vec<&String> = last["cpu_s"].as_object()?.keys().collect();
+    let mut names: Vec<(&String, &f64)> = busy.iter().collect();
     // The stages first, then the broker and this process.
-    names.sort_by_key(|n| (matches!(n.as_str(), "broker" | "load"), n.as_str()));
-    for name in names {
-        let (Some(a), Some(b)) = (first["cpu_s"][name].as_f64(), last["cpu_s"][name].as_f64())
-        else {
-            continue;
-        };
+    names.sort_by_key(|(n, _)| (matches!(n.as_str(), "broker" | "load"), n.as_str()));
+    for (name, c) in names {
         let label = match name.as_str() {
             "load" => "generator and monitor",
             n => n,
         };
-        s.push_str(&format!(" {label} {:.2};", (b - a) / dt));
+        s.push_str(&format!(" {label} {c:.2};"));
     }
-    if let (Some(a), Some(b)) = (f(first, "machine_busy_s"), f(last, "machine_busy_s")) {
-        s.push_str(&format!(" **machine {:.2}", (b - a) / dt));
+    if let Some(m) = machine {
+        s.push_str(&format!(" **machine {m:.2}"));
         if let Some(c) = cores {
             s.push_str(&format!(" of {c} cores"));
         }
