@@ -6,8 +6,17 @@
 #                                 wait until it accepts connections, print host:port
 #   .ci/kafka.sh stop RUNDIR      stop the broker started in RUNDIR (no-op if none)
 #   .ci/kafka.sh restart RUNDIR   start the broker of RUNDIR again (same ports, same data)
+#   .ci/kafka.sh kill RUNDIR      SIGKILL the broker of RUNDIR (its data stays, unflushed)
 #
-# The broker listens on 127.0.0.1 only. Its log is RUNDIR/broker.log.
+# The broker listens on 127.0.0.1 only. Its log is RUNDIR/broker.log; RUNDIR/script
+# names this script (so a test holding RUNDIR can restart the broker).
+#
+# AUDITA_KAFKA_PROXIED=N at start adds N listeners for clients that reach the broker
+# through a proxy (Toxiproxy, for the fault tests of load-tests/src/nemesis.rs): the
+# broker listens on an upstream port and advertises a proxy port, so a client
+# bootstrapped at the proxy port keeps talking through the proxy (Kafka clients
+# connect to the advertised address, not the bootstrap one). RUNDIR/proxied has a
+# line "UPSTREAM_PORT PROXY_PORT" per listener; the proxy is the caller's to start.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 lib="$here/kafka/lib"
@@ -42,15 +51,27 @@ start() {
   port=$(free_port); cport=$(free_port)
   while [ "$cport" = "$port" ]; do cport=$(free_port); done
   rm -rf "$run/data"
+  local extra_listeners="" extra_advertised="" extra_map="" used="$port $cport"
+  : > "$run/proxied"
+  for i in $(seq 1 "${AUDITA_KAFKA_PROXIED:-0}"); do
+    local up px
+    up=$(free_port); while [[ " $used " == *" $up "* ]]; do up=$(free_port); done; used="$used $up"
+    px=$(free_port); while [[ " $used " == *" $px "* ]]; do px=$(free_port); done; used="$used $px"
+    extra_listeners="$extra_listeners,PROXIED$i://127.0.0.1:$up"
+    extra_advertised="$extra_advertised,PROXIED$i://127.0.0.1:$px"
+    extra_map="$extra_map,PROXIED$i:PLAINTEXT"
+    echo "$up $px" >> "$run/proxied"
+  done
+  echo "$here/kafka.sh" > "$run/script"
   cat > "$run/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport$extra_listeners
+advertised.listeners=PLAINTEXT://127.0.0.1:$port$extra_advertised
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT$extra_map
 log.dirs=$run/data
 num.partitions=4
 auto.create.topics.enable=true
@@ -106,6 +127,15 @@ restart() {
   launch "$run" "$port"
 }
 
+kill_broker() {
+  local run="$1"
+  [ -f "$run/broker.pid" ] || return 0
+  local pid; pid=$(cat "$run/broker.pid")
+  kill -9 "$pid" 2>/dev/null || true
+  for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+  rm -f "$run/broker.pid"
+}
+
 stop() {
   local run="$1"
   [ -f "$run/broker.pid" ] || return 0
@@ -124,5 +154,6 @@ case "$cmd" in
   start) start "${1:?RUNDIR}" ;;
   stop) stop "${1:?RUNDIR}" ;;
   restart) restart "${1:?RUNDIR}" ;;
-  *) echo "usage: $0 resolve | start RUNDIR | stop RUNDIR | restart RUNDIR" >&2; exit 2 ;;
+  kill) kill_broker "${1:?RUNDIR}" ;;
+  *) echo "usage: $0 resolve | start RUNDIR | stop RUNDIR | restart RUNDIR | kill RUNDIR" >&2; exit 2 ;;
 esac

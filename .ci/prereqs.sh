@@ -16,10 +16,11 @@ install_prereqs() {
   # (the VDA 5050 bridge's tests start their own brokers), Node.js (the third-party VDA
   # 5050 fleet of cli/tests/it/vda5050_incident.rs), Chromium (report screenshots),
   # openssh-client (litewitness keeps its key in an ssh-agent), buildah and busybox-static
-  # (the container image is built and run by image/smoke.sh). One update, one install,
+  # (the container image is built and run by image/smoke.sh), faketime (libfaketime: the
+  # nemesis's clock jumps, load-tests/src/kafka_run/nemesis.rs). One update, one install,
   # only of what is missing.
   want="cmake build-essential pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev mold
-    prometheus mosquitto chromium fonts-dejavu-core openssh-client buildah busybox-static"
+    prometheus mosquitto chromium fonts-dejavu-core openssh-client buildah busybox-static faketime"
   command -v java >/dev/null || want="$want openjdk-17-jre-headless"
   command -v mvn >/dev/null || want="$want maven"
   command -v python3 >/dev/null || want="$want python3 python3-pip"
@@ -90,10 +91,18 @@ print("pyarrow", pyarrow.__version__, "duckdb", duckdb.__version__, "polars", po
       go install "$1/$3@$2" >"$go_log" 2>&1 || { cat "$go_log"; exit 1; }
     fi
   done
+  # Toxiproxy (the nemesis's network partitions), whose command is named `server`:
+  # built into a directory of its own version and linked as toxiproxy-server.
+  toxi="$ci_cache/toxiproxy-v2.5.0"
+  if [ ! -x "$toxi/server" ]; then
+    GOBIN="$toxi" go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 >"$go_log" 2>&1 || { cat "$go_log"; exit 1; }
+  fi
+  mkdir -p "$gobin" && ln -sf "$toxi/server" "$gobin/toxiproxy-server"
   (cd record/interop && GOFLAGS=-mod=mod go mod download) >"$go_log" 2>&1 || { cat "$go_log"; exit 1; }
   (cd keeper/interop && GOFLAGS=-mod=mod go build -o /dev/null ./verify) >"$go_log" 2>&1 || { cat "$go_log"; exit 1; }
   rm -f "$go_log"
   helm version --short
+  toxiproxy-server -version 2>&1 | head -n 1
 
   phase "install: npm packages (VDA 5050 fleet)"
   # vda-5050-lib 1.4.0 from the npm registry, pinned by cli/tests/vda5050/package-lock.json.

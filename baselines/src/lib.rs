@@ -6,6 +6,7 @@
 //! and an outcome oracle that re-runs the world with a set of messages deleted. None of
 //! them sees the duty registry or absences — that blindness is what they measure.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod anomaly;
 pub mod incident;

@@ -93,6 +93,7 @@
 //! [`testing`] (schema-valid messages for tests and benchmarks).
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 mod bounded;
 pub mod check;

@@ -212,7 +212,10 @@ impl KafkaBus {
             .create()
             .map_err(|e| classify(&e))?;
         consumer.subscribe(topics).map_err(|e| classify(&e))?;
-        Ok(KafkaConsumer { consumer })
+        Ok(KafkaConsumer {
+            consumer,
+            warned: None,
+        })
     }
 
     /// Creates the topics that do not exist yet.
@@ -300,6 +303,12 @@ fn classify(e: &KafkaError) -> BusError {
                 | RDKafkaErrorCode::CoordinatorNotAvailable
                 | RDKafkaErrorCode::NotCoordinator
                 | RDKafkaErrorCode::RebalanceInProgress
+                // A member paused or cut off past its session timeout was removed
+                // from its group: its commit is refused until it joins again, which
+                // a stage reopened from its durable state does.
+                | RDKafkaErrorCode::UnknownMemberId
+                | RDKafkaErrorCode::IllegalGeneration
+                | RDKafkaErrorCode::AssignmentLost
         ),
         None => false,
     };
@@ -437,7 +446,12 @@ const MAX_MESSAGE_BYTES_STR: &str = "17825792";
 /// A consumer-group member on Kafka.
 pub struct KafkaConsumer {
     consumer: BaseConsumer,
+    /// When the consumer last said the broker was unreachable.
+    warned: Option<std::time::Instant>,
 }
+
+/// How often at most a consumer repeats that its broker is unreachable.
+const QUIET_WARNINGS: Duration = Duration::from_secs(5);
 
 impl Consumer for KafkaConsumer {
     fn poll(&mut self, timeout: Duration) -> Result<Option<Delivery>, BusError> {
@@ -453,7 +467,21 @@ impl Consumer for KafkaConsumer {
                 tracing::warn!(error = %e, "kafka: a subscribed topic is not served yet; waiting");
                 Ok(None)
             }
-            Some(Err(e)) => Err(classify(&e)),
+            Some(Err(e)) => match classify(&e) {
+                // The broker unreachable or restarting (transport failure, all
+                // brokers down, a coordinator moving): librdkafka reconnects and the
+                // member resumes from its position, so this is a wait, not a failure
+                // of the stage — which keeps its state instead of rebuilding it. Said
+                // once per [`QUIET_WARNINGS`] while it lasts.
+                err if err.is_transient() => {
+                    if self.warned.is_none_or(|at| at.elapsed() >= QUIET_WARNINGS) {
+                        tracing::warn!(error = %e, "kafka: the broker is unreachable; the consumer waits and reconnects");
+                        self.warned = Some(std::time::Instant::now());
+                    }
+                    Ok(None)
+                }
+                err => Err(err),
+            },
             Some(Ok(m)) => Ok(Some(Delivery {
                 topic: m.topic().to_string(),
                 partition: m.partition().max(0) as u32,

@@ -17,6 +17,7 @@
 //!   is its own kind ([`BusError::Backpressure`]).
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod embedded;
 pub mod kafka;

@@ -37,12 +37,19 @@ impl KafkaBroker {
     /// A private single-node broker of this test alone (never the shared one), which
     /// the test may [`stop`](Self::stop) and [`restart`](Self::restart).
     pub fn start_private() -> Result<KafkaBroker, String> {
+        KafkaBroker::start_private_proxied(0)
+    }
+
+    /// A private broker with `proxied` more listeners for clients that reach it through
+    /// a proxy (`.ci/kafka.sh`: [`Self::proxied`] lists their ports).
+    pub fn start_private_proxied(proxied: usize) -> Result<KafkaBroker, String> {
         let run = std::env::temp_dir().join(format!(
             "audita-kafka-{}-{}",
             std::process::id(),
             UNIQUE.fetch_add(1, Ordering::SeqCst)
         ));
         let out = Command::new("bash")
+            .env("AUDITA_KAFKA_PROXIED", proxied.to_string())
             .arg(script())
             .arg("start")
             .arg(&run)
@@ -64,6 +71,33 @@ impl KafkaBroker {
     /// `host:port` of the broker.
     pub fn bootstrap(&self) -> &str {
         &self.bootstrap
+    }
+
+    /// The run directory of a private broker (`.ci/kafka.sh start RUNDIR`).
+    pub fn run_dir(&self) -> Option<&std::path::Path> {
+        self.owned_run_dir.as_deref()
+    }
+
+    /// The proxied listeners of a private broker: (upstream port the broker listens
+    /// on, proxy port it advertises), one per listener.
+    pub fn proxied(&self) -> Vec<(u16, u16)> {
+        let text = self
+            .owned_run_dir
+            .as_ref()
+            .and_then(|r| std::fs::read_to_string(r.join("proxied")).ok())
+            .unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let (a, b) = l.split_once(' ')?;
+                Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// SIGKILLs a private broker (its data stays as the kill left it;
+    /// [`Self::restart`] brings it back).
+    pub fn kill(&self) -> Result<(), String> {
+        self.control("kill")
     }
 
     fn control(&self, what: &str) -> Result<(), String> {

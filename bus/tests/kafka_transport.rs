@@ -98,3 +98,40 @@ fn a_malformed_bootstrap_is_a_permanent_one_line_error() {
     assert!(!err.is_transient());
     assert!(err.to_string().contains("no-port-here") && !err.to_string().contains('\n'));
 }
+
+/// A broker SIGKILLed and restarted on its data under a consumer and a producer: the
+/// consumer's polls wait (never an error: a stage would stop and rebuild its state)
+/// and it then reads what the producer sent after the restart.
+#[test]
+fn a_consumer_waits_through_a_broker_killed_and_restarted() {
+    let broker = KafkaBroker::start_private().unwrap_or_else(|e| panic!("{e}"));
+    let bus = Bus::Kafka(KafkaBus::new(broker.bootstrap()).unwrap());
+    let topic = unique_name("restart");
+    bus.ensure_topics(&[TopicSpec {
+        name: topic.clone(),
+        partitions: 1,
+    }])
+    .unwrap();
+    let mut p = bus.producer().unwrap();
+    p.send(&topic, b"k", b"before").unwrap();
+    p.flush().unwrap();
+    let mut c = bus.consumer(&unique_name("g"), &[&topic]).unwrap();
+    let first = drain(c.as_mut(), 1, Duration::from_secs(60)).unwrap();
+    assert_eq!(first[0].payload, b"before");
+    c.commit(&first[0]).unwrap();
+    broker.kill().unwrap();
+    let down = std::time::Instant::now();
+    while down.elapsed() < Duration::from_secs(8) {
+        match c.poll(Duration::from_millis(200)) {
+            Ok(None) => {}
+            Ok(Some(d)) => panic!("a record from a dead broker: {d:?}"),
+            Err(e) => panic!("a poll failed while the broker was down: {e}"),
+        }
+    }
+    broker.restart().unwrap();
+    p.send(&topic, b"k", b"after").unwrap();
+    p.flush().unwrap();
+    let got = drain(c.as_mut(), 1, Duration::from_secs(90)).unwrap();
+    assert_eq!(got.len(), 1, "the record sent after the restart arrives");
+    assert_eq!(got[0].payload, b"after");
+}

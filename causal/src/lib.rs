@@ -39,6 +39,7 @@
 //! assert_eq!(att.responsibility_of("dispatcher"), 1.0);
 //! ```
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 mod attribution;
 pub mod build;

@@ -5,14 +5,14 @@
 //! `read_bounded_from` for standard input), so `/dev/zero` or an endless FIFO in
 //! place of any input ends at its limit with one line naming the flag that raises
 //! it. The limits and their defaults are documented with the record format
-//! (`sealer::disk`) and in the README.
+//! (`audita_record::Limits`) and in the README.
 
 use std::path::{Path, PathBuf};
 
 use audita_evidence::{KeyRegistry, Policy, TrustAnchors, TrustProblem};
 use audita_record::{self as disk, Limit, Limits};
 
-/// Size limits of every read (see `sealer::disk`).
+/// Size limits of every read (see `audita_record::Limits`).
 #[derive(clap::Args, Clone, Debug)]
 pub struct LimitArgs {
     /// Refuse a record whose files hold more than this many bytes in all.

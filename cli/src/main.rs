@@ -4,6 +4,8 @@
 //! result that names problems (suspect or missing evidence, a broken seal), 2 when
 //! the input cannot be read at all.
 
+#![warn(clippy::too_many_lines)]
+
 use clap::{Parser, Subcommand};
 
 /// mimalloc, not glibc's malloc: the stages allocate per envelope (decoding,

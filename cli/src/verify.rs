@@ -5,7 +5,7 @@
 //! anything is suspect or missing, a seal, receipt, checkpoint or payload is broken,
 //! or (with `--trust`) the record's keys differ from the pinned ones (a one-line
 //! summary of what failed goes to stderr); 2 with one line on stderr when an input
-//! cannot be read at all or exceeds a size limit (`--max-*`, see `sealer::disk`).
+//! cannot be read at all or exceeds a size limit (`--max-*`, see `audita_record::Limits`).
 //!
 //! Design constraints (the summary, schema `audita.verify/v1`):
 //! - `counts` are always complete; every list (`certified`, `suspect`, `missing`,

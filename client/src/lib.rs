@@ -48,6 +48,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 mod principal;
 mod publish;

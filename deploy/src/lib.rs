@@ -12,6 +12,7 @@
 //!   (`audita_files::write_atomic`).
 //! - A bad value is a one-line error naming the file, the field and the reason.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod config;
 pub mod init;

@@ -35,6 +35,7 @@
 //!   precedes the window.
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::{

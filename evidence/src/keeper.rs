@@ -61,6 +61,9 @@ pub struct Keeper {
     name: String,
     key: SigningKey,
     latest: Option<SignedCheckpoint>,
+    /// The latest timestamp this keeper co-signed at: a clock stepped back never
+    /// dates a co-signature before one the keeper already made.
+    last_timestamp: u64,
 }
 
 impl Keeper {
@@ -71,6 +74,7 @@ impl Keeper {
             name: name.to_owned(),
             key,
             latest: None,
+            last_timestamp: 0,
         })
     }
     /// A keeper resuming from `latest`, the last checkpoint it co-signed (e.g. read
@@ -90,6 +94,13 @@ impl Keeper {
                 .is_some_and(|vk| *vk == k.key.verifying_key())
             && latest.cosignatures(keys).iter().any(|c| c.keeper == name);
         if own {
+            k.last_timestamp = latest
+                .cosignatures(keys)
+                .iter()
+                .filter(|c| c.keeper == name)
+                .map(|c| c.timestamp)
+                .max()
+                .unwrap_or(0);
             k.latest = Some(latest.clone());
         }
         Ok(k)
@@ -145,6 +156,10 @@ impl Keeper {
                 .verify(&old.root, &new.root)
                 .map_err(KeeperError::Inconsistent)?;
         }
+        // Monotone: a wall clock stepped back (NTP, a VM restored) must not make a
+        // later co-signature look older than an earlier one.
+        let timestamp = timestamp.max(self.last_timestamp);
+        self.last_timestamp = timestamp;
         checkpoint.cosign(&self.name, &self.key, timestamp);
         self.latest = Some(checkpoint.clone());
         Ok(Cosignature {
@@ -230,5 +245,53 @@ mod tests {
             path: vec![[1; 32]],
         };
         assert!(keeper.cosign(&mut wrong, &bad, &keys, 14).is_err());
+    }
+
+    #[test]
+    fn a_clock_stepped_back_never_dates_a_cosignature_before_an_earlier_one() {
+        let log = derive_signing_key(1, "log.example");
+        let mut keys = KeyRegistry::new();
+        keys.add_log("log.example", log.verifying_key()).unwrap();
+        let name = "insurer.example/keeper";
+        let key = derive_signing_key(1, "k");
+        keys.add_keeper(name, key.verifying_key()).unwrap();
+        let leaves: Vec<_> = (0u8..9).map(|i| leaf_hash(&[i])).collect();
+        let cp = |n: usize| {
+            SignedCheckpoint::sign(
+                Checkpoint {
+                    origin: "log.example".into(),
+                    size: n as u64,
+                    root: root_from_leaf_hashes(&leaves[..n]),
+                },
+                &log,
+            )
+        };
+        let mut keeper = Keeper::new(name, key.clone()).unwrap();
+        let mut c4 = cp(4);
+        let proof4 = ConsistencyProof::generate(&leaves[..4], 0).unwrap();
+        let first = keeper.cosign(&mut c4, &proof4, &keys, 1_000).unwrap();
+        // The wall clock stepped back five minutes.
+        let mut c6 = cp(6);
+        let proof6 = ConsistencyProof::generate(&leaves[..6], 4).unwrap();
+        let second = keeper.cosign(&mut c6, &proof6, &keys, 700).unwrap();
+        assert_eq!((first.timestamp, second.timestamp), (1_000, 1_000));
+        // A keeper resumed from its last co-signature keeps the floor too.
+        let mut resumed = Keeper::resume(name, key, &c6, &keys).unwrap();
+        let mut c9 = cp(9);
+        let proof9 = ConsistencyProof::generate(&leaves, 6).unwrap();
+        assert_eq!(
+            resumed
+                .cosign(&mut c9, &proof9, &keys, 900)
+                .unwrap()
+                .timestamp,
+            1_000
+        );
+        assert_eq!(
+            c9.cosignatures(&keys)
+                .iter()
+                .find(|c| c.keeper == name)
+                .map(|c| c.timestamp),
+            Some(1_000)
+        );
     }
 }

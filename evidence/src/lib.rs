@@ -18,6 +18,7 @@
 //! attribution then works on [`Certified`] messages only.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 pub mod checkpoint;
 mod codec;

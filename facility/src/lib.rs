@@ -27,6 +27,7 @@
 //! - [`repair`]: one-edit repairs (duty-compliant counterpart, inserted halt), the
 //!   edit space of the random arm, the verdict-guided edit, harm after an edit.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 mod blueprint;
 pub mod conduct;

@@ -19,6 +19,7 @@
 //!   its own error type, so retry information stays where the caller keeps it.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 mod atomic;
 mod bounded;

@@ -12,6 +12,7 @@
 //!   finish.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 use std::sync::Arc;
 

@@ -25,6 +25,7 @@
 //!   batch ([`BatchIngest`]), producer flushed before offsets commit.
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 use audita_bus::{BusError, Delivery, Producer};
 use audita_evidence::{KeyRegistry, Receipt, SignedEnvelope};

@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 pub mod grace;
 pub mod input;

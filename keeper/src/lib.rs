@@ -30,6 +30,7 @@
 //!   `github.com/transparency-dev/formats/note`, and have [`client`] obtain
 //!   cosignatures from litewitness (`filippo.io/torchwood`).
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod client;
 pub mod config;

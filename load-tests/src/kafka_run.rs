@@ -47,6 +47,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod nemesis;
+
 /// A stage process of the load run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LoadStage {
@@ -157,6 +159,37 @@ pub struct LoadArgs {
     /// anything was lost or sealed twice.
     #[arg(long)]
     pub kill_each: bool,
+    /// Faults to inject while the load is offered, in order, each followed until the
+    /// pipeline recovers, after a fault-free run of the same load whose verdicts the
+    /// faulted run's must equal (record root aside): `kill`, `pause`,
+    /// `broker-restart`, `partition`, `disk-full`, `clock-jump` (every stage each
+    /// applies to, or `NAME:STAGE[+STAGE]`), `once` (each fault once) or `all`
+    /// (comma-separated or repeated).
+    #[arg(long, value_name = "FAULTS")]
+    pub nemesis: Vec<String>,
+    /// How long a pause, a partition, a full disk or a clock jump is held (seconds).
+    #[arg(long, default_value_t = 20.0)]
+    pub fault_seconds: f64,
+    /// The broker's directory (`bash .ci/kafka.sh start DIR`, with
+    /// `AUDITA_KAFKA_PROXIED=6` for partitions): `broker-restart` kills and restarts
+    /// it, `partition` proxies its advertised listeners.
+    #[arg(long, value_name = "DIR")]
+    pub broker_dir: Option<PathBuf>,
+    /// The Toxiproxy server binary for `partition` (default: `toxiproxy-server` on
+    /// PATH).
+    #[arg(long, value_name = "BIN")]
+    pub toxiproxy: Option<PathBuf>,
+    /// Size of the tmpfs `disk-full` puts under the sealer's record (MiB).
+    #[arg(long, default_value_t = 2048)]
+    pub disk_mib: u64,
+    /// With `--nemesis`: no fault-free run first (its verdicts are not compared).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// With `--nemesis`: the fault-free run offers the load this many times faster
+    /// than its own pace (verdicts are functions of record time, not of the offer's
+    /// pace).
+    #[arg(long, default_value_t = 1.0)]
+    pub baseline_speedup: f64,
     /// Internal: run one stage of a load run.
     #[arg(long, value_enum, hide = true)]
     pub stage: Option<LoadStage>,
@@ -296,37 +329,63 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
     let d = open_deployment(args, deployment, stage == LoadStage::Sealer)?;
     let bus = Bus::Kafka(crate::host::kafka_bus(&args.bootstrap()?, &args.kafka)?);
     let m = Metrics::new();
-    let stop = AtomicBool::new(false);
+    // SIGTERM drains the stage (the run ends the sink so, to read its tables).
+    let stop = Arc::new(AtomicBool::new(false));
+    audita_pipeline::process::stop_on_signals(&stop)?;
     let dir = || {
         args.dir
             .clone()
             .ok_or_else(|| anyhow::anyhow!("--dir is required for this stage"))
     };
-    let stopped = match stage {
-        LoadStage::Ingest => audita_pipeline::run_ingest(&d, &bus, &stop, None, &m).map(|_| ()),
-        LoadStage::Sealer => audita_pipeline::run_sealer(&d, &bus, &dir()?, &stop, None, &m),
+    // As deployed: a fault a wait heals (the broker gone, a full disk) reopens the
+    // stage from its durable state (`audita_pipeline::supervise`).
+    let name = format!("{stage:?}").to_lowercase();
+    let stopped = audita_pipeline::supervise::supervise(
+        &name,
+        &m,
+        &stop,
+        audita_pipeline::supervise::Backoff::default(),
+        || run_stage(args, stage, &d, &bus, &stop, &m, &dir),
+    );
+    Ok(stopped?)
+}
+
+/// One life of a stage process's stage.
+fn run_stage(
+    args: &LoadArgs,
+    stage: LoadStage,
+    d: &Deployment,
+    bus: &Bus,
+    stop: &AtomicBool,
+    m: &Metrics,
+    dir: &dyn Fn() -> anyhow::Result<PathBuf>,
+) -> audita_pipeline::Result<()> {
+    let dir = || dir().map_err(|e| audita_pipeline::Error::Invalid(e.to_string()));
+    let (d, bus, stop, m) = (d, bus, stop, m);
+    match stage {
+        LoadStage::Ingest => audita_pipeline::run_ingest(d, bus, stop, None, m).map(|_| ()),
+        LoadStage::Sealer => audita_pipeline::run_sealer(d, bus, &dir()?, stop, None, m),
         LoadStage::Slicer => audita_pipeline::run_slicer(
-            &d,
-            &bus,
+            d,
+            bus,
             Duration::from_millis(args.slicer_wait_ms),
-            &stop,
+            stop,
             None,
-            &m,
+            m,
         ),
         LoadStage::Monitor => audita_pipeline::monitor::run_monitor(
-            &d,
-            &bus,
+            d,
+            bus,
             Duration::from_millis(args.slicer_wait_ms),
-            &stop,
+            stop,
             None,
-            &m,
+            m,
         ),
-        LoadStage::Engine => audita_pipeline::run_engine(&d, &bus, &stop, None, &m).map(|_| ()),
+        LoadStage::Engine => audita_pipeline::run_engine(d, bus, stop, None, m).map(|_| ()),
         LoadStage::Sink => {
-            audita_pipeline::run_sink(&d, &bus, &dir()?, None, &stop, None, &m, |_| {}).map(|_| ())
+            audita_pipeline::run_sink(d, bus, &dir()?, None, stop, None, m, |_| {}).map(|_| ())
         }
-    };
-    Ok(stopped?)
+    }
 }
 
 /// A stage process and where its stderr goes.
@@ -344,18 +403,33 @@ struct Spawner<'a> {
     prefix: String,
     work: PathBuf,
     deployment: PathBuf,
+    /// What the nemesis set up: a stage's proxy and clock.
+    rig: Option<&'a nemesis::Rig>,
+    /// The sink's output directory.
+    sink_dir: PathBuf,
 }
 
 impl Spawner<'_> {
     fn spawn(&self, stage: LoadStage, name: &str) -> anyhow::Result<StageProc> {
+        let bootstrap = self
+            .rig
+            .and_then(|r| r.bootstrap_for(name))
+            .unwrap_or_else(|| self.bootstrap.clone());
+        let env = self.rig.map(|r| r.env_for(name)).unwrap_or_default();
+        let dir = match stage {
+            LoadStage::Sink => self.sink_dir.clone(),
+            _ => self.work.join(name),
+        };
         spawn_stage(
             self.args,
             stage,
             name,
-            &self.bootstrap,
+            &bootstrap,
             &self.prefix,
             &self.work,
             &self.deployment,
+            &env,
+            &dir,
         )
     }
 }
@@ -401,8 +475,11 @@ struct Seen {
     distinct: std::collections::HashSet<u64>,
     /// Sealed ids seen in two different epochs.
     sealed_twice: u64,
+    /// The first verdict record of every incident, [`normalized`].
+    verdicts: BTreeMap<String, Value>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn spawn_stage(
     args: &LoadArgs,
     stage: LoadStage,
@@ -411,22 +488,21 @@ fn spawn_stage(
     prefix: &str,
     work: &Path,
     deployment: &Path,
+    env: &[(String, String)],
+    dir: &Path,
 ) -> anyhow::Result<StageProc> {
     let exe = std::env::current_exe()?;
     let log = work.join(format!("{name}.log"));
-    let dir = match (&args.out, stage) {
-        (Some(out), LoadStage::Sink) => out.clone(),
-        _ => work.join(name),
-    };
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(dir)?;
     let child = Command::new(exe)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .arg("load")
         .args(["--stage", &format!("{stage:?}").to_lowercase()])
         .args(["--bootstrap", bootstrap, "--prefix", prefix])
         .arg("--deployment")
         .arg(deployment)
         .arg("--dir")
-        .arg(&dir)
+        .arg(dir)
         .args(["--robots", &args.robots.to_string()])
         .args(["--rate", &args.rate.to_string()])
         .args(["--report-rate", &args.report_rate.to_string()])
@@ -481,6 +557,25 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if !(args.drain_timeout.is_finite() && args.drain_timeout >= 0.0) {
         anyhow::bail!("--drain-timeout must be a non-negative number of seconds");
     }
+    let plan = nemesis::plan(args)?;
+    if !plan.is_empty() {
+        if !(args.fault_seconds.is_finite()
+            && args.fault_seconds >= 1.0
+            && args.fault_seconds <= 600.0)
+        {
+            anyhow::bail!("--fault-seconds must be in 1..=600");
+        }
+        if !(args.baseline_speedup.is_finite() && (1.0..=20.0).contains(&args.baseline_speedup)) {
+            anyhow::bail!("--baseline-speedup must be in 1..=20");
+        }
+        let need = nemesis::needed_s(&plan, Duration::from_secs_f64(args.fault_seconds));
+        if args.duration < need {
+            anyhow::bail!(
+                "--nemesis: {} fault(s) need a feed of at least {need:.0} s (each fault's hold and 15 s to recover): raise --duration",
+                plan.len()
+            );
+        }
+    }
     let limit_before = ed25519_single_core_per_s();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let signed = AtomicU64::new(0);
@@ -511,72 +606,70 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         presign_s
     );
 
-    let prefix = format!("load{}-{}.", std::process::id(), config.seed);
-    let work = std::env::temp_dir().join(format!("audita-{prefix}d"));
+    let run = format!("load{}-{}", std::process::id(), config.seed);
+    let work = std::env::temp_dir().join(format!("audita-{run}.d"));
     std::fs::create_dir_all(&work)?;
     let deployment = create_deployment(&load, &work.join("deployment"))?;
-    let mut d = open_deployment(args, &deployment, false)?;
-    d.prefix = prefix.clone();
     let bus = Bus::Kafka(crate::host::kafka_bus(&bootstrap, &args.kafka)?);
-    d.ensure_topics(&bus)?;
-
-    let mut procs = Vec::new();
-    let spawner = Spawner {
-        args,
-        bootstrap: bootstrap.clone(),
-        prefix: prefix.clone(),
-        work: work.clone(),
-        deployment: deployment.clone(),
+    let run_phase = |tag: &str, plan: &[nemesis::Fault]| {
+        phase(
+            &Phase {
+                args,
+                config: &config,
+                load: &load,
+                envelopes,
+                incidents: &incidents,
+                bus: &bus,
+                limit_before,
+                presign_s,
+                bootstrap: &bootstrap,
+                deployment: &deployment,
+                prefix: format!("{run}-{tag}."),
+                work: work.join(tag),
+                reported: tag == "run",
+            },
+            plan,
+        )
     };
     let result = (|| -> anyhow::Result<Value> {
-        let mut plan = vec![
-            (LoadStage::Ingest, "ingest".to_string()),
-            (LoadStage::Sealer, "sealer".to_string()),
-            // The slicer runs the monitor's detectors over its join.
-            (LoadStage::Slicer, "slicer".to_string()),
-        ];
-        plan.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
-        plan.push((LoadStage::Sink, "sink".to_string()));
-        for (stage, name) in &plan {
-            procs.push(spawner.spawn(*stage, name)?);
-        }
-        let setup = Setup {
-            args,
-            config: &config,
-            load: &load,
-            envelopes,
-            incidents: &incidents,
-            d: &d,
-            bus: &bus,
-            limit_before,
-            presign_s,
-            spawner: &spawner,
+        // The fault-free run of the same load, whose verdicts the faulted run's must
+        // equal.
+        let baseline = match plan.is_empty() || args.no_baseline {
+            true => None,
+            false => {
+                eprintln!("audita load: the fault-free run of the same load first");
+                Some(run_phase("base", &[])?)
+            }
         };
-        measure(&setup, &mut procs)
+        let mut report = run_phase("run", &plan)?;
+        if let Some(base) = baseline {
+            compare_verdicts(&mut report, &base);
+        }
+        if !plan.is_empty() {
+            decide(&mut report);
+        }
+        Ok(report)
     })();
-    for p in &mut procs {
-        let _ = p.child.kill();
-        let _ = p.child.wait();
-    }
-    let mut report = result?;
-    if args.kill_each {
-        // The sink was killed and restarted too: its journal must hold every
-        // incident the run judged.
-        let dir = args.out.clone().unwrap_or_else(|| work.join("sink"));
-        let journaled = journaled_incidents(&dir.join("journal.jsonl"));
-        let lost: Vec<&String> = incidents
-            .iter()
-            .filter(|i| !journaled.contains(*i))
-            .collect();
-        report["sink_journal_missing"] = json!(lost);
-    }
-    if let Some(out) = &args.out {
-        rebuild_sink_output(out, &report)?;
-    }
     if let Some(logs) = &args.logs {
-        keep_logs(&work, logs)?;
+        for tag in ["base", "run"] {
+            let from = work.join(tag);
+            if from.exists() {
+                keep_logs(
+                    &from,
+                    &if tag == "run" {
+                        logs.clone()
+                    } else {
+                        logs.join(tag)
+                    },
+                )?;
+            }
+        }
     }
     let _ = std::fs::remove_dir_all(&work);
+    let mut report = result?;
+    if let Some(o) = report.as_object_mut() {
+        o.remove("_verdicts");
+    }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
     }
@@ -584,7 +677,348 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         std::fs::write(path, svg(&report))?;
     }
     writeln!(out, "{}", markdown(&report))?;
+    if report["history"]["passed"] == json!(false) {
+        anyhow::bail!(
+            "the fault run's history check failed: {}",
+            report["history"]["failures"]
+        );
+    }
     Ok(())
+}
+
+/// What one run of the load over fresh topics is given.
+struct Phase<'a> {
+    args: &'a LoadArgs,
+    config: &'a LoadConfig,
+    load: &'a Load,
+    envelopes: u64,
+    incidents: &'a [String],
+    bus: &'a Bus,
+    limit_before: f64,
+    presign_s: f64,
+    bootstrap: &'a str,
+    deployment: &'a Path,
+    /// Topic prefix of this run.
+    prefix: String,
+    /// Its scratch directory (stage directories and logs).
+    work: PathBuf,
+    /// The run reported (not the fault-free one before it): its sink writes `--out`.
+    reported: bool,
+}
+
+/// One measured run of the load over fresh topics, with `plan`'s faults injected;
+/// after a run with faults, its history checked ([`check_history`]).
+fn phase(p: &Phase, plan: &[nemesis::Fault]) -> anyhow::Result<Value> {
+    let args = p.args;
+    std::fs::create_dir_all(&p.work)?;
+    let rig = match plan.is_empty() {
+        true => None,
+        false => Some(nemesis::Rig::prepare(args, plan, &p.work)?),
+    };
+    let mut d = open_deployment(args, p.deployment, false)?;
+    d.prefix = p.prefix.clone();
+    d.ensure_topics(p.bus)?;
+    // The sink's output: `--out` for the run that is reported, else scratch.
+    let sink_dir = match (&args.out, p.reported) {
+        (Some(out), true) => out.clone(),
+        _ => p.work.join("sink"),
+    };
+    let spawner = Spawner {
+        args,
+        bootstrap: p.bootstrap.to_string(),
+        prefix: p.prefix.clone(),
+        work: p.work.clone(),
+        deployment: p.deployment.to_path_buf(),
+        rig: rig.as_ref(),
+        sink_dir: sink_dir.clone(),
+    };
+    let mut procs = Vec::new();
+    let result = (|| -> anyhow::Result<Value> {
+        let mut stages = vec![
+            (LoadStage::Ingest, "ingest".to_string()),
+            (LoadStage::Sealer, "sealer".to_string()),
+            // The slicer runs the monitor's detectors over its join.
+            (LoadStage::Slicer, "slicer".to_string()),
+        ];
+        stages.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
+        stages.push((LoadStage::Sink, "sink".to_string()));
+        for (stage, name) in &stages {
+            procs.push(spawner.spawn(*stage, name)?);
+        }
+        let setup = Setup {
+            args,
+            config: p.config,
+            load: p.load,
+            envelopes: p.envelopes,
+            incidents: p.incidents,
+            d: &d,
+            bus: p.bus,
+            limit_before: p.limit_before,
+            presign_s: p.presign_s,
+            spawner: &spawner,
+            plan,
+            speedup: match p.reported {
+                true => 1.0,
+                false => args.baseline_speedup,
+            },
+        };
+        measure(&setup, &mut procs)
+    })();
+    // The sink drains on SIGTERM (its tables complete); the rest are killed.
+    for proc in procs.iter_mut().filter(|p| p.stage == LoadStage::Sink) {
+        let _ = Command::new("kill")
+            .arg(proc.child.id().to_string())
+            .status();
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until && matches!(proc.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    for proc in &mut procs {
+        let _ = proc.child.kill();
+        let _ = proc.child.wait();
+    }
+    let mut report = result?;
+    if !plan.is_empty() {
+        check_history(&mut report, &p.work.join("sealer"), &sink_dir, p.incidents);
+    }
+    drop(rig);
+    if let (Some(out), true) = (&args.out, p.reported) {
+        rebuild_sink_output(out, &report)?;
+    }
+    Ok(report)
+}
+
+/// The history check of a faulted run, into `report["history"]`: every acknowledged
+/// envelope sealed exactly once (from the run's own count), the record as the sealer
+/// left it verifying clean (signatures, seals, checkpoints, tiles), every incident
+/// judged on its planted profile, and the sink's Parquet tables holding every verdict
+/// once.
+fn check_history(report: &mut Value, record: &Path, sink: &Path, incidents: &[String]) {
+    let verified = verify_record(record);
+    let tables = audita_sinks::tables::incidents_in(&sink.join("verdicts").join("incidents"));
+    let (in_tables, twice): (Vec<String>, Vec<String>) = match &tables {
+        Ok(t) => (
+            t.keys().cloned().collect(),
+            t.iter()
+                .filter(|(_, n)| **n > 1)
+                .map(|(i, _)| i.clone())
+                .collect(),
+        ),
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    let judged: Vec<&String> = incidents
+        .iter()
+        .filter(|i| report["_verdicts"].get(i.as_str()).is_some())
+        .collect();
+    let missing_from_tables: Vec<&&String> =
+        judged.iter().filter(|i| !in_tables.contains(i)).collect();
+    let h = &mut report["history"];
+    h["record"] = verified;
+    h["sink_tables"] = json!({
+        "incidents": in_tables.len(),
+        "missing": missing_from_tables,
+        "written_twice": twice,
+        "error": tables.err().map(|e| e.to_string()),
+    });
+}
+
+/// Verifies the record directory the sealer left, as `audita verify --batch` does:
+/// `{"clean", "messages", "problems"}`.
+fn verify_record(dir: &Path) -> Value {
+    let limits = audita_record::Limits {
+        record_bytes: 64 << 30,
+        ..audita_record::Limits::default()
+    };
+    let read = match audita_record::read_dir(dir, &limits) {
+        Ok(r) => r,
+        Err(e) => return json!({"clean": false, "problems": [e.to_string()]}),
+    };
+    let policy = audita_evidence::Policy {
+        batch_signatures: true,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        ..audita_evidence::Policy::default()
+    };
+    let tiles = audita_record::tiles::check_tiles(dir, &read.record, &read.keys);
+    let partition = audita_evidence::verify_record_with(
+        &read.record,
+        &read.keys,
+        &policy,
+        read.payloads.as_ref(),
+    );
+    let mut problems: Vec<String> = Vec::new();
+    if !partition.is_clean() {
+        problems.push(format!(
+            "{} suspect, {} missing, {} epoch(s) with faults",
+            partition.suspect.len(),
+            partition.missing.len(),
+            partition
+                .epochs
+                .iter()
+                .filter(|e| !e.faults.is_empty())
+                .count()
+        ));
+    }
+    problems.extend(
+        tiles
+            .problems
+            .iter()
+            .take(5)
+            .map(|t| format!("tiles: {t:?}")),
+    );
+    json!({
+        "clean": problems.is_empty(),
+        "certified": partition.certified.len(),
+        "problems": problems,
+    })
+}
+
+/// Compares the faulted run's verdicts with the fault-free run's (both normalized:
+/// record root aside) into `report["history"]`, and decides whether the history
+/// passed.
+fn compare_verdicts(report: &mut Value, base: &Value) {
+    let empty = serde_json::Map::new();
+    let ours = report["_verdicts"].as_object().unwrap_or(&empty).clone();
+    let theirs = base["_verdicts"].as_object().unwrap_or(&empty);
+    let mut changed = Vec::new();
+    for (incident, want) in theirs {
+        match ours.get(incident) {
+            Some(got) if got == want => {}
+            Some(got) => changed
+                .push(json!({"incident": incident, "differs_at": differences(want, got, "")})),
+            None => changed.push(
+                json!({"incident": incident, "differs_at": ["no verdict in the faulted run"]}),
+            ),
+        }
+    }
+    for incident in ours.keys().filter(|i| !theirs.contains_key(*i)) {
+        changed.push(
+            json!({"incident": incident, "differs_at": ["no verdict in the fault-free run"]}),
+        );
+    }
+    let h = &mut report["history"];
+    h["verdicts_compared"] = json!(theirs.len());
+    h["verdicts_changed"] = json!(changed);
+    h["baseline"] = json!({
+        "verdicts": base["verdicts"], "abstained": base["abstained"],
+        "missing_verdicts": base["missing_verdicts"], "sealed": base["sealed"],
+    });
+}
+
+/// Whether a faulted run's history passed, into `report["history"]["passed"]` with
+/// every failure named.
+fn decide(report: &mut Value) {
+    let changed = report["history"]["verdicts_changed"]
+        .as_array()
+        .map_or(0, |a| a.len());
+    let h = report["history"].clone();
+    let mut failures: Vec<String> = Vec::new();
+    let count =
+        |v: &Value| v.as_array().map_or(0, |a| a.len()) + v.as_object().map_or(0, |o| o.len());
+    for (what, n) in [
+        (
+            "acknowledged envelopes not sealed",
+            h["acknowledged_not_sealed"].as_u64().unwrap_or(0) as usize,
+        ),
+        (
+            "envelopes never acknowledged",
+            h["unacknowledged"].as_u64().unwrap_or(0) as usize,
+        ),
+        (
+            "ids sealed twice",
+            report["sealed_twice"].as_u64().unwrap_or(0) as usize,
+        ),
+        ("verdicts changed", changed),
+        ("incidents not judged", count(&report["missing_verdicts"])),
+        ("abstentions", count(&report["abstained"])),
+        (
+            "verdicts off the planted profile",
+            count(&report["verdicts_off_planted_truth"]),
+        ),
+        ("false incidents", count(&report["unexpected_incidents"])),
+        (
+            "verdicts missing from the sink's tables",
+            count(&report["history"]["sink_tables"]["missing"]),
+        ),
+        (
+            "verdicts written twice to the sink's tables",
+            count(&report["history"]["sink_tables"]["written_twice"]),
+        ),
+        (
+            "faults not recovered",
+            report["faults"].as_array().map_or(0, |f| {
+                f.iter().filter(|x| x["recovery_s"].is_null()).count()
+            }),
+        ),
+    ] {
+        if n > 0 {
+            failures.push(format!("{what} {n}"));
+        }
+    }
+    if report["history"]["record"]["clean"] != json!(true) {
+        failures.push(format!(
+            "record does not verify: {}",
+            report["history"]["record"]["problems"]
+        ));
+    }
+    let h = &mut report["history"];
+    h["passed"] = json!(failures.is_empty());
+    h["failures"] = json!(failures);
+}
+
+/// The JSON paths at which `a` and `b` differ (at most 8).
+fn differences(a: &Value, b: &Value, at: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                if x.get(k) != y.get(k) {
+                    out.extend(differences(
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                        &format!("{at}.{k}"),
+                    ));
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                if p != q {
+                    out.extend(differences(p, q, &format!("{at}[{i}]")));
+                }
+            }
+        }
+        _ if a != b => out.push(if at.is_empty() {
+            ".".into()
+        } else {
+            at.to_string()
+        }),
+        _ => {}
+    }
+    out.truncate(8);
+    out
+}
+
+/// A verdict record as compared across runs: the record it was judged against aside
+/// (its checkpoint and root depend on how the run's epochs fell, not on what was
+/// judged).
+fn normalized(v: &Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                o.remove("record_root");
+                o.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("record");
+    }
+    strip(&mut v);
+    v
 }
 
 /// Rebuilds the sink's verdict tables and reports in `out` from its journal. The sink
@@ -607,23 +1041,6 @@ fn rebuild_sink_output(out: &Path, report: &Value) -> anyhow::Result<()> {
     sink.replay()?;
     sink.finish()?;
     Ok(())
-}
-
-/// The incidents of every record in the sink's journal (a line is
-/// `{"received_ms", "record"}` or a bare record).
-fn journaled_incidents(path: &Path) -> std::collections::BTreeSet<String> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| {
-            let r = if v.get("incident").is_some() {
-                &v
-            } else {
-                &v["record"]
-            };
-            r["incident"].as_str().map(str::to_string)
-        })
-        .collect()
 }
 
 /// Copies every stage process's log (`<stage>.log`) from the run's scratch directory
@@ -672,6 +1089,10 @@ struct Setup<'a> {
     presign_s: f64,
     /// Starts a stage process again after a kill.
     spawner: &'a Spawner<'a>,
+    /// The faults to inject while the load is offered.
+    plan: &'a [nemesis::Fault],
+    /// Record time offered per second of wall time (1: the load's own pace).
+    speedup: f64,
 }
 
 /// What the threads of a measured run share: the monitor writes `seen`, the feed
@@ -728,10 +1149,14 @@ fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
         samples: samples.clone(),
     };
     let sampler = std::thread::spawn(move || sampler.run());
-    let (offered, kills) = if setup.args.kill_each {
+    let (offered, kills) = if !setup.plan.is_empty() {
         std::thread::scope(|s| {
             let feed = s.spawn(|| offer(setup, &shared));
-            let kills = chaos(setup, &shared, procs, &pids, start);
+            let rig = setup.spawner.rig;
+            let kills = match rig {
+                Some(rig) => nemesis::run(setup, &shared, procs, &pids, start, rig, setup.plan),
+                None => Err(anyhow::anyhow!("a nemesis plan without its rig")),
+            };
             let offered = feed
                 .join()
                 .map_err(|_| anyhow::anyhow!("the feed thread panicked"))
@@ -757,7 +1182,8 @@ fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
     let limit_after = ed25519_single_core_per_s();
     let seen = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
     let samples = samples.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    Ok(report(
+    let history = acknowledged_history(setup, &stats, &seen);
+    let mut report = report(
         setup,
         &Measured {
             seen: &seen,
@@ -771,96 +1197,49 @@ fn measure(setup: &Setup, procs: &mut [StageProc]) -> anyhow::Result<Value> {
             died,
             kills,
         },
-    ))
+    );
+    report["history"] = history;
+    report["_verdicts"] = json!(seen.verdicts);
+    Ok(report)
 }
 
-/// The kills of a `--kill-each` run, while the load is offered: every stage process
-/// in turn is SIGKILLed and started again at once, evenly spaced over the feed; each
-/// kill is followed until the pipeline recovers — for ingest and the sealer, until
-/// every envelope offered before the kill is sealed; for the slicer, the monitor, an
-/// engine worker, until the next verdict arrives; the sink's output is checked
-/// after the run (its journal must hold every incident).
-fn chaos(
-    setup: &Setup,
-    shared: &Shared,
-    procs: &mut [StageProc],
-    pids: &Mutex<Vec<(String, u32)>>,
-    start: Instant,
-) -> anyhow::Result<Vec<Value>> {
-    let order: Vec<usize> = [
-        LoadStage::Ingest,
-        LoadStage::Sealer,
-        LoadStage::Slicer,
-        LoadStage::Monitor,
-        LoadStage::Engine,
-        LoadStage::Sink,
-    ]
-    .iter()
-    .filter_map(|st| procs.iter().position(|p| p.stage == *st))
-    .collect();
-    let every = setup.config.duration.as_secs_f64() / (order.len() + 1) as f64;
-    let mut kills = Vec::new();
-    for (k, &i) in order.iter().enumerate() {
-        let at = start + Duration::from_secs_f64(every * (k + 1) as f64);
-        std::thread::sleep(at.saturating_duration_since(Instant::now()));
-        let (offered, verdicts) = {
-            let s = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                shared.offered.load(Ordering::Relaxed),
-                s.latencies.len() + s.abstained.len(),
-            )
-        };
-        let killed = Instant::now();
-        let p = &mut procs[i];
-        p.child.kill()?;
-        let _ = p.child.wait();
-        let again = setup.spawner.spawn(p.stage, &p.name)?;
-        *p = again;
-        if let Some(slot) = pids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter_mut()
-            .find(|(n, _)| *n == procs[i].name)
-        {
-            slot.1 = procs[i].child.id();
+/// What the generator offered, what the broker acknowledged and what was sealed: every
+/// acknowledged envelope must be among the ids the sealer published (each once: a
+/// second epoch sealing an id is counted as `sealed_twice`).
+fn acknowledged_history(setup: &Setup, stats: &FeedStats, seen: &Seen) -> Value {
+    let never: std::collections::HashSet<usize> = stats.unacknowledged.iter().copied().collect();
+    let mut offered = 0u64;
+    let mut unacknowledged = 0u64;
+    let mut not_sealed: Vec<String> = Vec::new();
+    let mut not_sealed_n = 0u64;
+    for (i, s) in setup.load.schedule.iter().enumerate() {
+        if s.lane != Lane::Envelope {
+            continue;
         }
-        let restarted = killed.elapsed();
-        let name = procs[i].name.clone();
-        eprintln!(
-            "audita load: killed and restarted {name} at {:.0} s",
-            killed.duration_since(start).as_secs_f64()
-        );
-        // Followed until it recovers, or until the next kill is due.
-        let deadline = killed + Duration::from_secs_f64(every);
-        let recovered = loop {
-            let s = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
-            let done = match procs[i].stage {
-                LoadStage::Ingest | LoadStage::Sealer => s.sealed >= offered,
-                LoadStage::Sink => true,
-                _ => s.latencies.len() + s.abstained.len() > verdicts,
-            };
-            drop(s);
-            if done {
-                break Some(killed.elapsed());
+        offered += 1;
+        if never.contains(&i) {
+            unacknowledged += 1;
+            continue;
+        }
+        let digest = audita_evidence::sha256(&s.bytes);
+        let short = u64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]));
+        if !seen.distinct.contains(&short) {
+            not_sealed_n += 1;
+            if not_sealed.len() < 5 {
+                not_sealed.push(format!("{}:{}", s.key, hex::encode(digest)));
             }
-            if Instant::now() >= deadline {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        kills.push(json!({
-            "stage": name,
-            "at_s": killed.duration_since(start).as_secs_f64(),
-            "restart_ms": ms(restarted),
-            "recovery_ms": recovered.map(ms),
-            "recovered_by": match procs[i].stage {
-                LoadStage::Ingest | LoadStage::Sealer => "every envelope offered before the kill sealed",
-                LoadStage::Sink => "checked after the run (journal holds every incident)",
-                _ => "the next verdict",
-            },
-        }));
+        }
     }
-    Ok(kills)
+    json!({
+        "offered": offered,
+        "acknowledged_records": stats.acknowledged,
+        "unacknowledged": unacknowledged,
+        "resent": stats.resent,
+        "sealed": seen.sealed,
+        "acknowledged_not_sealed": not_sealed_n,
+        "acknowledged_not_sealed_first": not_sealed,
+        "sealed_twice": seen.sealed_twice,
+    })
 }
 
 /// Spawns the run's monitor: its own consumer group on the pipeline's output topics,
@@ -1016,6 +1395,9 @@ impl Seen {
         planted: &BTreeMap<String, BTreeMap<String, f64>>,
     ) {
         let incident = v["incident"].as_str().unwrap_or_default().to_string();
+        if !self.verdicts.contains_key(&incident) {
+            self.verdicts.insert(incident.clone(), normalized(v));
+        }
         let at = published
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -1190,7 +1572,7 @@ fn offer(setup: &Setup, shared: &Shared) -> anyhow::Result<(FeedStats, u64)> {
         &setup.load.schedule,
         producer.as_mut(),
         &setup.d.prefix,
-        1.0,
+        setup.speedup,
         |_, s| match s.lane {
             Lane::Envelope => {
                 let n = shared.offered.fetch_add(1, Ordering::Relaxed) + 1;
@@ -1381,7 +1763,7 @@ fn report(setup: &Setup, m: &Measured) -> Value {
             "max_bytes": slices.last().copied().unwrap_or(0),
         },
         "stage_failures": m.died,
-        "kills": m.kills,
+        "faults": m.kills,
         "sealed_twice": seen.sealed_twice,
         "republished_epochs": seen.republished,
         "drained": seen.sealed >= envelopes && seen.latencies.len() + seen.abstained.len() >= incidents.len(),
@@ -1423,6 +1805,71 @@ fn stage_names(samples: &[Value]) -> Vec<String> {
         .flat_map(|o| o.keys().cloned())
         .collect();
     names.into_iter().collect()
+}
+
+/// The faults of a nemesis run and its history check, as BENCHMARKS.md text (empty
+/// for a run without faults).
+fn faults_markdown(r: &Value) -> String {
+    let mut s = String::new();
+    let Some(faults) = r["faults"].as_array().filter(|k| !k.is_empty()) else {
+        return s;
+    };
+    s.push_str("\n| fault | at s | held s | recovered in s | what the stages logged (WARN/ERROR, first lines) |\n|---|---|---|---|---|\n");
+    for k in faults {
+        let logged: Vec<String> = k["logged"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .flat_map(|(stage, lines)| {
+                lines
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .take(2)
+                    .map(move |l| {
+                        let line = l["line"].as_str().unwrap_or_default();
+                        let short: String = line.chars().take(110).collect();
+                        format!("{stage}: `{}` ×{}", short.replace('|', "/"), l["count"])
+                    })
+            })
+            .collect();
+        s.push_str(&format!(
+            "| {} | {:.0} | {:.1} | {} | {} |\n",
+            k["fault"].as_str().unwrap_or_default(),
+            f(k, "at_s"),
+            f(k, "held_s"),
+            k["recovery_s"]
+                .as_f64()
+                .map_or("**not recovered**".to_string(), |v| format!("{v:.1}")),
+            if logged.is_empty() {
+                "nothing".to_string()
+            } else {
+                logged.join("<br>")
+            },
+        ));
+    }
+    let h = &r["history"];
+    s.push_str(&format!(
+        "\nHistory: offered {} envelopes, acknowledged {} records ({} sent again), never acknowledged {}; sealed {}, acknowledged but not sealed {}, sealed twice {}; record verifies clean: {}; sink tables hold {} incidents (missing {}, written twice {}); verdicts compared with the fault-free run {}, changed {}. **{}**\n",
+        h["offered"],
+        h["acknowledged_records"],
+        h["resent"],
+        h["unacknowledged"],
+        h["sealed"],
+        h["acknowledged_not_sealed"],
+        h["sealed_twice"],
+        h["record"]["clean"],
+        h["sink_tables"]["incidents"],
+        h["sink_tables"]["missing"].as_array().map_or(0, |a| a.len()),
+        h["sink_tables"]["written_twice"].as_array().map_or(0, |a| a.len()),
+        h["verdicts_compared"],
+        h["verdicts_changed"].as_array().map_or("not compared".to_string(), |a| a.len().to_string()),
+        match h["passed"].as_bool() {
+            Some(true) => "passed".to_string(),
+            _ => format!("failed: {}", h["failures"]),
+        },
+    ));
+    s
 }
 
 /// The measurement as BENCHMARKS.md text: one summary table and RSS over time.
@@ -1474,30 +1921,7 @@ fn markdown(r: &Value) -> String {
                 .collect::<Vec<_>>()
                 .join("; ")),
     ));
-    if let Some(kills) = r["kills"].as_array().filter(|k| !k.is_empty()) {
-        s.push_str(&format!(
-            "\nKilled (SIGKILL) and restarted while the load was offered; ids sealed twice {}, epochs republished {}, incidents missing from the sink's journal {}:\n\n| stage | killed at s | restarted in ms | recovered in ms | recovered when |\n|---|---|---|---|---|\n",
-            r["sealed_twice"],
-            r["republished_epochs"],
-            r["sink_journal_missing"]
-                .as_array()
-                .map_or("not checked".to_string(), |a| a.len().to_string())
-        ));
-        for k in kills {
-            s.push_str(&format!(
-                "| {} | {:.0} | {:.0} | {} | {} |\n",
-                k["stage"].as_str().unwrap_or_default(),
-                f(k, "at_s"),
-                f(k, "restart_ms"),
-                k["recovery_ms"]
-                    .as_f64()
-                    .map_or("not before the next kill".to_string(), |v| format!(
-                        "{v:.0}"
-                    )),
-                k["recovered_by"].as_str().unwrap_or_default(),
-            ));
-        }
-    }
+    s.push_str(&faults_markdown(r));
     let a = &r["alerts"];
     if a.is_object() {
         s.push_str("\n| alerts timed | read before their epoch | sealed → alert p50 ms | p99 ms | max ms | t* → alert p50 ms | p99 ms | alert → verdict p50 ms | p99 ms | false incidents |\n|---|---|---|---|---|---|---|---|---|---|\n");

@@ -17,6 +17,7 @@
 //! benchmarks).
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod adversary;
 pub mod bench_attribution;

@@ -703,7 +703,22 @@ pub struct FeedStats {
     pub elapsed: Duration,
     /// Largest delay of a send behind its scheduled time.
     pub max_behind: Duration,
+    /// Envelopes and receipts the broker acknowledged (a flush of the batch holding
+    /// them returned `Ok`).
+    pub acknowledged: u64,
+    /// Records sent again because the flush of their batch failed (the broker gone
+    /// past the producer's delivery timeout), as a fleet client resends what was
+    /// never acknowledged; the sealer tells the copies apart by id.
+    pub resent: u64,
+    /// Indices in the schedule of records never acknowledged ([`GIVE_UP`] passed).
+    pub unacknowledged: Vec<usize>,
 }
+
+/// How often [`feed`] waits for the broker's acknowledgements of what it sent.
+pub const ACK_EVERY: Duration = Duration::from_millis(250);
+/// How long [`feed`] keeps resending one batch whose flush fails before it counts the
+/// batch unacknowledged and goes on.
+pub const GIVE_UP: Duration = Duration::from_secs(180);
 
 impl FeedStats {
     /// Achieved offered envelopes per second.
@@ -732,7 +747,14 @@ pub fn feed(
     ];
     let started = Instant::now();
     let mut stats = FeedStats::default();
+    // The records sent since the last acknowledged flush (indices into `schedule`).
+    let mut batch: Vec<usize> = Vec::new();
+    let mut last_ack = Instant::now();
     for (i, s) in schedule.iter().enumerate() {
+        if last_ack.elapsed() >= ACK_EVERY && !batch.is_empty() {
+            acknowledge(schedule, producer, &names, &mut batch, &mut stats)?;
+            last_ack = Instant::now();
+        }
         let due = Duration::from_secs_f64(s.at_ms as f64 / 1e3 / speedup);
         let now = started.elapsed();
         if let Some(wait) = due.checked_sub(now) {
@@ -751,17 +773,138 @@ pub fn feed(
                 continue;
             }
         };
-        loop {
-            match producer.send(topic, s.key.as_bytes(), &s.bytes) {
-                Ok(()) => break,
-                Err(e) if e.is_transient() => std::thread::sleep(Duration::from_millis(1)),
-                Err(e) => return Err(e.into()),
-            }
-        }
+        send(producer, topic, s)?;
+        batch.push(i);
         *count += 1;
         sent(i, s);
     }
-    producer.flush()?;
+    acknowledge(schedule, producer, &names, &mut batch, &mut stats)?;
     stats.elapsed = started.elapsed();
     Ok(stats)
+}
+
+/// Sends one record, retrying transient refusals (a full local queue).
+fn send(producer: &mut dyn Producer, topic: &str, s: &Scheduled) -> Result<(), LoadError> {
+    loop {
+        match producer.send(topic, s.key.as_bytes(), &s.bytes) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.is_transient() => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Waits for the broker's acknowledgement of `batch`; while its flush fails (the
+/// broker unreachable past the delivery timeout), sends the whole batch again and
+/// waits again, for at most [`GIVE_UP`]. Empties `batch`.
+fn acknowledge(
+    schedule: &[Scheduled],
+    producer: &mut dyn Producer,
+    names: &[String; 2],
+    batch: &mut Vec<usize>,
+    stats: &mut FeedStats,
+) -> Result<(), LoadError> {
+    let since = Instant::now();
+    loop {
+        match producer.flush() {
+            Ok(()) => {
+                stats.acknowledged += batch.len() as u64;
+                batch.clear();
+                return Ok(());
+            }
+            Err(e) if !e.is_transient() => return Err(e.into()),
+            Err(e) if since.elapsed() >= GIVE_UP => {
+                tracing::error!(error = %e, records = batch.len(), "feed: a batch was never acknowledged; giving up on it");
+                stats.unacknowledged.append(batch);
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, records = batch.len(), "feed: the broker did not acknowledge a batch; sending it again");
+                std::thread::sleep(Duration::from_millis(500));
+                for &i in batch.iter() {
+                    let s = &schedule[i];
+                    let topic = match s.lane {
+                        Lane::Receipt => &names[1],
+                        _ => &names[0],
+                    };
+                    send(producer, topic, s)?;
+                    stats.resent += 1;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A producer whose first `failures` flushes fail as a broker gone past the
+    /// delivery timeout does; it keeps every record sent.
+    struct Flaky {
+        failures: usize,
+        sent: Vec<Vec<u8>>,
+    }
+
+    impl Producer for Flaky {
+        fn send_record(
+            &mut self,
+            _: &str,
+            _: Option<u32>,
+            _: &[u8],
+            payload: &[u8],
+        ) -> Result<(), BusError> {
+            self.sent.push(payload.to_vec());
+            Ok(())
+        }
+        fn flush(&mut self) -> Result<(), BusError> {
+            if self.failures > 0 {
+                self.failures -= 1;
+                return Err(BusError::Transient("3 record(s) not delivered".into()));
+            }
+            Ok(())
+        }
+    }
+
+    fn schedule(n: usize) -> Vec<Scheduled> {
+        (0..n)
+            .map(|i| Scheduled {
+                at_ms: 0,
+                lane: Lane::Envelope,
+                key: format!("robot-{i}"),
+                bytes: vec![i as u8],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_whose_flush_fails_is_sent_again_until_acknowledged() {
+        let s = schedule(3);
+        let mut p = Flaky {
+            failures: 2,
+            sent: Vec::new(),
+        };
+        let stats = feed(&s, &mut p, "t.", f64::INFINITY, |_, _| {}).unwrap();
+        assert_eq!(stats.acknowledged, 3);
+        assert_eq!(
+            stats.resent, 6,
+            "the batch of 3 sent again after each failure"
+        );
+        assert!(stats.unacknowledged.is_empty());
+        // Every record reached the broker at least once, in order each time.
+        assert_eq!(p.sent.len(), 9);
+        assert_eq!(p.sent[3..6], p.sent[0..3]);
+    }
+
+    #[test]
+    fn a_feed_that_is_acknowledged_sends_each_record_once() {
+        let s = schedule(5);
+        let mut p = Flaky {
+            failures: 0,
+            sent: Vec::new(),
+        };
+        let stats = feed(&s, &mut p, "t.", f64::INFINITY, |_, _| {}).unwrap();
+        assert_eq!((stats.acknowledged, stats.resent), (5, 0));
+        assert_eq!(p.sent.len(), 5);
+    }
 }

@@ -22,6 +22,7 @@
 //! - **Checkable.** A declaration that moves `t*`, drops or adds an anchor, marks a
 //!   realised command unrealised or misstates severity is refused with the reason.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod check;
 pub mod detect;

@@ -6,6 +6,7 @@
 //! Guarantees: obviously-correct, exponential algorithms meant for small models
 //! (a few candidates, about ten variables); results use variable names, sorted.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod analytic;
 pub mod brute;

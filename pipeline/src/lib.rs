@@ -23,12 +23,14 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 mod deployment;
 pub mod metrics;
 pub mod monitor;
 pub mod process;
 mod stages;
+pub mod supervise;
 pub mod witness;
 
 pub use audita_sinks::sink::Collected;

@@ -99,6 +99,14 @@ pub struct Metrics {
     pub slicer_whole_window_scopes: IntCounter,
     /// Time from a declaration's arrival to its slice's emission.
     pub slicer_slice_wait: Histogram,
+    /// `audita_stage_faults_total{reason}`: failures of this process's stage that a
+    /// wait can heal (`bus`: the broker unreachable or not acknowledging; `storage`: a
+    /// file could not be written, e.g. a full disk); each stopped the stage, which
+    /// reopened from its durable state ([`crate::supervise`]).
+    pub stage_faults: IntCounterVec,
+    /// `audita_stage_stalled`: 1 while this process's stage waits to reopen after such
+    /// a failure (it takes no input), else 0.
+    pub stage_stalled: IntGauge,
     /// Verdicts produced.
     pub engine_verdicts: IntCounter,
     /// Time an engine worker takes to verify and judge one slice.
@@ -136,6 +144,33 @@ fn int_gauge(name: &str, help: &str) -> IntGauge {
 /// A gauge.
 fn gauge(name: &str, help: &str) -> Gauge {
     Gauge::new(name, help).expect("static metric name")
+}
+
+/// Buckets (seconds) of the slice wait, the engine's judging and the monitor's alert
+/// latency histograms.
+const SLICE_WAIT_BUCKETS: [f64; 12] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+const JUDGE_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+const ALERT_BUCKETS: [f64; 11] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// `audita_stage_faults_total{reason}` and `audita_stage_stalled` ([`Metrics`]).
+fn stage_health() -> (IntCounterVec, IntGauge) {
+    (
+        counter_vec(
+            "audita_stage_faults_total",
+            "Failures of the stage a wait can heal (it reopened from its durable state), by reason",
+            "reason",
+        ),
+        int_gauge(
+            "audita_stage_stalled",
+            "1 while the stage waits to reopen after a failure (it takes no input)",
+        ),
+    )
 }
 
 /// A histogram with `buckets`.
@@ -190,6 +225,7 @@ impl Metrics {
     /// Every metric of the pipeline, with an empty registry.
     fn unregistered() -> Metrics {
         let registry = Registry::new();
+        let (stage_faults, stage_stalled) = stage_health();
         Metrics {
             ingest_envelopes: counter_vec(
                 "audita_ingest_envelopes_total",
@@ -292,17 +328,13 @@ impl Metrics {
             slicer_slice_wait: histogram(
                 "audita_slicer_slice_wait_seconds",
                 "Adverse declaration arrival to slice emission",
-                vec![
-                    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-                ],
+                SLICE_WAIT_BUCKETS.to_vec(),
             ),
             engine_verdicts: counter("audita_engine_verdicts_total", "Verdicts produced"),
             engine_judge: histogram(
                 "audita_engine_judge_seconds",
                 "Verify and judge one slice bundle",
-                vec![
-                    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                ],
+                JUDGE_BUCKETS.to_vec(),
             ),
             sinks_rows: counter(
                 "audita_sinks_rows_written_total",
@@ -329,10 +361,10 @@ impl Metrics {
             monitor_alert_latency: histogram(
                 "audita_monitor_alert_seconds",
                 "Epoch arrival at the monitor to the alert's publication",
-                vec![
-                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-                ],
+                ALERT_BUCKETS.to_vec(),
             ),
+            stage_faults,
+            stage_stalled,
             registry,
             ready: Arc::new(AtomicBool::new(false)),
             stop: Arc::new(OnceLock::new()),
@@ -368,6 +400,8 @@ impl Metrics {
             Box::new(self.slicer_unresolved.clone()),
             Box::new(self.slicer_grace.clone()),
             Box::new(self.slicer_slice_wait.clone()),
+            Box::new(self.stage_faults.clone()),
+            Box::new(self.stage_stalled.clone()),
             Box::new(self.engine_verdicts.clone()),
             Box::new(self.engine_judge.clone()),
             Box::new(self.sinks_rows.clone()),
@@ -389,6 +423,7 @@ impl Metrics {
             (&self.ingest_envelopes, &["accepted", "suspect"][..]),
             (&self.sinks_incidents, &["verdict", "abstained"][..]),
             (&self.monitor_alerts, &["fired", "near_miss"][..]),
+            (&self.stage_faults, &["bus", "storage"][..]),
         ] {
             for value in values {
                 v.with_label_values(&[value]);

@@ -10,6 +10,7 @@
 //! - The process exports only its own stage's metrics ([`Metrics::for_stage`]).
 
 use crate::metrics::Metrics;
+use crate::supervise::Backoff;
 use crate::{Deployment, Error, Result, Retention};
 use audita_bus::kafka::KafkaBus;
 use audita_bus::Bus;
@@ -183,25 +184,22 @@ pub fn run(args: &StageArgs) -> Result<()> {
             .unwrap_or_default()
     );
     let idle = args.max_idle_ms.map(Duration::from_millis);
+    // A fault a wait can heal (the broker gone, a full disk) stops the stage, which
+    // reopens from its durable state by itself (`crate::supervise`).
+    let name = args.name.metrics_prefix();
+    let supervised = |attempt: &mut dyn FnMut() -> Result<()>| {
+        crate::supervise::supervise(name, &m, &stop, Backoff::default(), attempt)
+    };
     match args.name {
-        StageName::Ingest => crate::run_ingest(&d, &bus, &stop, idle, &m).map(|_| ()),
-        StageName::Sealer => crate::run_sealer(&d, &bus, &dir()?, &stop, idle, &m),
-        StageName::Slicer => crate::run_slicer(
-            &d,
-            &bus,
-            Duration::from_millis(args.quiet_wait_ms),
-            &stop,
-            idle,
-            &m,
-        ),
-        StageName::Engine => crate::run_engine(&d, &bus, &stop, idle, &m).map(|_| ()),
-        StageName::Monitor => {
-            if d.predicates.is_none() {
-                return Err(Error::Invalid(
-                    "the deployment declares no adverse predicates ([registry] predicates): nothing to monitor".into(),
-                ));
-            }
-            crate::monitor::run_monitor(
+        StageName::Ingest => {
+            supervised(&mut || crate::run_ingest(&d, &bus, &stop, idle, &m).map(|_| ()))
+        }
+        StageName::Sealer => {
+            let dir = dir()?;
+            supervised(&mut || crate::run_sealer(&d, &bus, &dir, &stop, idle, &m))
+        }
+        StageName::Slicer => supervised(&mut || {
+            crate::run_slicer(
                 &d,
                 &bus,
                 Duration::from_millis(args.quiet_wait_ms),
@@ -209,6 +207,26 @@ pub fn run(args: &StageArgs) -> Result<()> {
                 idle,
                 &m,
             )
+        }),
+        StageName::Engine => {
+            supervised(&mut || crate::run_engine(&d, &bus, &stop, idle, &m).map(|_| ()))
+        }
+        StageName::Monitor => {
+            if d.predicates.is_none() {
+                return Err(Error::Invalid(
+                    "the deployment declares no adverse predicates ([registry] predicates): nothing to monitor".into(),
+                ));
+            }
+            supervised(&mut || {
+                crate::monitor::run_monitor(
+                    &d,
+                    &bus,
+                    Duration::from_millis(args.quiet_wait_ms),
+                    &stop,
+                    idle,
+                    &m,
+                )
+            })
         }
         StageName::Sink => {
             let out = dir()?;
@@ -227,18 +245,22 @@ pub fn run(args: &StageArgs) -> Result<()> {
                 Error::Invalid(format!("writing {}: {e}", what.display()))
             };
             std::fs::create_dir_all(&json_dir).map_err(|e| io(&json_dir, e))?;
-            let c = crate::run_sink(&d, &bus, &out, args.expect, &stop, idle, &m, |v| {
-                // Canonical JSON (sorted keys, pretty, one trailing newline): the bytes
-                // `audita verdict` prints for the same verdict, so `cmp` re-checks it.
-                let stem = audita_sinks::report::stem(&v.incident);
-                let text = match &v.verdict {
-                    Some(j) => serde_json::to_string_pretty(j),
-                    None => serde_json::to_value(v).and_then(|j| serde_json::to_string_pretty(&j)),
-                };
-                let _ = std::fs::write(
-                    json_dir.join(format!("{stem}.json")),
-                    text.unwrap_or_default() + "\n",
-                );
+            let c = crate::supervise::supervise(name, &m, &stop, Backoff::default(), || {
+                crate::run_sink(&d, &bus, &out, args.expect, &stop, idle, &m, |v| {
+                    // Canonical JSON (sorted keys, pretty, one trailing newline): the bytes
+                    // `audita verdict` prints for the same verdict, so `cmp` re-checks it.
+                    let stem = audita_sinks::report::stem(&v.incident);
+                    let text = match &v.verdict {
+                        Some(j) => serde_json::to_string_pretty(j),
+                        None => {
+                            serde_json::to_value(v).and_then(|j| serde_json::to_string_pretty(&j))
+                        }
+                    };
+                    let _ = std::fs::write(
+                        json_dir.join(format!("{stem}.json")),
+                        text.unwrap_or_default() + "\n",
+                    );
+                })
             })?;
             let rows = out.join("rows.json");
             let json = serde_json::to_vec_pretty(&c.rows())

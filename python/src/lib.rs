@@ -10,6 +10,8 @@
 //! - Private keys stay in Rust objects ([`Principal`]); Python never sees the seed.
 //! - Blocking calls (publishing, resending the spool) release the interpreter.
 
+#![warn(clippy::too_many_lines)]
+
 use audita_client::{BlockingPublisher, ClientError, Principal as RustPrincipal, PublisherConfig};
 use audita_evidence::checkpoint::ED25519_NOTE_TYPE;
 use audita_evidence::trust::parse_vkey;

@@ -72,6 +72,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 use std::fs;
 use std::io::{self, BufReader, Read};

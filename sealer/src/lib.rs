@@ -7,6 +7,7 @@
 //! I/O and run loop ([`stage::SealerStage::run`]).
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 pub mod stage;
 pub mod witness;

@@ -832,8 +832,12 @@ fn read_watermark(dir: &Path) -> u64 {
 /// Keeps `watermark` (atomically and durably: [`audita_files::write_atomic`]).
 fn write_watermark(dir: &Path, watermark: u64) -> Result<(), StageError> {
     let path = dir.join(WATERMARK_FILE);
+    // An I/O failure (a full disk): a fault a wait can heal, like the record's own.
     audita_files::write_atomic(&path, format!("{watermark}\n").as_bytes()).map_err(|e| {
-        StageError::Inconsistent(path.clone(), format!("writing the watermark: {}", e.source))
+        StageError::Disk(ReadError::Io {
+            path: path.clone(),
+            source: e.source,
+        })
     })
 }
 

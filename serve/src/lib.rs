@@ -13,6 +13,7 @@
 //!   (port 0 picks a free one; tests read the line), and runs until SIGINT/SIGTERM.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -13,6 +13,7 @@
 //! - Reports are self-contained HTML rendered by templates ([`report`]).
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod journal;
 pub mod parquet;

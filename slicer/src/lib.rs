@@ -23,6 +23,7 @@
 //!   handle is the only way in and out, one epoch at a time.
 
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 mod dataflow;
 pub mod spill;

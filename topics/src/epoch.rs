@@ -2,7 +2,7 @@
 //! signed header, checkpoint, the leaves (ids) it sealed in log order and the
 //! digests of the receipts sealed with them ([`EpochSeal`]). The bytes of the
 //! messages travel once, on `audita.accepted`; a stage that needs them joins the two
-//! topics by id ([`crate::join`]) into an [`EpochMessage`].
+//! topics by id (`audita_join`) into an [`EpochMessage`].
 //!
 //! Design constraints:
 //! - Epoch numbers are the log's: consecutive, one writer. A restarted sealer
@@ -189,7 +189,7 @@ fn hashes(bytes: &[u8]) -> Option<Vec<Hash>> {
 }
 
 /// A sealed epoch with the bytes of what it sealed: an [`EpochSeal`] joined with
-/// `audita.accepted` ([`crate::join::Join`]); everything a downstream stage needs to
+/// `audita.accepted` (`audita_join::Join`); everything a downstream stage needs to
 /// extend its view of the record without reading the disk. Built in memory, never
 /// published.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,7 +203,7 @@ pub struct EpochMessage {
     /// Sealed leaves in log order.
     pub leaves: Vec<Vec<u8>>,
     /// The signed envelopes sealed in this epoch, in leaf order (a leaf whose bytes
-    /// are gone from `audita.accepted` has none: see [`crate::join`]).
+    /// are gone from `audita.accepted` has none: see `audita_join`).
     pub envelopes: Vec<Vec<u8>>,
     /// Receipts that arrived with this epoch.
     pub receipts: Vec<Vec<u8>>,

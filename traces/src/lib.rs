@@ -30,6 +30,7 @@
 //!   part of the closure forces is the one reported.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 pub mod genai;
 pub mod graph;

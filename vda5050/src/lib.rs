@@ -25,6 +25,7 @@
 //!   read: the 2.0.0 schema's `allowedDeviationXy`, and the `instantActions` key
 //!   vda-5050-lib 1.4 writes for 2.0 instant actions instead of `actions`.
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 use serde_json::Value;
 

@@ -14,6 +14,7 @@
 //!   only ever added, at the end, and never renamed or reordered.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![warn(clippy::too_many_lines)]
 
 use serde::{Deserialize, Serialize};
 

@@ -27,6 +27,7 @@
 //! - **Abstention, never accusation.** Causes are certified by replay through the
 //!   `audita-causal` hook; a failed replay lowers ρ_lo (to 0 when replay cannot run).
 #![warn(missing_docs)]
+#![warn(clippy::too_many_lines)]
 
 pub mod adverse;
 pub mod blame;

@@ -13,6 +13,7 @@ mod dsse_interop;
 mod keeper_evidence;
 mod limits;
 mod monitor_pipeline;
+mod nemesis;
 mod old_records;
 mod pipeline;
 mod readme_vda5050;

@@ -12,6 +12,8 @@
 //! `<point>` (`before-persist`, `after-temp-write`, `after-rename`,
 //! `after-persist`).
 
+#![warn(clippy::too_many_lines)]
+
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
