@@ -202,7 +202,7 @@ impl KafkaBus {
                 // first record (librdkafka's defaults: 1 byte, 500 ms): at a steady
                 // few thousand records per second the defaults make one fetch
                 // round trip per handful of records, which the broker and every
-                // consumer's threads pay. Measured with `audita load` at 200
+                // consumer's threads pay. Measured with `audita-load load` at 200
                 // robots: the machine's busy cores 1.58 → 1.28 (ingest 0.36 →
                 // 0.26), verdict latency within the runs' spread. A hop on a quiet
                 // topic waits at most 10 ms more.

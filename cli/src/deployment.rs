@@ -1,14 +1,14 @@
 //! `audita init`, `audita principal add|rotate|revoke` and `audita fleet register`:
 //! creating and changing a deployment an operator owns (the files are documented in
 //! `audita_deploy`). The simulated fleet is one client of a deployment
-//! (`audita_load_tests::client`): `fleet register` enrols its principals through the
+//! (`audita_fleet::client`): `fleet register` enrols its principals through the
 //! same code as `principal add` (fresh keys, one file each) and installs its duty
 //! registry; `audita feed` then signs with those key files.
 
 use std::path::PathBuf;
 
 use audita_deploy::InitOptions;
-use audita_load_tests::client;
+use audita_fleet::client;
 use clap::{Args, Subcommand};
 
 /// `audita init DIR --origin ORIGIN`.

@@ -20,7 +20,6 @@ mod bridge;
 mod demo;
 mod deployment;
 mod export;
-mod harness;
 mod inputs;
 mod keeper;
 mod keeper_evidence;
@@ -47,11 +46,6 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Pipeline benchmark: end-to-end msg/s vs the Ed25519 limit, verdict latency, memory.
-    BenchPipeline(audita_load_tests::bench_pipeline::BenchPipelineArgs),
-    /// Sustained fleet load over Kafka, every stage its own process: msg/s vs the
-    /// Ed25519 limit, adverse-to-verdict latency, RSS of each stage over time.
-    Load(audita_load_tests::kafka_run::LoadArgs),
     /// The main job: the whole pipeline over the embedded bus on a simulated fleet.
     Demo(demo::DemoArgs),
     /// Create a new deployment (fresh keys, empty registries).
@@ -67,8 +61,6 @@ enum Command {
     Stage(audita_pipeline::process::StageArgs),
     /// Publish the simulated fleet's commands to Apache Kafka.
     Feed(stage::FeedArgs),
-    /// Evaluation benchmarks (attribution accuracy on the facility register).
-    Bench(harness::BenchArgs),
     /// Graded actual-causality attribution of a structural model (SPEC §7 JSON).
     Attribute(attribute::AttributeArgs),
     /// Verify an on-disk sealed record offline (public keys only); JSON summary.
@@ -115,13 +107,13 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour only on a terminal: a stage's log file (or a collector) gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Demo(args) => demo::run(args),
-        Command::BenchPipeline(args) => harness::bench_pipeline(args),
-        Command::Load(args) => harness::load(args),
         Command::Stage(args) => stage::run_stage(args),
         Command::Tail(args) => tail::run(args),
         Command::Topics(args) => tail::run_topics(args),
@@ -130,7 +122,6 @@ fn main() {
         Command::Init(args) => deployment::run_init(args),
         Command::Principal(args) => deployment::run_principal(args),
         Command::Fleet(args) => deployment::run_fleet(args),
-        Command::Bench(args) => harness::bench(args),
         Command::Attribute(args) => attribute::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Verdict(args) => verdict::run(args),

@@ -3,7 +3,7 @@
 //! simulated fleet publishing as a client of the deployment, signed with its
 //! registered keys.
 
-use audita_load_tests::client;
+use audita_fleet::client;
 use audita_pipeline::process::{Connect, StageArgs};
 use clap::Args;
 

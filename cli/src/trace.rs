@@ -4,10 +4,7 @@
 //! - `trace witness FILE --action SPAN --injection SPAN` runs the causal-witness
 //!   decision procedure and prints one JSON object (exit 0 causal, 1 a weaker claim);
 //! - `trace whowhen FILE.json` names the decisive agent and step of a Who&When log;
-//! - `trace whowhen-bench DIR` scores the attributor and the floors on every Who&When
-//!   subset present (development half, held-out half, all; each row names its
-//!   subset, and `pooled` rows join the subsets), and the three LLM-judge formats
-//!   when `AUDITA_JUDGE_ENDPOINT` is set;
+//!   (the benchmark that scores it on every subset is `audita-load bench whowhen`);
 //! - `trace serve --listen ADDR --out FILE` is an OTLP/HTTP receiver (`POST
 //!   /v1/traces` and `POST /v1/logs`, OTLP/JSON) that appends each accepted export as
 //!   one line to FILE (spans and the GenAI events logged as log records of one run
@@ -53,7 +50,6 @@ enum TraceCommand {
     /// Static-log attribution of one Who&When log: decisive agent, step, profile.
     Whowhen(WhoWhenArgs),
     /// Score the attributor and the floors on a directory of Who&When logs.
-    WhowhenBench(WhoWhenBenchArgs),
     /// OTLP/HTTP receiver: POST /v1/traces (OTLP/JSON), appended to a file.
     Serve(ServeArgs),
     /// Seal a trace as evidence: one message per span, signed by its agent.
@@ -120,13 +116,6 @@ struct WhoWhenArgs {
 }
 
 #[derive(clap::Args, Debug)]
-struct WhoWhenBenchArgs {
-    /// Directory of Who&When logs (`1.json` …), or holding the subset directories
-    /// `Algorithm-Generated/` and `Hand-Crafted/`.
-    dir: PathBuf,
-}
-
-#[derive(clap::Args, Debug)]
 struct ServeArgs {
     /// Address to listen on (port 0: a free port, printed on stdout).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4318")]
@@ -148,7 +137,6 @@ pub fn run(args: &TraceArgs) -> i32 {
         TraceCommand::Import(a) => import(a),
         TraceCommand::Witness(a) => run_witness(a),
         TraceCommand::Whowhen(a) => run_whowhen(a),
-        TraceCommand::WhowhenBench(a) => bench(a),
         TraceCommand::Serve(a) => serve(a),
         TraceCommand::Seal(a) => seal::run(a),
         TraceCommand::Verdict(a) => verdict::run(a),
@@ -340,12 +328,6 @@ fn run_whowhen(a: &WhoWhenArgs) -> Result<i32, String> {
         }),
         false,
     );
-    Ok(0)
-}
-
-fn bench(a: &WhoWhenBenchArgs) -> Result<i32, String> {
-    let out = audita_load_tests::bench_whowhen::run(&a.dir, &crate::inputs::read_input)?;
-    print(&out, true);
     Ok(0)
 }
 

@@ -1,4 +1,4 @@
-//! `audita bench attribution`, sections `perimeter` and `repair` (issue 19): the
+//! `audita-load bench attribution`, sections `perimeter` and `repair` (issue 19): the
 //! paper's two measurements of what the verdict cannot see and what it is good for.
 //!
 //! - **Perimeter** (`"perimeter"` in the JSON): incidents drawn round-robin over the
@@ -430,7 +430,7 @@ pub(crate) const PERIMETER_HEAD: &str = "## The record's perimeter: off-bus coor
 pub(crate) const REPAIR_HEAD: &str = "## Verdict-guided repair";
 
 const REPRODUCE: &str =
-    "cargo run --release -p audita -- bench attribution --write --sections perimeter,repair";
+    "cargo run --release -p audita-load-tests --bin audita-load -- bench attribution --write --sections perimeter,repair";
 
 pub(crate) fn markdown_perimeter(r: &Value) -> String {
     let p = &r["perimeter"];

@@ -1,4 +1,4 @@
-//! `audita bench-pipeline`: end-to-end throughput, adverse-event-to-verdict latency and
+//! `audita-load bench-pipeline`: end-to-end throughput, adverse-event-to-verdict latency and
 //! resident memory of the pipeline, next to the single-core Ed25519 verification limit
 //! measured in the same run (every accepted message costs at least one verification);
 //! and the incident-alerting latencies: sealed report → alert (an observer consuming
@@ -28,7 +28,7 @@ pub enum Transport {
     Kafka,
 }
 
-/// Arguments of `audita bench-pipeline`.
+/// Arguments of `audita-load bench-pipeline`.
 #[derive(Args)]
 pub struct BenchPipelineArgs {
     /// Facility cells in the fleet (about 7 signed messages and one incident each).
@@ -48,7 +48,7 @@ pub struct BenchPipelineArgs {
     pub seed: u64,
 }
 
-/// Runs `audita bench-pipeline`: the fleet through every stage over the chosen
+/// Runs `audita-load bench-pipeline`: the fleet through every stage over the chosen
 /// transport; the tables (rates beside the single-core Ed25519 limit, latencies,
 /// peak memory) go to `report`.
 pub fn run(args: &BenchPipelineArgs, report: &mut dyn Write) -> anyhow::Result<()> {

@@ -1,6 +1,6 @@
-//! `audita bench stages`: what each pipeline stage costs per envelope, measured alone.
+//! `audita-load bench stages`: what each pipeline stage costs per envelope, measured alone.
 //!
-//! The fleet of `audita load` (robots under continuous control: pose reports,
+//! The fleet of `audita-load load` (robots under continuous control: pose reports,
 //! commands, actuation reports, one receipt per envelope, facility incident cells) is
 //! pre-signed and published whole to `audita.envelopes` / `audita.receipts` first.
 //! Then each stage runs alone, in pipeline order, over what the previous one left on
@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Arguments of `audita bench stages`.
+/// Arguments of `audita-load bench stages`.
 #[derive(Args, Debug)]
 pub struct StagesArgs {
     /// Robots in the warehouse (each: 1 pose report/s, `--rate` commands/s, an
@@ -376,7 +376,7 @@ fn run_stages(
     Ok(phases)
 }
 
-/// Runs `audita bench stages`: signs and publishes the fleet's traffic, runs each
+/// Runs `audita-load bench stages`: signs and publishes the fleet's traffic, runs each
 /// stage alone over it, and writes the measurement (`--json`) and its table to `out`.
 /// Fails when the sealer did not seal every envelope published.
 pub fn run(args: &StagesArgs, out: &mut dyn Write) -> anyhow::Result<()> {

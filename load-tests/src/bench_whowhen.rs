@@ -1,4 +1,4 @@
-//! `audita trace whowhen-bench DIR`: Audita's static attributor scored on the Who&When
+//! `audita-load bench whowhen DIR`: Audita's static attributor scored on the Who&When
 //! benchmark's logs (`audita_traces::whowhen`) beside the label-free floors (the first
 //! worker's reply, step 0, the orchestrator's first hand-off on Magentic-One logs, the
 //! most frequent agent at its first reply, the last agent reply) and, when

@@ -1,4 +1,4 @@
-//! The capacity curve: saved `audita load` runs, one per fleet size, as one table and
+//! The capacity curve: saved `audita-load load` runs, one per fleet size, as one table and
 //! one SVG (sustained rate, verdict and alert latency, CPU per envelope per stage,
 //! resident memory per stage), with two marks: the knee, the smallest fleet the
 //! machine no longer keeps up with (sustained < 95 % of offered, or a verdict p50
@@ -258,7 +258,7 @@ fn plot(points: &[Point]) -> String {
     let x_at = |x: f64| left + pw * (x - xmin) / span;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
-         <text x=\"{left}\" y=\"18\" font-size=\"13\">audita load: capacity of one machine by fleet size (robots)</text>\n"
+         <text x=\"{left}\" y=\"18\" font-size=\"13\">audita-load load: capacity of one machine by fleet size (robots)</text>\n"
     );
     let (knee, promise) = (knee(points), promise(points));
     for panel in &panels {

@@ -1,4 +1,4 @@
-//! `audita load`: the sustained fleet load benchmark over Apache Kafka.
+//! `audita-load load`: the sustained fleet load benchmark over Apache Kafka.
 //!
 //! One run measures, side by side: the offered and the sustained end-to-end rate
 //! (envelopes sealed and published by the sealer per second) as a ratio of the
@@ -9,7 +9,7 @@
 //! resident memory and CPU of every stage, sampled each second.
 //!
 //! Design constraints:
-//! - Every stage runs as its own process (`audita load --stage NAME`), exactly as
+//! - Every stage runs as its own process (`audita-load load --stage NAME`), exactly as
 //!   deployed: ingest, sealer, slicer, monitor, `--workers` engine workers, sink. The
 //!   fleet declares nothing: the monitor detects every incident from the sealed
 //!   record with the load's predicate file, and a verdict of an incident no cell
@@ -76,7 +76,7 @@ pub enum IncidentTime {
     OwnSlot,
 }
 
-/// Arguments of `audita load`.
+/// Arguments of `audita-load load`.
 #[derive(Args, Clone)]
 pub struct LoadArgs {
     /// Robots in the warehouse.
@@ -202,6 +202,10 @@ pub struct LoadArgs {
     /// (internal) The run's deployment (its audita.toml), for a stage process.
     #[arg(long, hide = true)]
     pub deployment: Option<PathBuf>,
+    /// (internal) Where a stage process serves its /metrics (the nemesis reads its
+    /// `audita_stage_*` series).
+    #[arg(long, hide = true)]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// Creates the run's throw-away deployment in `dir`: fresh log and keeper keys (OS
@@ -292,7 +296,7 @@ impl LoadArgs {
     }
 }
 
-/// Runs `audita load`: one stage process (`--stage`), the rendering of a saved
+/// Runs `audita-load load`: one stage process (`--stage`), the rendering of a saved
 /// measurement (`--report`), or a whole measured run; the report goes to `out`.
 pub fn run(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     match (args.stage, &args.report) {
@@ -329,6 +333,10 @@ fn run_child(args: &LoadArgs, stage: LoadStage) -> anyhow::Result<()> {
     let d = open_deployment(args, deployment, stage == LoadStage::Sealer)?;
     let bus = Bus::Kafka(crate::host::kafka_bus(&args.bootstrap()?, &args.kafka)?);
     let m = Metrics::new();
+    if let Some(addr) = args.metrics {
+        m.serve(addr)
+            .map_err(|e| anyhow::anyhow!("--metrics {addr}: {e}"))?;
+    }
     // SIGTERM drains the stage (the run ends the sink so, to read its tables).
     let stop = Arc::new(AtomicBool::new(false));
     audita_pipeline::process::stop_on_signals(&stop)?;
@@ -394,6 +402,8 @@ struct StageProc {
     stage: LoadStage,
     child: Child,
     log: PathBuf,
+    /// Where it serves /metrics.
+    metrics: std::net::SocketAddr,
 }
 
 /// What starts a stage process of the run (again, after a kill).
@@ -494,6 +504,7 @@ fn spawn_stage(
     let exe = std::env::current_exe()?;
     let log = work.join(format!("{name}.log"));
     std::fs::create_dir_all(dir)?;
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let child = Command::new(exe)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .arg("load")
@@ -518,6 +529,7 @@ fn spawn_stage(
         ])
         .args(["--slicer-wait-ms", &args.slicer_wait_ms.to_string()])
         .args(["--epoch-messages", &args.epoch_messages.to_string()])
+        .args(["--metrics", &metrics.to_string()])
         .args(args.retention.flags())
         .args(args.kafka.iter().flat_map(|k| ["--kafka", k.as_str()]))
         .stdin(Stdio::null())
@@ -535,6 +547,7 @@ fn spawn_stage(
         stage,
         child,
         log,
+        metrics,
     })
 }
 
@@ -597,7 +610,7 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let envelopes = load.envelopes() as u64;
     let incidents = load.incidents();
     eprintln!(
-        "audita load: {} robots × {} commands/s, {} incidents, {} envelopes ({:.0}/s offered) pre-signed in {:.1}s",
+        "audita-load load: {} robots × {} commands/s, {} incidents, {} envelopes ({:.0}/s offered) pre-signed in {:.1}s",
         config.robots,
         config.commands_per_s,
         incidents.len(),
@@ -637,7 +650,7 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         let baseline = match plan.is_empty() || args.no_baseline {
             true => None,
             false => {
-                eprintln!("audita load: the fault-free run of the same load first");
+                eprintln!("audita-load load: the fault-free run of the same load first");
                 Some(run_phase("base", &[])?)
             }
         };
@@ -1509,7 +1522,7 @@ impl Sampler {
             if self.status_lines && tick >= next_line {
                 next_line += 10;
                 eprintln!(
-                    "audita load: {:>4.0} s · offered {} · sealed {} · verdicts {}/{} · RSS {}",
+                    "audita-load load: {:>4.0} s · offered {} · sealed {} · verdicts {}/{} · RSS {}",
                     self.start.elapsed().as_secs_f64(),
                     self.offered.load(Ordering::Relaxed),
                     sealed,
@@ -1814,7 +1827,7 @@ fn faults_markdown(r: &Value) -> String {
     let Some(faults) = r["faults"].as_array().filter(|k| !k.is_empty()) else {
         return s;
     };
-    s.push_str("\n| fault | at s | held s | recovered in s | what the stages logged (WARN/ERROR, first lines) |\n|---|---|---|---|---|\n");
+    s.push_str("\n| fault | at s | held s | recovered in s | the stage's alarm (`audita_stage_*`) | what the stages logged (WARN/ERROR, first lines) |\n|---|---|---|---|---|---|\n");
     for k in faults {
         let logged: Vec<String> = k["logged"]
             .as_object()
@@ -1833,14 +1846,31 @@ fn faults_markdown(r: &Value) -> String {
                     })
             })
             .collect();
+        let alarm: Vec<String> = k["alerted"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(stage, a)| {
+                let mut parts = vec![format!("faults +{}", a["faults_counted"])];
+                if a["stalled_seen"] == json!(true) {
+                    parts.push("stalled".into());
+                }
+                format!("{stage}: {}", parts.join(", "))
+            })
+            .collect();
         s.push_str(&format!(
-            "| {} | {:.0} | {:.1} | {} | {} |\n",
+            "| {} | {:.0} | {:.1} | {} | {} | {} |\n",
             k["fault"].as_str().unwrap_or_default(),
             f(k, "at_s"),
             f(k, "held_s"),
             k["recovery_s"]
                 .as_f64()
                 .map_or("**not recovered**".to_string(), |v| format!("{v:.1}")),
+            if alarm.is_empty() {
+                "—".to_string()
+            } else {
+                alarm.join("; ")
+            },
             if logged.is_empty() {
                 "nothing".to_string()
             } else {
@@ -2058,7 +2088,7 @@ fn svg(r: &Value) -> String {
     let c = &r["config"];
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"11\">\n\
-         <text x=\"{left}\" y=\"18\" font-size=\"13\">audita load: {} robots × {} commands/s, {} incidents/s — resident memory per stage (MiB)</text>\n",
+         <text x=\"{left}\" y=\"18\" font-size=\"13\">audita-load load: {} robots × {} commands/s, {} incidents/s — resident memory per stage (MiB)</text>\n",
         c["robots"], c["commands_per_s"], c["incidents_per_s"]
     );
     let axes = |s: &mut String, top: f64, max: f64, label: &str| {

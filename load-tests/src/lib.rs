@@ -8,9 +8,9 @@
 //! a record).
 //!
 //! The harness, which the `audita` command line only parses arguments for:
-//! [`kafka_run`] (`audita load`: every stage its own process over Kafka),
+//! [`kafka_run`] (`audita-load load`: every stage its own process over Kafka),
 //! [`bench_pipeline`], [`bench_stages`], [`bench_attribution`] and
-//! [`bench_perimeter`] (`audita bench …`) and [`bench_whowhen`] (`audita trace
+//! [`bench_perimeter`] (`audita-load bench …`) and [`bench_whowhen`] (`audita trace
 //! whowhen-bench`), on top of [`host`] (what `/proc` says of
 //! the processes and the machine, the Ed25519 reference) and [`hosted`] (the verdict
 //! on a facility scenario's signed record, shared by the attribution and perimeter
@@ -19,6 +19,9 @@
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
 
+/// The fleet this crate loads the pipeline with (`audita-fleet`).
+pub use audita_fleet::{client, fleet};
+
 pub mod adversary;
 pub mod bench_attribution;
 pub mod bench_perimeter;
@@ -26,8 +29,6 @@ pub mod bench_pipeline;
 pub mod bench_stages;
 pub mod bench_whowhen;
 pub mod capacity;
-pub mod client;
-pub mod fleet;
 pub mod host;
 pub mod hosted;
 pub mod kafka_run;

@@ -239,7 +239,7 @@ impl Deployment {
     }
 }
 
-/// The sealer's and slicer's memory bounds, as flags (`audita stage`, `audita load`).
+/// The sealer's and slicer's memory bounds, as flags (`audita stage`, `audita-load load`).
 /// Unset flags keep the deployment's `[retention]` values (or the defaults).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct Retention {

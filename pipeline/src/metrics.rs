@@ -181,7 +181,7 @@ fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Histogram {
 
 impl Metrics {
     /// A fresh registry with every pipeline metric (and process metrics) registered:
-    /// for a process running every stage (the embedded demo, `audita load`).
+    /// for a process running every stage (the embedded demo, `audita-load load`).
     pub fn new() -> Metrics {
         Metrics::registering(|_| true)
     }

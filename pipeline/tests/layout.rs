@@ -233,3 +233,24 @@ fn light_clients_link_no_engine() {
         }
     }
 }
+
+/// The production binary is not the benchmark harness: `audita` (and so the image
+/// operators run) links neither the load generator and benchmarks
+/// (`audita-load-tests`, whose own binary is `audita-load`) nor the baselines; the
+/// simulated fleet the demo runs is a crate of its own (`audita-fleet`).
+#[test]
+fn the_audita_binary_links_neither_the_harness_nor_the_baselines() {
+    let g = graph();
+    let linked = g.closure("audita");
+    for harness in ["audita-load-tests", "audita-baselines"] {
+        assert!(
+            !linked.contains(harness),
+            "the audita binary links {harness}"
+        );
+    }
+    assert!(g.direct["audita"].contains("audita-fleet"));
+    let fleet = g.closure("audita-fleet");
+    for heavy in ["audita-load-tests", "audita-baselines", "audita-pipeline"] {
+        assert!(!fleet.contains(heavy), "the fleet links {heavy}");
+    }
+}

@@ -271,7 +271,10 @@ fn the_doc_path_check_catches_a_stale_path() {
     assert!(defines("pub fn read_dir() {}", "read_dir"));
     assert!(!defines("fn read_dir() {}\n// disk", "disk"));
     assert!(defines("enum E { Kill(u8) }", "Kill"));
-    assert!(defines("pub use verify::{\n    check, verify_record,\n};", "verify_record"));
+    assert!(defines(
+        "pub use verify::{\n    check, verify_record,\n};",
+        "verify_record"
+    ));
     let sealer = crates()
         .into_iter()
         .find(|c| c.names.contains(&"sealer".to_string()))

@@ -182,6 +182,15 @@ pub enum ReadError {
         /// The cause.
         source: io::Error,
     },
+    /// Writing a record file failed (a full disk, permissions): transient unless
+    /// the cause is a missing directory.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
     /// The directory is not an `audita-record v1` record. Permanent.
     #[error("{path} is not an audita record: {reason}")]
     NotARecord {
@@ -214,7 +223,7 @@ pub enum ReadError {
 impl ReadError {
     /// Whether retrying could help (only for I/O errors other than not-found).
     pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Io { source, .. } if source.kind() != io::ErrorKind::NotFound)
+        matches!(self, Self::Io { source, .. } | Self::Write { source, .. } if source.kind() != io::ErrorKind::NotFound)
     }
 }
 
@@ -871,7 +880,7 @@ pub struct RecordWriter {
 /// a hidden `.tmp` sibling is written and synced, renamed, and the directory
 /// synced), so a crash (even SIGKILL) never leaves a half-written record file.
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReadError> {
-    audita_files::write_atomic(path, bytes).map_err(|e| ReadError::Io {
+    audita_files::write_atomic(path, bytes).map_err(|e| ReadError::Write {
         path: e.path,
         source: e.source,
     })

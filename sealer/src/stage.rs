@@ -834,7 +834,7 @@ fn write_watermark(dir: &Path, watermark: u64) -> Result<(), StageError> {
     let path = dir.join(WATERMARK_FILE);
     // An I/O failure (a full disk): a fault a wait can heal, like the record's own.
     audita_files::write_atomic(&path, format!("{watermark}\n").as_bytes()).map_err(|e| {
-        StageError::Disk(ReadError::Io {
+        StageError::Disk(ReadError::Write {
             path: path.clone(),
             source: e.source,
         })

@@ -2,7 +2,7 @@
 //! record validates against `topics/schema/verdict-record.schema.json`; the incidents
 //! table holds every incident (no-cause and abstained ones too); the README's DuckDB
 //! and polars examples answer the same as a recomputation from the verdict records,
-//! on a demo run and on an `audita load` run; `audita query` answers in every format.
+//! on a demo run and on an `audita-load load` run; `audita query` answers in every format.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -471,7 +471,7 @@ fn a_demo_without_an_origin_dates_no_incident_in_the_future() {
 fn the_readme_examples_answer_on_an_audita_load_run() {
     let broker = audita_bus::testing::KafkaBroker::start().unwrap_or_else(|e| panic!("{e}"));
     let out: PathBuf = tempfile::tempdir().unwrap().keep();
-    let run = audita()
+    let run = crate::audita_load()
         .args([
             "load",
             "--quiet",

@@ -1,16 +1,15 @@
-//! `audita bench stages` end to end on a small fleet over the embedded bus: every
+//! `audita-load bench stages` end to end on a small fleet over the embedded bus: every
 //! stage runs alone over what the previous one left, every envelope is sealed once,
 //! the monitor declares the fleet's incidents, every declaration gets a verdict, and
 //! each stage reports a positive CPU cost next to the Ed25519 references.
 
 use serde_json::Value;
-use std::process::Command;
 
 #[test]
 fn every_stage_is_measured_alone_and_the_run_is_complete() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("stages.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_audita"))
+    let out = crate::audita_load()
         .args([
             "bench",
             "stages",

@@ -27,3 +27,16 @@ mod vda5050_incident;
 mod verdict_cli;
 mod verify_cli;
 mod verify_golden;
+
+/// The `audita-load` binary (load generator and benchmark harness, built by
+/// `audita-load-tests` beside `audita`): the tests of its commands that read their
+/// output with `audita` live here.
+pub fn audita_load() -> std::process::Command {
+    let path = std::path::Path::new(env!("CARGO_BIN_EXE_audita")).with_file_name("audita-load");
+    assert!(
+        path.exists(),
+        "{} is not built: cargo build -p audita-load-tests --bin audita-load (cargo test --workspace builds it)",
+        path.display()
+    );
+    std::process::Command::new(path)
+}

@@ -449,8 +449,8 @@ fn whowhen_reads_magentic_one_logs_and_the_bench_scores_each_subset() {
     }
     std::fs::write(hc.join("1.json"), magentic_one_log("FileSurfer", "3")).unwrap();
     std::fs::write(hc.join("2.json"), magentic_one_log("Orchestrator", "2")).unwrap();
-    let out = audita()
-        .args(["trace", "whowhen-bench"])
+    let out = crate::audita_load()
+        .args(["bench", "whowhen"])
         .arg(dir.path())
         .output()
         .unwrap();

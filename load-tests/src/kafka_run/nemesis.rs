@@ -1,4 +1,4 @@
-//! The nemesis of `audita load --nemesis`: faults beyond a clean kill, injected while
+//! The nemesis of `audita-load load --nemesis`: faults beyond a clean kill, injected while
 //! the load is offered, each followed until the pipeline recovers.
 //!
 //! Design constraints:
@@ -489,76 +489,185 @@ pub fn run(
     rig: &Rig,
     plan: &[Fault],
 ) -> anyhow::Result<Vec<Value>> {
-    let hold = Duration::from_secs_f64(setup.args.fault_seconds);
     let mut next = start + Duration::from_secs(15);
     let mut reports = Vec::new();
     for fault in plan {
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        let log_from: BTreeMap<String, u64> = procs
-            .iter()
-            .map(|p| {
-                (
-                    p.name.clone(),
-                    std::fs::metadata(&p.log).map_or(0, |m| m.len()),
-                )
-            })
-            .collect();
-        let verdicts_before = judged(shared);
-        let injected = Instant::now();
-        let feed_running = shared.offered.load(Ordering::Relaxed) < setup.envelopes;
-        let note = inject(setup, procs, pids, rig, fault, fault.hold(hold))?;
-        let healed = Instant::now();
-        let offered_at_heal = shared.offered.load(Ordering::Relaxed);
-        eprintln!(
-            "audita load: nemesis {} at {:.0} s, healed after {:.1} s",
-            fault.label(),
-            injected.duration_since(start).as_secs_f64(),
-            healed.duration_since(injected).as_secs_f64()
-        );
-        let recovered = loop {
-            let sealed = shared.seen.lock().unwrap_or_else(|e| e.into_inner()).sealed;
-            let all_judged = judged(shared) >= setup.incidents.len();
-            let done = sealed >= offered_at_heal
-                && (judged(shared) > verdicts_before
-                    || all_judged
-                    || matches!(fault, Fault::Kill(s) if s == "sink"));
-            if done {
-                break Some(healed.elapsed());
-            }
-            if healed.elapsed() >= RECOVERY_LIMIT {
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let logged = fault
-            .stages()
-            .iter()
-            .filter_map(|s| procs.iter().find(|p| p.name == *s))
-            .map(|p| {
-                (
-                    p.name.clone(),
-                    warnings(&p.log, log_from.get(&p.name).copied().unwrap_or(0)),
-                )
-            })
-            .filter(|(_, w)| !w.is_empty())
-            .collect::<BTreeMap<_, _>>();
-        reports.push(json!({
-            "fault": fault.label(),
-            "at_s": injected.duration_since(start).as_secs_f64(),
-            "held_s": healed.duration_since(injected).as_secs_f64(),
-            "during_feed": feed_running,
-            "recovery_s": recovered.map(|d| d.as_secs_f64()),
-            "recovered_by": if matches!(fault, Fault::Kill(s) if s == "sink") {
-                "checked after the run (the sink's tables hold every verdict)"
-            } else {
-                "every envelope offered before the heal sealed, and the next verdict"
-            },
-            "note": note,
-            "logged": logged,
-        }));
+        reports.push(one(setup, shared, procs, pids, start, rig, fault)?);
         next = Instant::now() + Duration::from_secs(5);
     }
     Ok(reports)
+}
+
+/// One fault of the plan, injected, held, healed and followed; its report.
+fn one(
+    setup: &Setup,
+    shared: &Shared,
+    procs: &mut [StageProc],
+    pids: &Mutex<Vec<(String, u32)>>,
+    start: Instant,
+    rig: &Rig,
+    fault: &Fault,
+) -> anyhow::Result<Value> {
+    let hold = Duration::from_secs_f64(setup.args.fault_seconds);
+    let log_from: BTreeMap<String, u64> = procs
+        .iter()
+        .map(|p| {
+            (
+                p.name.clone(),
+                std::fs::metadata(&p.log).map_or(0, |m| m.len()),
+            )
+        })
+        .collect();
+    let watched: Vec<(String, std::net::SocketAddr)> = fault
+        .stages()
+        .iter()
+        .filter_map(|s| procs.iter().find(|p| p.name == *s))
+        .map(|p| (p.name.clone(), p.metrics))
+        .collect();
+    let counted = |a: std::net::SocketAddr| {
+        scrape(a)
+            .get("audita_stage_faults_total")
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let faults_before: Vec<f64> = watched.iter().map(|(_, a)| counted(*a)).collect();
+    let verdicts_before = judged(shared);
+    let injected = Instant::now();
+    let feed_running = shared.offered.load(Ordering::Relaxed) < setup.envelopes;
+    // The stages' own alarm (`audita_stage_stalled`), sampled until recovery.
+    let stalled: Mutex<BTreeSet<String>> = Mutex::default();
+    let watching = std::sync::atomic::AtomicBool::new(true);
+    let outcome = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while watching.load(Ordering::Relaxed) {
+                for (n, a) in &watched {
+                    if scrape(*a)
+                        .get("audita_stage_stalled")
+                        .is_some_and(|v| *v > 0.0)
+                    {
+                        stalled
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(n.clone());
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        });
+        let outcome = inject(setup, procs, pids, rig, fault, fault.hold(hold)).map(|note| {
+            let healed = Instant::now();
+            eprintln!(
+                "audita-load load: nemesis {} at {:.0} s, healed after {:.1} s",
+                fault.label(),
+                injected.duration_since(start).as_secs_f64(),
+                healed.duration_since(injected).as_secs_f64()
+            );
+            (note, healed, follow(setup, shared, fault, verdicts_before))
+        });
+        watching.store(false, Ordering::Relaxed);
+        outcome
+    });
+    let (note, healed, recovered) = outcome?;
+    // What the stages' metrics said: the faults they counted (a restarted process
+    // counts from 0 again) and whether they showed themselves stalled.
+    let stalled = stalled.into_inner().unwrap_or_else(|e| e.into_inner());
+    let alerted: BTreeMap<String, Value> = watched
+        .iter()
+        .zip(faults_before)
+        .map(|((n, a), before)| {
+            let counted = (counted(*a) - before).max(0.0);
+            (
+                n.clone(),
+                json!({"faults_counted": counted, "stalled_seen": stalled.contains(n)}),
+            )
+        })
+        .filter(|(_, v)| {
+            v["faults_counted"].as_f64().unwrap_or(0.0) > 0.0 || v["stalled_seen"] == true
+        })
+        .collect();
+    let logged = fault
+        .stages()
+        .iter()
+        .filter_map(|s| procs.iter().find(|p| p.name == *s))
+        .map(|p| {
+            let from = log_from.get(&p.name).copied().unwrap_or(0);
+            (p.name.clone(), warnings(&p.log, from))
+        })
+        .filter(|(_, w)| !w.is_empty())
+        .collect::<BTreeMap<_, _>>();
+    Ok(json!({
+        "fault": fault.label(),
+        "at_s": injected.duration_since(start).as_secs_f64(),
+        "held_s": healed.duration_since(injected).as_secs_f64(),
+        "during_feed": feed_running,
+        "recovery_s": recovered.map(|d| d.as_secs_f64()),
+        "recovered_by": if matches!(fault, Fault::Kill(s) if s == "sink") {
+            "checked after the run (the sink's tables hold every verdict)"
+        } else {
+            "every envelope offered before the heal sealed, and the next verdict"
+        },
+        "note": note,
+        "logged": logged,
+        "alerted": alerted,
+    }))
+}
+
+/// Follows a healed fault until every envelope offered by now is sealed and the next
+/// verdict arrives, within [`RECOVERY_LIMIT`]: the time that took.
+fn follow(
+    setup: &Setup,
+    shared: &Shared,
+    fault: &Fault,
+    verdicts_before: usize,
+) -> Option<Duration> {
+    let healed = Instant::now();
+    let offered_at_heal = shared.offered.load(Ordering::Relaxed);
+    loop {
+        let sealed = shared.seen.lock().unwrap_or_else(|e| e.into_inner()).sealed;
+        let all_judged = judged(shared) >= setup.incidents.len();
+        let done = sealed >= offered_at_heal
+            && (judged(shared) > verdicts_before
+                || all_judged
+                || matches!(fault, Fault::Kill(s) if s == "sink"));
+        if done {
+            return Some(healed.elapsed());
+        }
+        if healed.elapsed() >= RECOVERY_LIMIT {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The value of each `audita_stage_*` metric a stage's /metrics serves, summed over
+/// its labels (empty when it does not answer: a stage paused or restarting).
+fn scrape(addr: std::net::SocketAddr) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return out;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    if write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return out;
+    }
+    let mut text = String::new();
+    let _ = s.take(4 << 20).read_to_string(&mut text);
+    for line in text.lines().filter(|l| l.starts_with("audita_stage_")) {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let name = series.split('{').next().unwrap_or(series).to_string();
+        if let Ok(v) = value.parse::<f64>() {
+            *out.entry(name).or_insert(0.0) += v;
+        }
+    }
+    out
 }
 
 fn judged(shared: &Shared) -> usize {
@@ -674,6 +783,8 @@ fn warnings(log: &Path, from: u64) -> Vec<Value> {
     }
     let mut seen: Vec<(String, String, u64)> = Vec::new();
     for line in text.lines() {
+        let line = plain(line);
+        let line = line.as_str();
         if !(line.contains(" ERROR ") || line.contains(" WARN ")) {
             continue;
         }
@@ -693,6 +804,24 @@ fn warnings(log: &Path, from: u64) -> Vec<Value> {
         .take(8)
         .map(|(_, first, n)| json!({"line": first, "count": n}))
         .collect()
+}
+
+/// `line` without ANSI colour sequences (`ESC [ … m`).
+fn plain(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -732,12 +861,16 @@ mod tests {
             "2026-12-06T12:00:00.1Z  INFO audita: fine\n\
              2026-12-06T12:00:01.2Z  WARN audita_bus::kafka: kafka: the broker is unreachable\n\
              2026-12-06T12:00:06.3Z  WARN audita_bus::kafka: kafka: the broker is unreachable\n\
-             2026-12-06T12:00:07.0Z ERROR audita_pipeline::supervise: stage cannot keep its promise wait_s=1\n",
+             2026-12-06T12:00:07.0Z ERROR audita_pipeline::supervise: stage cannot keep its promise wait_s=1\n\
+             \u{1b}[2m2026-12-06T12:00:08.0Z\u{1b}[0m \u{1b}[33m WARN\u{1b}[0m audita_bus::kafka: kafka: the broker is unreachable\n",
         )
         .unwrap();
         let w = warnings(&log, 0);
         assert_eq!(w.len(), 2);
-        assert_eq!(w[0]["count"], 2);
+        assert_eq!(
+            w[0]["count"], 3,
+            "a coloured line counts as the same message"
+        );
         assert!(w[1]["line"].as_str().unwrap().starts_with("ERROR"));
         assert!(warnings(&log, std::fs::metadata(&log).unwrap().len()).is_empty());
     }
