@@ -178,6 +178,7 @@ fn a_stage_process_exports_only_its_own_stage_metrics() {
             assert!(
                 n.starts_with(&format!("audita_{stage}_"))
                     || n.starts_with("audita_bus_")
+                    || n.starts_with("audita_stage_")
                     || (detectors && n.starts_with("audita_monitor_")),
                 "the {stage} process exports {n}"
             );
@@ -187,6 +188,14 @@ fn a_stage_process_exports_only_its_own_stage_metrics() {
             families.iter().any(|n| n.starts_with("audita_monitor_")) && stage != "monitor",
             "only the slicer exports the detectors' metrics besides the monitor"
         );
+        // Every stage process says when its stage cannot run (pipeline::supervise),
+        // under one name, so one alert covers them all.
+        for shared in ["audita_stage_faults_total", "audita_stage_stalled"] {
+            assert!(
+                families.contains(&shared),
+                "the {stage} process exports {shared}: {families:?}"
+            );
+        }
         assert!(text.contains("process_"), "process metrics too");
         let complaints = promtool(&text);
         assert!(complaints.is_empty(), "{stage}: {complaints}");
