@@ -418,9 +418,25 @@ impl Monitor {
             .into_iter()
             .partition(|p| p.t_star <= watermark_ms);
         self.pending = keep;
+        let out = self.declare_in_order(&due);
+        self.prune(watermark_ms);
+        out
+    }
+
+    /// Declares every pending incident now, whatever the watermark: the stream has
+    /// gone quiet and the caller judges everything published sealed. Unlike
+    /// `advance(u64::MAX)` it claims no watermark, so it forgets no command: the
+    /// stream may resume (a paused sealer, a restarted broker), and a later
+    /// incident's anchor can be a command issued before the quiet.
+    pub fn declare_pending(&mut self) -> Vec<AdverseDecl> {
+        let due = std::mem::take(&mut self.pending);
+        self.declare_in_order(&due)
+    }
+
+    /// The declarations of `due`, in `t*` order (then by incident name).
+    fn declare_in_order(&self, due: &[Pending]) -> Vec<AdverseDecl> {
         let mut out: Vec<AdverseDecl> = due.iter().map(|p| self.declare(p)).collect();
         out.sort_by(|a, b| (a.t_star_ms, &a.incident).cmp(&(b.t_star_ms, &b.incident)));
-        self.prune(watermark_ms);
         out
     }
 

@@ -142,7 +142,7 @@ impl audita_slicer::stage::EpochTap for MonitorTap<'_> {
         out: &mut dyn audita_bus::Producer,
     ) -> std::result::Result<(), audita_bus::BusError> {
         if self.st.monitor.pending() > 0 && self.st.last_epoch.elapsed() >= self.quiet {
-            let due = self.st.monitor.advance(u64::MAX);
+            let due = self.st.monitor.declare_pending();
             self.m.monitor_pending.set(0);
             self.declare(due, out)?;
             out.flush()?;

@@ -102,61 +102,12 @@ fn commands_older_than_every_window_are_dropped() {
     let realised = |file: &str| -> (bool, usize) {
         let mut keys = KeyRegistry::new();
         let mut m = Monitor::new(Predicates::from_json(file).unwrap());
-        let planner = derive_signing_key(1, "planner");
-        let robot = derive_signing_key(1, "agv-1");
-        let (pp, rp) = (
-            PrincipalId::new("planner").unwrap(),
-            PrincipalId::new("agv-1").unwrap(),
-        );
-        keys.add_principal(pp.clone(), planner.verifying_key());
-        keys.add_principal(rp.clone(), robot.verifying_key());
-        let command = |t: u64, keys: &mut KeyRegistry, m: &mut Monitor| {
-            let seen = report(keys, "rtls", t - 5, "agv-1", "robot", 5_000);
-            m.observe(&seen);
-            let cmd = Envelope::new(
-                pp.clone(),
-                rp.clone(),
-                t,
-                Payload::MoveTo {
-                    target: "agv-1".into(),
-                    x_mm: 300,
-                    y_mm: 0,
-                },
-            )
-            .cite([seen.id().clone()])
-            .with_effect(audita_evidence::Effect::AtPosition {
-                target: "agv-1".into(),
-                x_mm: 300,
-                y_mm: 0,
-                tolerance_mm: 50,
-            })
-            .sign(&planner)
-            .unwrap()
-            .verify(keys)
-            .unwrap();
-            let act = Envelope::new(
-                rp.clone(),
-                pp.clone(),
-                t + 10,
-                Payload::ToolOutput {
-                    tool: "actuator".into(),
-                    output: "move_to realised".into(),
-                },
-            )
-            .cite([cmd.id().clone()])
-            .sign(&robot)
-            .unwrap()
-            .verify(keys)
-            .unwrap();
-            m.observe(&cmd);
-            m.observe(&act);
-        };
-        command(1_000, &mut keys, &mut m);
+        realised_move(&mut keys, &mut m, 1_000);
         assert_eq!(m.commands_held(), 1);
         // The watermark moves far past it: nothing fired, nothing pending.
         assert!(m.advance(200_000).is_empty());
         let pruned = m.commands_held() == 0;
-        command(200_500, &mut keys, &mut m);
+        realised_move(&mut keys, &mut m, 200_500);
         let worker = report(&mut keys, "tags", 200_900, "worker-1", "human", 100);
         m.observe(&worker);
         let agv = report(&mut keys, "rtls", 201_000, "agv-1", "robot", 300);
@@ -176,4 +127,98 @@ fn commands_older_than_every_window_are_dropped() {
         "dropped; the command inside the window stays"
     );
     assert_eq!(realised(FILE), (false, 2), "a window from 0 reads both");
+}
+
+/// A move of `agv-1` to (300, 0) commanded by `planner` at `t` (citing the robot's
+/// position just before) and realised by the robot's actuation report at `t + 10`.
+fn realised_move(keys: &mut KeyRegistry, m: &mut Monitor, t: u64) {
+    let planner = derive_signing_key(1, "planner");
+    let robot = derive_signing_key(1, "agv-1");
+    let (pp, rp) = (
+        PrincipalId::new("planner").unwrap(),
+        PrincipalId::new("agv-1").unwrap(),
+    );
+    keys.add_principal(pp.clone(), planner.verifying_key());
+    keys.add_principal(rp.clone(), robot.verifying_key());
+    let seen = report(keys, "rtls", t - 5, "agv-1", "robot", 5_000);
+    m.observe(&seen);
+    let cmd = Envelope::new(
+        pp.clone(),
+        rp.clone(),
+        t,
+        Payload::MoveTo {
+            target: "agv-1".into(),
+            x_mm: 300,
+            y_mm: 0,
+        },
+    )
+    .cite([seen.id().clone()])
+    .with_effect(audita_evidence::Effect::AtPosition {
+        target: "agv-1".into(),
+        x_mm: 300,
+        y_mm: 0,
+        tolerance_mm: 50,
+    })
+    .sign(&planner)
+    .unwrap()
+    .verify(keys)
+    .unwrap();
+    let act = Envelope::new(
+        rp,
+        pp,
+        t + 10,
+        Payload::ToolOutput {
+            tool: "actuator".into(),
+            output: "move_to realised".into(),
+        },
+    )
+    .cite([cmd.id().clone()])
+    .sign(&robot)
+    .unwrap()
+    .verify(keys)
+    .unwrap();
+    m.observe(&cmd);
+    m.observe(&act);
+}
+
+/// A stream that goes quiet (a paused sealer, a restarted broker) has its pending
+/// incidents declared without a watermark; when it resumes, a later incident whose
+/// anchor is a command issued before the quiet still names it. (The quiet path once
+/// declared with `advance(u64::MAX)`, which forgot every command: at 400 robots under
+/// faults, an incident after a broker restart lost its anchor and was refused.)
+#[test]
+fn declaring_a_quiet_streams_incidents_forgets_no_command() {
+    const LOOKBACK: &str = r#"{"version": 1, "stale_after_ms": 1000, "predicates": [
+      {"name": "sep", "kind": "separation", "a": {"class": "robot"}, "b": {"class": "human"},
+       "below_mm": 500, "lookback_ms": 60000}]}"#;
+    let mut keys = KeyRegistry::new();
+    let mut m = Monitor::new(Predicates::from_json(LOOKBACK).unwrap());
+    realised_move(&mut keys, &mut m, 1_000);
+    // A worker comes near: fires; then the stream goes quiet before the watermark
+    // passes t*.
+    m.observe(&report(&mut keys, "tags", 1_900, "worker-1", "human", 100));
+    assert_eq!(
+        m.observe(&report(&mut keys, "rtls", 2_000, "agv-1", "robot", 300))
+            .len(),
+        1
+    );
+    let first = m.declare_pending();
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].anchors.len(), 1, "{:?}", first[0]);
+    assert_eq!(m.commands_held(), 1, "the quiet forgot the command");
+    // The stream resumes: the worker leaves (re-arms) and another comes near the
+    // robot, still where the same command put it.
+    m.observe(&report(&mut keys, "tags", 5_000, "worker-1", "human", 9_000));
+    m.observe(&report(&mut keys, "rtls", 5_100, "agv-1", "robot", 300));
+    assert_eq!(
+        m.observe(&report(&mut keys, "tags", 6_000, "worker-2", "human", 200))
+            .len(),
+        1
+    );
+    let second = m.advance(6_000);
+    assert_eq!(second.len(), 1);
+    assert_eq!(
+        second[0].anchors, first[0].anchors,
+        "the command establishing the robot's position at t* is still the anchor"
+    );
 }
