@@ -199,35 +199,28 @@ pub fn record(v: &Verdict, bundle: &SliceBundle, reg: &Registries<'_>) -> Verdic
         a.under_witnessed = under_witnessed(&bundle.evidence.checkpoints, keys, reg.quorum);
         a
     });
-    let mut named = BTreeSet::new();
-    if let Some(json) = &m.verdict {
-        strings_in(json, &mut named);
-    }
+    let named = v.named_ids();
     for bytes in &bundle.evidence.envelopes {
         let Ok(env) = SignedEnvelope::decode(bytes.clone()) else {
             continue;
         };
         let id = env.id().to_string();
-        if named.contains(&id) {
+        if named.contains(id.as_str()) {
             m.messages.insert(id, view(env.envelope()));
         }
     }
     for (holder, held) in &duties.principals {
-        let Ok(serde_json::Value::Array(list)) =
-            serde_json::to_value(held).map(|mut h| h["duties"].take())
-        else {
-            continue;
-        };
-        for definition in list {
-            if let Some(id) = definition["id"].as_str().filter(|id| named.contains(*id)) {
-                m.duties.insert(
-                    id.to_string(),
-                    DutyView {
-                        holder: holder.clone(),
-                        definition: definition.clone(),
-                    },
-                );
-            }
+        for duty in held.duties.iter().filter(|d| named.contains(d.id())) {
+            let Ok(definition) = serde_json::to_value(duty) else {
+                continue;
+            };
+            m.duties.insert(
+                duty.id().to_string(),
+                DutyView {
+                    holder: holder.clone(),
+                    definition,
+                },
+            );
         }
     }
     m
@@ -282,20 +275,6 @@ fn anchor(checkpoints: &[Vec<u8>], root: &str, keys: &KeyRegistry) -> Option<Rec
         quorum: 0,
         under_witnessed: false,
     })
-}
-
-fn strings_in(v: &serde_json::Value, out: &mut BTreeSet<String>) {
-    match v {
-        serde_json::Value::String(s) => {
-            out.insert(s.clone());
-        }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
-        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| {
-            out.insert(k.clone());
-            strings_in(x, out)
-        }),
-        _ => {}
-    }
 }
 
 /// A decoded envelope as the record shows it.

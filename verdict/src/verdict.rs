@@ -366,6 +366,55 @@ impl Verdict {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }
 
+    /// Every string in a field that holds a message id, a duty id or a model
+    /// variable: what a record of the verdict looks up to list the certified
+    /// messages and registered duties it names (`audita_engine_workers::record`).
+    /// Read from the verdict's types, field by field; free text (notes, details) and
+    /// principals' names are not ids and are left out.
+    pub fn named_ids(&self) -> BTreeSet<&str> {
+        fn strs<'a>(v: impl IntoIterator<Item = &'a String>) -> impl Iterator<Item = &'a str> {
+            v.into_iter().map(String::as_str)
+        }
+        fn edges(e: &[EdgeView]) -> impl Iterator<Item = &str> {
+            e.iter().flat_map(|e| [e.child.as_str(), e.parent.as_str()])
+        }
+        fn claim(c: &Claim) -> impl Iterator<Item = &str> {
+            edges(&c.offending_edges).chain(strs(&c.boundary))
+        }
+        let mut out: BTreeSet<&str> = strs(&self.anchors).collect();
+        out.extend(claim(&self.claim));
+        out.extend(strs(&self.slice.messages));
+        out.extend(edges(&self.slice.edges));
+        for a in &self.slice.absences {
+            out.extend([a.variable.as_str(), a.duty.as_str(), a.trigger.as_str()]);
+            out.extend(strs(&a.uncertain_by));
+        }
+        for (var, named) in &self.variables {
+            out.extend([var.as_str(), named.as_str()]);
+        }
+        for i in &self.completions.items {
+            out.insert(i.id.as_str());
+            out.extend(strs(i.citers.iter().chain(&i.attested_by)));
+        }
+        out.extend(edges(&self.completions.hypotheses));
+        for r in &self.replay {
+            out.extend(strs(r.vars.iter().chain(&r.witness)));
+        }
+        for f in self.principals.values() {
+            out.extend(strs(f.duties.iter().chain(&f.evidence)));
+            for v in &f.breach.violations {
+                out.insert(v.duty.as_str());
+                out.extend(strs(&v.evidence));
+            }
+            out.extend(claim(&f.claim));
+            out.extend(f.items.iter().map(|i| i.id.as_str()));
+        }
+        for fact in self.declaration.iter().flat_map(|d| &d.facts) {
+            out.extend(strs(fact.message.iter().chain(&fact.evidence)));
+        }
+        out
+    }
+
     /// One row per principal.
     pub fn rows(&self) -> Vec<VerdictRow> {
         self.principals

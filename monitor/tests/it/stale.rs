@@ -208,7 +208,9 @@ fn declaring_a_quiet_streams_incidents_forgets_no_command() {
     assert_eq!(m.commands_held(), 1, "the quiet forgot the command");
     // The stream resumes: the worker leaves (re-arms) and another comes near the
     // robot, still where the same command put it.
-    m.observe(&report(&mut keys, "tags", 5_000, "worker-1", "human", 9_000));
+    m.observe(&report(
+        &mut keys, "tags", 5_000, "worker-1", "human", 9_000,
+    ));
     m.observe(&report(&mut keys, "rtls", 5_100, "agv-1", "robot", 300));
     assert_eq!(
         m.observe(&report(&mut keys, "tags", 6_000, "worker-2", "human", 200))

@@ -474,3 +474,71 @@ fn causes_are_certified_by_exact_world_replay() {
         }
     }
 }
+
+/// Every string of a JSON value, object keys included.
+fn strings_in(v: &serde_json::Value, out: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::String(s) => {
+            out.insert(s.clone());
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| {
+            out.insert(k.clone());
+            strings_in(x, out)
+        }),
+        _ => {}
+    }
+}
+
+/// `Verdict::named_ids`, read from the verdict's types, finds exactly the record's
+/// message ids and the registry's duty ids that appear anywhere in the verdict's
+/// JSON (how a verdict's record once found them): on every family, clean and with
+/// each message of the record dropped in turn (completion items, lowered grades).
+#[test]
+fn named_ids_are_the_ids_anywhere_in_the_verdicts_json() {
+    let mut verdicts = 0;
+    for fam in FAMILIES {
+        let sc = generate(fam, 2);
+        let (clean, sr, adv, duties) = judge(&sc);
+        let mut candidates: BTreeSet<String> = sr
+            .record
+            .envelopes
+            .iter()
+            .filter_map(|b| audita_evidence::SignedEnvelope::decode(b.clone()).ok())
+            .map(|e| id_string(e.id()))
+            .collect();
+        candidates.extend(
+            duties
+                .principals
+                .values()
+                .flat_map(|h| h.duties.iter().map(|d| d.id().to_string())),
+        );
+        let mut judged = vec![clean];
+        for pick in 0..6u64 {
+            let rep = attack(&sr, Attack::Drop, pick);
+            let part = verify_record(&rep.record, &sr.keys);
+            judged.push(verdict(&rep.record, &part, &duties, &adv).expect("verdict"));
+        }
+        for v in judged {
+            let mut in_json = BTreeSet::new();
+            strings_in(&serde_json::from_str(&v.to_json()).unwrap(), &mut in_json);
+            let want: BTreeSet<&str> = in_json
+                .iter()
+                .map(String::as_str)
+                .filter(|s| candidates.contains(*s))
+                .collect();
+            let got: BTreeSet<&str> = v
+                .named_ids()
+                .into_iter()
+                .filter(|s| candidates.contains(*s))
+                .collect();
+            assert_eq!(got, want, "{} {}", fam.name(), v.incident);
+            // An exogenous outcome's verdict reads nobody's messages.
+            if !matches!(fam, Family::NoCause) {
+                assert!(!got.is_empty(), "{}: names no id", fam.name());
+            }
+            verdicts += 1;
+        }
+    }
+    assert_eq!(verdicts, FAMILIES.len() * 7);
+}
