@@ -7,9 +7,10 @@
 //! it. The limits and their defaults are documented with the record format
 //! (`audita_record::Limits`) and in the README.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use audita_evidence::{KeyRegistry, Policy, TrustAnchors, TrustProblem};
+use audita_evidence::{KeyRegistry, Policy};
+pub use audita_record::report::Trust;
 use audita_record::{self as disk, Limit, Limits};
 
 /// Size limits of every read (see `audita_record::Limits`).
@@ -73,87 +74,18 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, String> {
     })
 }
 
-/// Where the log and keeper keys of a verification came from.
-pub enum Trust {
-    /// The record's own `keys/` directory (no `--trust`).
-    Record,
-    /// A trust file: its path, the pins, and how the record's keys differ from them.
-    Pinned {
-        /// The trust file.
-        file: PathBuf,
-        /// The pinned keys.
-        anchors: TrustAnchors,
-        /// Differences between the record's keys and the pins.
-        problems: Vec<TrustProblem>,
-    },
-}
-
-impl Trust {
-    /// Loads `--trust FILE` (if given) and applies it to the record's keys: the
-    /// registry to verify with, the policy's keeper requirement set, and the trust.
-    pub fn load(
-        file: Option<&Path>,
-        record_keys: KeyRegistry,
-        policy: &mut Policy,
-        limit: u64,
-    ) -> Result<(KeyRegistry, Trust), String> {
-        let Some(file) = file else {
-            return Ok((record_keys, Trust::Record));
-        };
-        let text = read_text(file, limit)?;
-        let anchors = TrustAnchors::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-        let (keys, problems) = anchors.apply(&record_keys);
-        policy.required_keepers = Some(anchors.keeper_names());
-        policy.keeper_quorum = Some(anchors.quorum());
-        Ok((
-            keys,
-            Trust::Pinned {
-                file: file.to_owned(),
-                anchors,
-                problems,
-            },
-        ))
-    }
-
-    /// Differences between the record's keys and the pins (none without pins).
-    pub fn problems(&self) -> &[TrustProblem] {
-        match self {
-            Trust::Record => &[],
-            Trust::Pinned { problems, .. } => problems,
-        }
-    }
-
-    /// One line naming the first problems, if any.
-    pub fn failure_line(&self) -> Option<String> {
-        let p = self.problems();
-        (!p.is_empty()).then(|| {
-            let first: Vec<String> = p.iter().take(3).map(TrustProblem::detail).collect();
-            format!("{} trust problems ({})", p.len(), first.join("; "))
-        })
-    }
-
-    /// The `trust` object of a JSON summary.
-    pub fn json(&self) -> serde_json::Value {
-        match self {
-            Trust::Record => serde_json::json!({
-                "source": "record",
-                "note": "log and keeper keys were taken from the record's own keys/ directory: \
-                         whoever can rewrite the record can rewrite them; pin them with --trust FILE",
-            }),
-            Trust::Pinned {
-                file,
-                anchors,
-                problems,
-            } => serde_json::json!({
-                "source": "pinned",
-                "file": file.display().to_string(),
-                "logs": anchors.logs().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-                "keepers": anchors.keepers().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-                "quorum": anchors.quorum(),
-                "problems": problems.iter().map(|p| serde_json::json!({
-                    "code": p.code(), "name": p.name(), "detail": p.detail(),
-                })).collect::<Vec<_>>(),
-            }),
-        }
-    }
+/// Loads `--trust FILE` (if given) and applies it to the record's keys: the
+/// registry to verify with, the policy's keeper requirement set, and the trust
+/// ([`Trust`], reported by `audita_record::report`).
+pub fn load_trust(
+    file: Option<&Path>,
+    record_keys: KeyRegistry,
+    policy: &mut Policy,
+    limit: u64,
+) -> Result<(KeyRegistry, Trust), String> {
+    let Some(file) = file else {
+        return Ok((record_keys, Trust::Record));
+    };
+    let text = read_text(file, limit)?;
+    Trust::pinned(file, &text, &record_keys, policy)
 }

@@ -30,7 +30,7 @@ use audita_evidence::{verify_record_with, Policy};
 use audita_verdict::{certificate, verdict, Adverse, DutyRegistry, Status, Verdict};
 use serde::Serialize;
 
-use crate::inputs::{read_text, LimitArgs, Trust};
+use crate::inputs::{load_trust, read_text, LimitArgs};
 
 /// Arguments of `audita verdict`.
 #[derive(clap::Args, Debug)]
@@ -107,7 +107,7 @@ fn run_inner(args: &VerdictArgs) -> Result<i32, String> {
     let adverse = Adverse::from_json(&read_text(&args.adverse, max_input)?)
         .map_err(|e| format!("{}: {e}", args.adverse.display()))?;
     let mut policy = Policy::default();
-    let (keys, trust) = Trust::load(args.trust.as_deref(), dir.keys, &mut policy, max_input)?;
+    let (keys, trust) = load_trust(args.trust.as_deref(), dir.keys, &mut policy, max_input)?;
     let record = match &args.at_root {
         None => dir.record,
         Some(text) => dir

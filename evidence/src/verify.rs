@@ -349,6 +349,30 @@ pub enum ReceiptFault {
     Duplicate,
 }
 
+impl ReceiptFault {
+    /// The fault's stable code (`audita.verify/v1`'s `problem_codes.receipt_problems`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReceiptFault::Undecodable(_) => "undecodable",
+            ReceiptFault::Signature(_) => "signature",
+            ReceiptFault::WrongRecipient { .. } => "wrong_recipient",
+            ReceiptFault::Duplicate => "duplicate",
+        }
+    }
+
+    /// What failed, in words.
+    pub fn detail(&self) -> String {
+        match self {
+            ReceiptFault::Undecodable(e) => format!("undecodable: {e}"),
+            ReceiptFault::Signature(e) => e.to_string(),
+            ReceiptFault::WrongRecipient { expected, got } => {
+                format!("signed by {got}, destination is {expected}")
+            }
+            ReceiptFault::Duplicate => "duplicate".into(),
+        }
+    }
+}
+
 /// A receipt that failed a check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiptProblem {
@@ -403,6 +427,50 @@ pub enum EpochFault {
     },
 }
 
+impl EpochFault {
+    /// The fault's stable code (`audita.verify/v1`'s `problem_codes.epoch_faults`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            EpochFault::HeaderUndecodable(_) => "header_undecodable",
+            EpochFault::Signature(_) => "header_signature",
+            EpochFault::NumberOutOfOrder { .. } => "number_out_of_order",
+            EpochFault::ChainBroken => "chain_broken",
+            EpochFault::RangeMismatch => "range_mismatch",
+            EpochFault::LeafUndecodable { .. } => "leaf_undecodable",
+            EpochFault::DuplicateLeaf { .. } => "duplicate_leaf",
+            EpochFault::WindowRootMismatch => "window_root_mismatch",
+            EpochFault::LogRootMismatch => "log_root_mismatch",
+            EpochFault::WrongOrigin => "wrong_origin",
+            EpochFault::NoCheckpoint => "no_checkpoint",
+            EpochFault::NotWitnessed { .. } => "not_witnessed",
+        }
+    }
+
+    /// What failed, in words.
+    pub fn detail(&self) -> String {
+        match self {
+            EpochFault::HeaderUndecodable(e) => format!("header undecodable: {e}"),
+            EpochFault::Signature(e) => format!("header signature: {e}"),
+            EpochFault::NumberOutOfOrder { expected, got } => {
+                format!("number {got}, expected {expected}")
+            }
+            EpochFault::ChainBroken => "prev hash does not match the previous header".into(),
+            EpochFault::RangeMismatch => "start/size do not match the log".into(),
+            EpochFault::LeafUndecodable { index } => format!("leaf {index} undecodable"),
+            EpochFault::DuplicateLeaf { index } => {
+                format!("leaf {index} duplicates an earlier leaf")
+            }
+            EpochFault::WindowRootMismatch => "window root does not match the leaves".into(),
+            EpochFault::LogRootMismatch => "log root does not match the leaves".into(),
+            EpochFault::WrongOrigin => "origin is not a registered log".into(),
+            EpochFault::NoCheckpoint => "no log-signed checkpoint matches".into(),
+            EpochFault::NotWitnessed { missing } => {
+                format!("not co-signed by {}", missing.join(", "))
+            }
+        }
+    }
+}
+
 /// Status of one epoch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EpochStatus {
@@ -442,6 +510,34 @@ pub enum CheckpointFault {
     Equivocating,
 }
 
+impl CheckpointFault {
+    /// The fault's stable code (`audita.verify/v1`'s `problem_codes.checkpoint_faults`).
+    pub fn code(&self) -> &'static str {
+        match self {
+            CheckpointFault::Unparseable(_) => "unparseable",
+            CheckpointFault::NoLogSignature => "no_log_signature",
+            CheckpointFault::UnknownSigner(_) => "unknown_signer",
+            CheckpointFault::InvalidSignature(_) => "invalid_signature",
+            CheckpointFault::MissingCosignature(_) => "missing_cosignature",
+            CheckpointFault::NoMatchingEpoch => "no_matching_epoch",
+            CheckpointFault::Equivocating => "equivocating",
+        }
+    }
+
+    /// What failed, in words.
+    pub fn detail(&self) -> String {
+        match self {
+            CheckpointFault::Unparseable(e) => e.to_string(),
+            CheckpointFault::NoLogSignature => "no valid log signature".into(),
+            CheckpointFault::UnknownSigner(n) => format!("signature line by unknown key {n}"),
+            CheckpointFault::InvalidSignature(n) => format!("signature by {n} does not verify"),
+            CheckpointFault::MissingCosignature(n) => format!("missing co-signature of {n}"),
+            CheckpointFault::NoMatchingEpoch => "matches no epoch header".into(),
+            CheckpointFault::Equivocating => "equivocates with another checkpoint".into(),
+        }
+    }
+}
+
 /// Status of one checkpoint note.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointStatus {
@@ -466,6 +562,22 @@ pub struct PayloadFinding {
     pub status: PayloadStatus,
     /// The payload is present with its key but fails decryption or its commitment.
     pub corrupted: bool,
+}
+
+impl PayloadFinding {
+    /// The payload's status code (`audita.verify/v1`): `available`, `shredded`,
+    /// `missing_key`, `absent`, or `corrupted` whatever the store says.
+    pub fn code(&self) -> &'static str {
+        if self.corrupted {
+            return "corrupted";
+        }
+        match self.status {
+            PayloadStatus::Available => "available",
+            PayloadStatus::Shredded => "shredded",
+            PayloadStatus::KeyMissing => "missing_key",
+            PayloadStatus::Absent => "absent",
+        }
+    }
 }
 
 /// The result of verifying a record.

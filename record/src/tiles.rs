@@ -46,12 +46,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use audita_evidence::checkpoint::{COSIGNATURE_V1_TYPE, ED25519_NOTE_TYPE};
 use audita_evidence::merkle::{leaf_hash, root_from_leaf_hashes, CompactRange};
-use audita_evidence::trust::vkey;
 use audita_evidence::{EpochHeader, Hash, KeyRegistry, Record, SignedCheckpoint};
 
-use crate::{io_err, read_bounded, write_file, Limit, ReadError, Stream};
+use crate::layout::vkey_files;
+use crate::read::{
+    io_err, last_checkpoint, read_bounded, read_registry, Limit, ReadError, Stream,
+    DEFAULT_FRAME_BYTES,
+};
+use crate::write::{write_file, write_vkeys};
 
 /// Hashes in a full tile, entries in a full bundle.
 pub const TILE_WIDTH: usize = 256;
@@ -487,26 +490,6 @@ fn put_tile(dir: &Path, id: &TileId, bytes: &[u8]) -> Result<(), ReadError> {
     Ok(())
 }
 
-/// Writes the keys of `keys` in C2SP verifier-key form: `keys/log.vkey` (the
-/// logs, note type 0x01) and `keys/keepers.vkey` (cosignature/v1, type 0x04).
-pub fn write_vkeys(dir: &Path, keys: &KeyRegistry) -> Result<(), ReadError> {
-    let (logs, keepers) = vkey_files(keys);
-    write_file(&dir.join("keys/log.vkey"), logs.as_bytes())?;
-    write_file(&dir.join("keys/keepers.vkey"), keepers.as_bytes())
-}
-
-fn vkey_files(keys: &KeyRegistry) -> (String, String) {
-    let logs = keys
-        .logs()
-        .map(|(n, k)| vkey(n, ED25519_NOTE_TYPE, k) + "\n")
-        .collect();
-    let keepers = keys
-        .keepers()
-        .map(|(n, k)| vkey(n, COSIGNATURE_V1_TYPE, k) + "\n")
-        .collect();
-    (logs, keepers)
-}
-
 /// The tiled log of one record directory, kept up to date by the sealer.
 #[derive(Debug)]
 pub struct TileLog {
@@ -540,12 +523,12 @@ impl TileLog {
     /// latest checkpoint (see the module doc: caught up from the epoch files, or
     /// rebuilt if they disagree with the record); writes the vkey files if absent.
     pub fn open(dir: &Path) -> Result<(TileLog, Opened), TileError> {
-        let keys = crate::read_registry(dir)?;
+        let keys = read_registry(dir)?;
         if !dir.join("keys/log.vkey").exists() || !dir.join("keys/keepers.vkey").exists() {
             write_vkeys(dir, &keys)?;
         }
         let cp_path = dir.join("checkpoint");
-        let held = match read_bounded(&cp_path, crate::DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
+        let held = match read_bounded(&cp_path, DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
             Ok(b) => Some(b),
             Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 None
@@ -557,7 +540,7 @@ impl TileLog {
             edge: Edge::new(),
         };
         let mut opened = Opened::CaughtUp { from: 0 };
-        let latest = crate::last_checkpoint(dir)?;
+        let latest = last_checkpoint(dir)?;
         let latest_tree = latest
             .as_deref()
             .and_then(|n| parse_note(&dir.join("checkpoints"), n).ok());
@@ -592,7 +575,7 @@ impl TileLog {
         if size == log.edge.size && opened != Opened::Rebuilt {
             // Rewrites `checkpoint` only if the record's latest differs (same tree,
             // more cosignatures).
-            if !matches!(read_bounded(&cp_path, crate::DEFAULT_FRAME_BYTES, Limit::FrameBytes), Ok(b) if b == latest)
+            if !matches!(read_bounded(&cp_path, DEFAULT_FRAME_BYTES, Limit::FrameBytes), Ok(b) if b == latest)
             {
                 log.publish(&latest)?;
             }
@@ -781,8 +764,8 @@ pub fn rebuild(dir: &Path) -> Result<u64, TileError> {
         edge: Edge::new(),
     };
     log.clear()?;
-    write_vkeys(dir, &crate::read_registry(dir)?)?;
-    let Some(latest) = crate::last_checkpoint(dir)? else {
+    write_vkeys(dir, &read_registry(dir)?)?;
+    let Some(latest) = last_checkpoint(dir)? else {
         return Ok(0);
     };
     let (size, _) = parse_note(&dir.join("checkpoints"), &latest)?;
@@ -832,7 +815,7 @@ pub fn check_tiles(dir: &Path, record: &Record, keys: &KeyRegistry) -> TileRepor
     };
     check_vkeys(dir, keys, &mut report);
     let cp_path = dir.join("checkpoint");
-    let note = match read_bounded(&cp_path, crate::DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
+    let note = match read_bounded(&cp_path, DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
         Ok(b) => Some(b),
         Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
@@ -890,11 +873,7 @@ fn problem(report: &mut TileReport, code: &'static str, path: &str, detail: Stri
 fn check_vkeys(dir: &Path, keys: &KeyRegistry, report: &mut TileReport) {
     let (logs, keepers) = vkey_files(keys);
     for (name, want) in [("keys/log.vkey", logs), ("keys/keepers.vkey", keepers)] {
-        match read_bounded(
-            &dir.join(name),
-            crate::DEFAULT_FRAME_BYTES,
-            Limit::FrameBytes,
-        ) {
+        match read_bounded(&dir.join(name), DEFAULT_FRAME_BYTES, Limit::FrameBytes) {
             Ok(b) if b == want.as_bytes() => {}
             Ok(_) => problem(
                 report,

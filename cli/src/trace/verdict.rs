@@ -36,7 +36,7 @@ use audita_verdict::{
 };
 use serde_json::{json, Value};
 
-use crate::inputs::{read_text, LimitArgs, Trust};
+use crate::inputs::{load_trust, read_text, LimitArgs};
 
 #[derive(clap::Args, Debug)]
 pub(super) struct VerdictArgs {
@@ -105,7 +105,7 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
     };
     let dir = audita_record::read_dir(&a.dir, &a.limits.record()).map_err(|e| e.to_string())?;
     let mut policy = Policy::default();
-    let (keys, trust) = Trust::load(a.trust.as_deref(), dir.keys, &mut policy, max_input)?;
+    let (keys, trust) = load_trust(a.trust.as_deref(), dir.keys, &mut policy, max_input)?;
     let record = dir.record;
     let partition = verify_record_with(&record, &keys, &policy, dir.payloads.as_ref());
 
