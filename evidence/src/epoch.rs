@@ -273,6 +273,9 @@ pub struct SealedEpoch {
 pub struct Sealer {
     origin: String,
     key: SigningKey,
+    /// The log's compact range up to the last epoch closed (the open window's leaves
+    /// join it when their epoch closes): the log's one frontier, which the sealer
+    /// stage reads rather than keeping its own.
     log: CompactRange,
     window: Vec<MessageId>,
     window_hashes: Vec<Hash>,
@@ -349,11 +352,9 @@ impl Sealer {
     }
     /// Appends a message id; returns its leaf index in the log.
     pub fn append(&mut self, id: MessageId) -> u64 {
-        let h = leaf_hash(&id.leaf_bytes());
-        self.log.append(h);
-        self.window_hashes.push(h);
+        self.window_hashes.push(leaf_hash(&id.leaf_bytes()));
         self.window.push(id);
-        self.log.size() - 1
+        self.size() - 1
     }
     /// Appends a signed envelope's id.
     pub fn append_envelope(&mut self, env: &SignedEnvelope) -> u64 {
@@ -363,14 +364,23 @@ impl Sealer {
     pub fn pending(&self) -> usize {
         self.window.len()
     }
-    /// Total leaves appended so far.
+    /// Total leaves appended so far (the open window's included).
     pub fn size(&self) -> u64 {
-        self.log.size()
+        self.log.size() + self.window.len() as u64
+    }
+    /// The log's compact range at the end of the last epoch closed (empty before
+    /// the first): what a reader starting at the next epoch extends, and the base of
+    /// keepers' consistency proofs.
+    pub fn sealed(&self) -> &CompactRange {
+        &self.log
     }
     /// Closes the open window into a signed epoch (possibly empty) at `closed_at`.
     pub fn close_epoch(&mut self, closed_at: u64) -> SealedEpoch {
+        let start = self.log.size();
+        for h in &self.window_hashes {
+            self.log.append(*h);
+        }
         let size = self.log.size();
-        let start = size - self.window.len() as u64;
         let window_root = root_from_leaf_hashes(&self.window_hashes);
         let log_root = self.log.root();
         let header = EpochHeader::sign(

@@ -9,5 +9,6 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::too_many_lines)]
 
+mod parts;
 pub mod stage;
 pub mod witness;

@@ -46,6 +46,7 @@
 //!   is appended after each epoch and its checkpoint are on disk, so tiles never
 //!   lead the record; on open it is caught up with (or rebuilt from) the record.
 
+use crate::parts::{Dedupe, Marks, Window};
 use crate::witness::{LocalWitness, Witness, Witnesses};
 use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::checkpoint::SignedCheckpoint;
@@ -59,7 +60,7 @@ use audita_record::{self as disk, ReadError, RecordWriter};
 use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT, FRAME_WATERMARK};
 use audita_topics::names as topics;
 use audita_topics::{EpochSeal, Quarantined, Watermark};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -134,27 +135,12 @@ pub struct SealerStage {
     witnesses: Witnesses,
     /// The latest checkpoint read back at open: keepers held in-process resume from it.
     latest: Option<SignedCheckpoint>,
-    /// The log's compact range at the last checkpoint (for consistency proofs).
-    log: CompactRange,
-    /// Sealed ids within the dedupe horizon (by digest: the SHA-256 of the signed
-    /// bytes, which include the author, so it names the message alone), with their
-    /// timestamps.
-    sealed: Seen,
-    /// Receipt digests within the dedupe horizon.
-    receipts_seen: Seen,
-    /// Everything older than this (record time) was forgotten.
-    forgotten_before: u64,
-    horizon_ms: u64,
+    /// What must never be sealed again (within the horizon).
+    dedupe: Dedupe,
     /// Quarantine records for late envelopes, published at the next close.
     late: Vec<Vec<u8>>,
-    pending: Vec<SignedEnvelope>,
-    /// Digests of the pending envelopes (the SHA-256 of the signed bytes names the
-    /// message alone).
-    pending_ids: HashSet<Hash>,
-    pending_on_disk: usize,
-    pending_receipts: Vec<Vec<u8>>,
-    /// SHA-256 of each of `pending_receipts` (what the seal names).
-    pending_receipt_digests: Vec<Hash>,
+    /// What the next epoch seals.
+    window: Window,
     /// Per partition of `audita.accepted`, the offset of the last record taken from
     /// and the index of the last frame taken in it (published with each seal: see
     /// [`EpochSeal::positions`]).
@@ -162,24 +148,13 @@ pub struct SealerStage {
     /// A record taken in part (an epoch became due in its middle): the delivery and
     /// the index of its next frame. Its offset is not committed until it is done.
     current: Option<(Delivery, usize)>,
-    /// Bytes of `pending` and `pending_receipts`.
-    pending_bytes: usize,
-    oldest_pending: Option<Instant>,
-    /// When the watermark file was last written (and what it holds).
-    watermark_saved: Option<(Instant, u64)>,
-    /// The watermark of the last epoch published.
-    published_watermark: u64,
     /// Last delivery per partition not yet committed.
     uncommitted: std::collections::BTreeMap<(String, u32), Delivery>,
     last_size: u64,
     clock_ms: u64,
     stats: SealerStats,
-    /// Ingest watermarks: per source partition, the latest time per accepted partition.
-    marks: BTreeMap<(String, u32), BTreeMap<u32, u64>>,
-    /// Source partitions the watermarks announce.
-    sources_expected: u32,
-    /// Input partitions of the accepted topic (for the watermark).
-    partitions_expected: usize,
+    /// The event-time marks.
+    marks: Marks,
     /// The last epoch on disk, published again after a restart.
     republish: Option<EpochSeal>,
     /// Called after every closed epoch (live metrics).
@@ -207,30 +182,16 @@ impl SealerStage {
             writer,
             witnesses: Witnesses::new(Vec::new(), 0, CompactRange::new()),
             latest: None,
-            log: CompactRange::new(),
-            sealed: Seen::default(),
-            receipts_seen: Seen::default(),
-            forgotten_before: 0,
-            horizon_ms: DEFAULT_DEDUPE_HORIZON_MS,
+            dedupe: Dedupe::new(DEFAULT_DEDUPE_HORIZON_MS),
             late: Vec::new(),
-            pending: Vec::new(),
-            pending_ids: HashSet::new(),
-            pending_on_disk: 0,
-            pending_receipts: Vec::new(),
-            pending_receipt_digests: Vec::new(),
+            window: Window::default(),
             positions: BTreeMap::new(),
             current: None,
-            pending_bytes: 0,
-            oldest_pending: None,
-            watermark_saved: None,
-            published_watermark: 0,
             uncommitted: Default::default(),
             last_size: 0,
             clock_ms: 0,
             stats: SealerStats::default(),
-            marks: BTreeMap::new(),
-            sources_expected: 0,
-            partitions_expected: config.input_partitions,
+            marks: Marks::new(config.input_partitions),
             republish: None,
             observer: None,
             config,
@@ -253,7 +214,7 @@ impl SealerStage {
             )));
         }
         let quorum = local.len();
-        stage.witnesses = Witnesses::new(local, quorum, stage.log.clone());
+        stage.witnesses = Witnesses::new(local, quorum, stage.sealer.sealed().clone());
         // The registry in force from the next epoch on (after a restart too: a rotated
         // key's registry applies to what is sealed after it).
         if let Some(reg) = stage.config.registry.clone() {
@@ -280,7 +241,7 @@ impl SealerStage {
         // WATERMARK_FILE), never behind the newest timestamp read back — partitions
         // are consumed independently, so a later cell's receipts can be sealed before
         // an earlier cell's envelopes arrive, and those must not become `late`.
-        let cutoff = read_watermark(&dir).saturating_sub(self.horizon_ms);
+        let cutoff = read_watermark(&dir).saturating_sub(self.dedupe.horizon_ms);
         // The last epoch read: header, leaves, the log's compact range before it.
         type LastEpoch = (EpochHeader, Vec<Vec<u8>>, Vec<Hash>);
         let mut last: Option<LastEpoch> = None;
@@ -329,14 +290,13 @@ impl SealerStage {
                 watermark: 0,
             });
         }
-        self.log = log;
         for r in disk::Stream::segments(&dir, "segments", "receipts-", b'R')? {
             let r = r?;
             let t = Receipt::decode(r.clone())
                 .map(|r| r.timestamp())
                 .unwrap_or(0);
             self.remember_receipt(audita_evidence::sha256(&r), t);
-            if self.receipts_seen.len().is_multiple_of(4096) {
+            if self.dedupe.receipts.len().is_multiple_of(4096) {
                 self.prune(cutoff);
             }
         }
@@ -344,17 +304,13 @@ impl SealerStage {
         for bytes in envelopes {
             let env =
                 SignedEnvelope::decode(bytes?).map_err(|e| bad(format!("stored envelope: {e}")))?;
-            if self.pending_ids.insert(env.id().digest) {
+            if !self.window.holds(&env.id().digest) {
                 self.sealer.append_envelope(&env);
-                self.pending_bytes += env.as_bytes().len();
-                self.pending.push(env);
-                self.pending_on_disk += 1;
+                self.window.push_envelope(env);
+                self.window.on_disk += 1;
             }
         }
         self.prune(cutoff);
-        if !self.pending.is_empty() {
-            self.oldest_pending = Some(Instant::now());
-        }
         Ok(())
     }
 
@@ -366,71 +322,46 @@ impl SealerStage {
 
     /// Sets the dedupe horizon (record-time ms; see the module docs).
     pub fn with_horizon(mut self, horizon_ms: u64) -> SealerStage {
-        self.horizon_ms = horizon_ms;
+        self.dedupe.horizon_ms = horizon_ms;
         self
     }
 
     /// Sealed ids remembered for deduplication (those within the horizon).
     pub fn sealed_count(&self) -> usize {
-        self.sealed.len()
+        self.dedupe.sealed.len()
     }
 
     fn take_watermark(&mut self, d: &Delivery, bytes: &[u8]) -> bool {
         let Ok(w) = serde_json::from_slice::<Watermark>(bytes) else {
             return false;
         };
-        self.sources_expected = self.sources_expected.max(w.sources);
-        let t = self
-            .marks
-            .entry((w.source, w.partition))
-            .or_default()
-            .entry(d.partition)
-            .or_insert(w.time_ms);
-        *t = (*t).max(w.time_ms);
+        self.marks.take(d.partition, w);
         true
     }
 
     fn remember_sealed(&mut self, digest: Hash, timestamp: u64) {
-        self.sealed.insert(digest, timestamp);
+        self.dedupe.sealed.insert(digest, timestamp);
     }
 
     fn remember_receipt(&mut self, digest: Hash, timestamp: u64) -> bool {
-        self.receipts_seen.insert(digest, timestamp)
+        self.dedupe.receipts.insert(digest, timestamp)
     }
 
     /// The event-time low watermark: the smallest ingest watermark, once every
     /// source partition's has arrived on every accepted partition (0 before).
     pub fn watermark(&self) -> u64 {
-        let complete = self.sources_expected > 0
-            && self.marks.len() >= self.sources_expected as usize
-            && self
-                .marks
-                .values()
-                .all(|m| m.len() >= self.partitions_expected);
-        if !complete {
-            return 0;
-        }
-        self.marks
-            .values()
-            .flat_map(|m| m.values().copied())
-            .min()
-            .unwrap_or(0)
+        self.marks.low()
     }
 
     /// Forgets sealed ids and receipt digests older than the horizon behind the
     /// watermark.
     fn forget(&mut self) {
-        self.prune(self.watermark().saturating_sub(self.horizon_ms));
+        self.dedupe.forget_behind(self.marks.low());
     }
 
     /// Forgets sealed ids and receipt digests stamped before `cutoff`.
     fn prune(&mut self, cutoff: u64) {
-        if cutoff <= self.forgotten_before {
-            return;
-        }
-        self.forgotten_before = cutoff;
-        self.sealed.prune(cutoff);
-        self.receipts_seen.prune(cutoff);
+        self.dedupe.prune(cutoff);
     }
 
     fn quarantine_late(&mut self, d: &Delivery, index: usize, frame: &[u8], timestamp: u64) {
@@ -443,7 +374,7 @@ impl SealerStage {
                 "frame {index} of the record: timestamp {timestamp} ms is older than the \
                  sealer's dedupe horizon ({} ms); it cannot be told apart from a re-delivery, \
                  so it is not sealed",
-                self.forgotten_before
+                self.dedupe.forgotten_before
             ),
             frame,
         );
@@ -521,19 +452,16 @@ impl SealerStage {
         let fresh = match frame.split_first() {
             Some((&FRAME_ENVELOPE, bytes)) => match SignedEnvelope::decode(bytes.to_vec()) {
                 Ok(env)
-                    if !self.sealed.contains(&env.id().digest)
-                        && !self.pending_ids.contains(&env.id().digest) =>
+                    if !self.dedupe.sealed.contains(&env.id().digest)
+                        && !self.window.holds(&env.id().digest) =>
                 {
                     let t = env.envelope().timestamp;
-                    if t < self.forgotten_before {
+                    if t < self.dedupe.forgotten_before {
                         self.quarantine_late(d, index, frame, t);
                         return false;
                     }
                     self.sealer.append_envelope(&env);
-                    self.pending_ids.insert(env.id().digest);
-                    self.pending_bytes += env.as_bytes().len();
-                    self.pending.push(env);
-                    true
+                    self.window.push_envelope(env)
                 }
                 _ => false,
             },
@@ -543,12 +471,10 @@ impl SealerStage {
                     // A receipt older than the horizon is taken again: its message
                     // is outside every slice still being cut; a duplicate of it
                     // would be harmless anyway.
-                    let fresh = r.timestamp() < self.forgotten_before
+                    let fresh = r.timestamp() < self.dedupe.forgotten_before
                         || self.remember_receipt(digest, r.timestamp());
                     if fresh {
-                        self.pending_bytes += bytes.len();
-                        self.pending_receipts.push(bytes.to_vec());
-                        self.pending_receipt_digests.push(digest);
+                        self.window.push_receipt(bytes, digest);
                     }
                     fresh
                 }
@@ -558,9 +484,6 @@ impl SealerStage {
         };
         if fresh {
             self.stats.accepted += 1;
-            if self.oldest_pending.is_none() {
-                self.oldest_pending = Some(Instant::now());
-            }
         } else {
             self.stats.duplicates += 1;
         }
@@ -569,11 +492,11 @@ impl SealerStage {
 
     /// Whether the open window should close now.
     pub fn due(&self) -> bool {
-        self.pending.len() + self.pending_receipts.len() >= self.config.epoch_messages
-            || self.pending_bytes >= EPOCH_MAX_BYTES
-            || self
-                .oldest_pending
-                .is_some_and(|t| t.elapsed() >= self.config.epoch_age)
+        self.window.due(
+            self.config.epoch_messages,
+            EPOCH_MAX_BYTES,
+            self.config.epoch_age,
+        )
     }
 
     /// Closes the open window (if it holds anything): writes segments, the epoch and
@@ -584,30 +507,34 @@ impl SealerStage {
         input: &mut dyn Consumer,
     ) -> Result<Option<u64>, StageError> {
         self.publish_late(out)?;
-        if self.pending.is_empty() && self.pending_receipts.is_empty() {
+        if self.window.is_empty() {
             self.commit(input)?;
             return Ok(None);
         }
         // Epoch time: monotone, derived from the sealed messages' own timestamps so
         // the record is a function of its input.
         let newest = self
-            .pending
+            .window
+            .envelopes
             .iter()
             .map(|e| e.envelope().timestamp)
             .max()
             .unwrap_or(self.clock_ms);
         self.clock_ms = self.clock_ms.max(newest);
-        let frames: Vec<&[u8]> = self.pending[self.pending_on_disk..]
+        let frames: Vec<&[u8]> = self.window.envelopes[self.window.on_disk..]
             .iter()
             .map(|e| e.as_bytes())
             .collect();
         if !frames.is_empty() {
             self.writer.write_envelopes(&frames)?;
         }
-        if !self.pending_receipts.is_empty() {
-            let r: Vec<&[u8]> = self.pending_receipts.iter().map(Vec::as_slice).collect();
+        if !self.window.receipts.is_empty() {
+            let r: Vec<&[u8]> = self.window.receipts.iter().map(Vec::as_slice).collect();
             self.writer.write_receipts(&r)?;
         }
+        // The log's compact range before this epoch (readers starting at it extend
+        // it); the sealer's range moves past the epoch as it closes.
+        let prefix = self.sealer.sealed().nodes();
         let mut epoch: SealedEpoch = self.sealer.close_epoch(self.clock_ms);
         let hashes: Vec<Hash> = epoch
             .leaves
@@ -642,13 +569,12 @@ impl SealerStage {
         let checkpoint = epoch.checkpoint.to_text().into_bytes();
         self.tiles
             .append_epoch(epoch.header.start, &leaves, &checkpoint)?;
-        self.pending_receipts.clear();
         let msg = EpochSeal {
             header: epoch.header.as_bytes().to_vec(),
             checkpoint,
-            prefix: self.log.nodes(),
+            prefix,
             leaves,
-            receipts: std::mem::take(&mut self.pending_receipt_digests),
+            receipts: std::mem::take(&mut self.window.receipt_digests),
             positions: self
                 .positions
                 .iter()
@@ -659,9 +585,10 @@ impl SealerStage {
         let topic = format!("{}{}", self.config.topic_prefix, topics::EPOCHS);
         out.send(&topic, epoch.header.origin.as_bytes(), &msg.encode())?;
         out.flush()?;
-        self.published_watermark = msg.watermark;
+        self.marks.published = msg.watermark;
         if self
-            .watermark_saved
+            .marks
+            .saved
             .is_none_or(|(at, _)| at.elapsed() >= WATERMARK_EVERY)
         {
             self.save_watermark(msg.watermark)?;
@@ -669,31 +596,24 @@ impl SealerStage {
         self.last_size = epoch.header.size;
         self.stats.sealed += epoch.leaves.len() as u64;
         self.stats.epochs += 1;
-        for h in hashes {
-            self.log.append(h);
-        }
-        for env in std::mem::take(&mut self.pending) {
+        for env in self.window.sealed() {
             self.remember_sealed(env.id().digest, env.envelope().timestamp);
         }
-        self.pending_ids.clear();
         self.forget();
         let watermark = self.watermark();
         if let Some(f) = self.observer.as_mut() {
             f(&self.stats, watermark);
         }
-        self.pending_on_disk = 0;
-        self.pending_bytes = 0;
-        self.oldest_pending = None;
         self.commit(input)?;
         Ok(Some(number))
     }
 
     /// Keeps `watermark` in [`WATERMARK_FILE`] unless it is already there.
     fn save_watermark(&mut self, watermark: u64) -> Result<(), StageError> {
-        if self.watermark_saved.is_none_or(|(_, w)| w != watermark) {
+        if self.marks.saved.is_none_or(|(_, w)| w != watermark) {
             write_watermark(&self.config.dir, watermark)?;
         }
-        self.watermark_saved = Some((Instant::now(), watermark));
+        self.marks.saved = Some((Instant::now(), watermark));
         Ok(())
     }
 
@@ -811,7 +731,7 @@ impl SealerStage {
         self.close(out, input)?;
         // The watermark of the last epoch published, kept on the way out.
         if self.stats.epochs > 0 {
-            self.save_watermark(self.published_watermark)?;
+            self.save_watermark(self.marks.published)?;
         }
         Ok(())
     }
@@ -860,50 +780,4 @@ pub struct SealerStats {
     pub epochs: u64,
     /// Envelopes older than the dedupe horizon, quarantined as `late`.
     pub late: u64,
-}
-
-/// Digests remembered for the dedupe horizon: a keyed hash set (an author cannot
-/// aim digests at one bucket), and the digests by second of record time, so the
-/// horizon forgets whole seconds at once. A second is forgotten once all of it is
-/// before the cutoff, so the set holds at most a second more than the horizon asks:
-/// remembering more only makes the sealer refuse a re-delivery it could not have
-/// told apart anyway.
-#[derive(Default)]
-struct Seen {
-    set: HashSet<Hash>,
-    by_second: BTreeMap<u64, Vec<Hash>>,
-}
-
-impl Seen {
-    fn contains(&self, digest: &Hash) -> bool {
-        self.set.contains(digest)
-    }
-
-    /// Remembers `digest` stamped `timestamp`; `false` if it was remembered already.
-    fn insert(&mut self, digest: Hash, timestamp: u64) -> bool {
-        if !self.set.insert(digest) {
-            return false;
-        }
-        self.by_second
-            .entry(timestamp / 1000)
-            .or_default()
-            .push(digest);
-        true
-    }
-
-    /// Forgets the seconds that end at or before `cutoff` (ms).
-    fn prune(&mut self, cutoff: u64) {
-        while let Some(entry) = self.by_second.first_entry() {
-            if entry.key().saturating_add(1).saturating_mul(1000) > cutoff {
-                break;
-            }
-            for d in entry.remove() {
-                self.set.remove(&d);
-            }
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.set.len()
-    }
 }

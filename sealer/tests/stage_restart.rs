@@ -180,6 +180,35 @@ fn a_crash_mid_window_loses_nothing_and_seals_nothing_twice() {
         "record after restart must verify clean: {partition:?}"
     );
     assert_tiles_agree(dir.path());
+    assert_prefixes_are_the_log_before_each_epoch(&bus, &leaves);
+}
+
+/// Every seal published (before and after a restart) carries the log's compact
+/// range before its epoch: a reader starting at any epoch extends the true log.
+fn assert_prefixes_are_the_log_before_each_epoch(bus: &Bus, leaves: &[Vec<u8>]) {
+    use audita_evidence::merkle::{leaf_hash, CompactRange};
+    let mut log = vec![CompactRange::new()];
+    for leaf in leaves {
+        let mut next = log.last().unwrap().clone();
+        next.append(leaf_hash(leaf));
+        log.push(next);
+    }
+    let mut c = bus.consumer("prefix-check", &[topics::EPOCHS]).unwrap();
+    let mut seals = 0;
+    while let Some(d) = c.poll(Duration::from_millis(200)).unwrap() {
+        let seal = audita_topics::EpochSeal::decode(&d.payload).expect("a seal");
+        let header = audita_evidence::EpochHeader::decode(seal.header.clone()).unwrap();
+        let prefix = CompactRange::from_nodes(header.start, &seal.prefix)
+            .expect("the prefix is a compact range of the epoch's start");
+        assert_eq!(
+            prefix.root(),
+            log[header.start as usize].root(),
+            "epoch {}",
+            header.number
+        );
+        seals += 1;
+    }
+    assert!(seals >= 2, "{seals} seals");
 }
 
 /// A crash after epochs were written but before the tiles' checkpoint moved on
