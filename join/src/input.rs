@@ -38,6 +38,47 @@ pub const GIVE_UP: Duration = Duration::from_secs(10);
 /// Accepted records read per turn before the seal topic is looked at again.
 const BURST: usize = 512;
 
+/// How often the read positions are committed (see [`SealedInput`]).
+pub const KEEP_POSITIONS_EVERY: Duration = Duration::from_secs(1);
+
+/// How far one consumer has read: the last offset delivered per topic and
+/// partition, and whether that moved since it was last committed.
+#[derive(Default)]
+struct Positions {
+    read: std::collections::BTreeMap<(String, u32), u64>,
+    moved: bool,
+}
+
+impl Positions {
+    fn note(&mut self, d: &Delivery) {
+        self.read.insert((d.topic.clone(), d.partition), d.offset);
+        self.moved = true;
+    }
+
+    /// Commits the positions read to `consumer`'s group (the offsets after them).
+    fn keep(&mut self, consumer: &mut dyn Consumer) {
+        if !std::mem::take(&mut self.moved) {
+            return;
+        }
+        let at: Vec<Delivery> = self
+            .read
+            .iter()
+            .map(|((topic, partition), offset)| Delivery {
+                topic: topic.clone(),
+                partition: *partition,
+                offset: *offset,
+                key: Vec::new(),
+                payload: Vec::new(),
+            })
+            .collect();
+        if let Err(e) = consumer.commit_all(&at.iter().collect::<Vec<_>>()) {
+            // Only a rebalance reads these; the next turn commits again.
+            tracing::debug!(error = %e, "read positions not committed");
+            self.moved = true;
+        }
+    }
+}
+
 /// One input of a stage reading through [`SealedInput`].
 pub enum Input {
     /// A sealed epoch with its bytes, in epoch order.
@@ -56,6 +97,15 @@ pub struct SealedInput {
     /// record was read.
     progress: Instant,
     missing_reported: u64,
+    /// How far each consumer has read, committed every [`KEEP_POSITIONS_EVERY`].
+    /// The stage's state is in memory and its group is its process's own, so these
+    /// offsets serve one case: a member that missed its session (a paused process,
+    /// a partition from the broker) is removed from its group and rejoins, and its
+    /// partitions restart at the group's committed offsets. Without them it read
+    /// every topic again from the earliest offset — at 400 robots, minutes of
+    /// accepted bytes held in memory before the head seal's were reached again.
+    positions: (Positions, Positions),
+    kept_at: Instant,
 }
 
 impl SealedInput {
@@ -73,6 +123,8 @@ impl SealedInput {
             join: Join::new(),
             progress: Instant::now(),
             missing_reported: 0,
+            positions: Default::default(),
+            kept_at: Instant::now(),
         }
     }
 
@@ -89,6 +141,11 @@ impl SealedInput {
     /// The next input, or `None` when none is ready within `timeout`.
     pub fn poll(&mut self, timeout: Duration) -> Result<Option<Input>, BusError> {
         let deadline = Instant::now() + timeout;
+        if self.kept_at.elapsed() >= KEEP_POSITIONS_EVERY {
+            self.positions.0.keep(self.records.as_mut());
+            self.positions.1.keep(self.accepted.as_mut());
+            self.kept_at = Instant::now();
+        }
         loop {
             if let Some(epoch) = self.ready() {
                 return Ok(Some(Input::Epoch(epoch)));
@@ -99,6 +156,7 @@ impl SealedInput {
                     let Some(d) = self.accepted.poll(Duration::ZERO)? else {
                         break;
                     };
+                    self.positions.1.note(&d);
                     self.join.take_accepted(d.partition, d.offset, &d.payload);
                     self.progress = Instant::now();
                     moved = true;
@@ -114,6 +172,7 @@ impl SealedInput {
                     left.min(Duration::from_millis(2))
                 };
                 if let Some(d) = self.records.poll(wait)? {
+                    self.positions.0.note(&d);
                     if d.topic != self.epochs_topic {
                         return Ok(Some(Input::Record(d)));
                     }
@@ -126,6 +185,7 @@ impl SealedInput {
             } else if !moved {
                 // Seals enough: wait on the bytes they need.
                 if let Some(d) = self.accepted.poll(left.min(Duration::from_millis(2)))? {
+                    self.positions.1.note(&d);
                     self.join.take_accepted(d.partition, d.offset, &d.payload);
                     self.progress = Instant::now();
                     continue;
@@ -174,5 +234,51 @@ impl SealedInput {
             self.missing_reported = missing;
         }
         Some(epoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use audita_bus::embedded::EmbeddedBus;
+    use audita_bus::Producer;
+
+    /// A member that leaves and rejoins its group (a missed session after a pause
+    /// or a partition) resumes where it read: what it already passed on is not
+    /// delivered again, which from the earliest offset it would be.
+    #[test]
+    fn a_rejoined_member_resumes_where_it_read() {
+        let bus = EmbeddedBus::new(1);
+        let mut p = bus.producer();
+        for i in 0..3u8 {
+            p.send("adverse", b"k", &[i]).unwrap();
+        }
+        let mut input = SealedInput::new(
+            Box::new(bus.consumer("slicer", &["epochs", "adverse"]).unwrap()),
+            Box::new(bus.consumer("slicer-accepted", &["accepted"]).unwrap()),
+            "epochs",
+        );
+        let mut read = Vec::new();
+        let drain = |input: &mut SealedInput, read: &mut Vec<Vec<u8>>| {
+            while let Some(got) = input.poll(Duration::from_millis(20)).unwrap() {
+                if let Input::Record(d) = got {
+                    read.push(d.payload);
+                }
+            }
+        };
+        drain(&mut input, &mut read);
+        assert_eq!(read, vec![vec![0], vec![1], vec![2]]);
+        // The positions are kept at the next poll after KEEP_POSITIONS_EVERY.
+        std::thread::sleep(KEEP_POSITIONS_EVERY);
+        drain(&mut input, &mut read);
+        // A second member joins and leaves: the group rebalances.
+        drop(bus.consumer("slicer", &["epochs", "adverse"]).unwrap());
+        p.send("adverse", b"k", &[3]).unwrap();
+        drain(&mut input, &mut read);
+        assert_eq!(
+            read,
+            vec![vec![0], vec![1], vec![2], vec![3]],
+            "records read again after the rebalance"
+        );
     }
 }
