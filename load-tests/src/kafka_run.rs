@@ -624,12 +624,12 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     std::fs::create_dir_all(&work)?;
     let deployment = create_deployment(&load, &work.join("deployment"))?;
     let bus = Bus::Kafka(crate::host::kafka_bus(&bootstrap, &args.kafka)?);
-    let run_phase = |tag: &str, plan: &[nemesis::Fault]| {
+    let run_phase = |load: &Load, tag: &str, plan: &[nemesis::Fault]| {
         phase(
             &Phase {
                 args,
                 config: &config,
-                load: &load,
+                load,
                 envelopes,
                 incidents: &incidents,
                 bus: &bus,
@@ -651,10 +651,15 @@ fn bench(args: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             true => None,
             false => {
                 eprintln!("audita-load load: the fault-free run of the same load first");
-                Some(run_phase("base", &[])?)
+                Some(run_phase(&load, "base", &[])?.finish(&incidents)?)
             }
         };
-        let mut report = run_phase("run", &plan)?;
+        let ended = run_phase(&load, "run", &plan)?;
+        // The pre-signed load (every envelope and receipt offered) is let go of
+        // before the history check reads the whole record back: at 400 robots for
+        // 11 minutes the two together did not fit in 24 GiB.
+        drop(load);
+        let mut report = ended.finish(&incidents)?;
         if let Some(base) = baseline {
             compare_verdicts(&mut report, &base);
         }
@@ -721,7 +726,7 @@ struct Phase<'a> {
 
 /// One measured run of the load over fresh topics, with `plan`'s faults injected;
 /// after a run with faults, its history checked ([`check_history`]).
-fn phase(p: &Phase, plan: &[nemesis::Fault]) -> anyhow::Result<Value> {
+fn phase(p: &Phase, plan: &[nemesis::Fault]) -> anyhow::Result<Ended> {
     let args = p.args;
     std::fs::create_dir_all(&p.work)?;
     let rig = match plan.is_empty() {
@@ -791,15 +796,39 @@ fn phase(p: &Phase, plan: &[nemesis::Fault]) -> anyhow::Result<Value> {
         let _ = proc.child.kill();
         let _ = proc.child.wait();
     }
-    let mut report = result?;
-    if !plan.is_empty() {
-        check_history(&mut report, &p.work.join("sealer"), &sink_dir, p.incidents);
+    Ok(Ended {
+        report: result?,
+        check: (!plan.is_empty()).then(|| (p.work.join("sealer"), sink_dir)),
+        rig,
+        out: args.out.clone().filter(|_| p.reported),
+    })
+}
+
+/// A phase whose stages have stopped, with what is left to do once the caller has
+/// let go of the pre-signed load (the history check reads the whole record).
+struct Ended {
+    report: Value,
+    /// The record and sink directories to check (a faulted run).
+    check: Option<(PathBuf, PathBuf)>,
+    /// The faults' rig (the record's small filesystem stays mounted until checked).
+    rig: Option<nemesis::Rig>,
+    /// `--out`, for the run that is reported.
+    out: Option<PathBuf>,
+}
+
+impl Ended {
+    /// Checks the history (a faulted run), releases the rig and fills `--out`.
+    fn finish(self, incidents: &[String]) -> anyhow::Result<Value> {
+        let mut report = self.report;
+        if let Some((record, sink)) = &self.check {
+            check_history(&mut report, record, sink, incidents);
+        }
+        drop(self.rig);
+        if let Some(out) = &self.out {
+            rebuild_sink_output(out, &report)?;
+        }
+        Ok(report)
     }
-    drop(rig);
-    if let (Some(out), true) = (&args.out, p.reported) {
-        rebuild_sink_output(out, &report)?;
-    }
-    Ok(report)
 }
 
 /// The history check of a faulted run, into `report["history"]`: every acknowledged

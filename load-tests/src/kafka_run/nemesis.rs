@@ -310,6 +310,13 @@ impl Rig {
             std::thread::sleep(Duration::from_millis(100));
         }
         for (stage, (upstream, proxy)) in stages.iter().zip(listeners) {
+            // The broker advertises these ports: one still held (a Toxiproxy of an
+            // earlier run killed before it could stop its own) cannot be proxied.
+            if std::net::TcpListener::bind(("127.0.0.1", proxy)).is_err() {
+                anyhow::bail!(
+                    "--nemesis partition: port {proxy}, where the broker advertises its listener for {stage}, is taken (a toxiproxy-server left by an earlier run? stop it: pkill -f toxiproxy-server)"
+                );
+            }
             self.http(
                 "POST",
                 "/proxies",
