@@ -33,6 +33,9 @@ mod stages;
 pub mod supervise;
 pub mod witness;
 
+/// The sealer's one path to a sealed record on disk, for what seals offline
+/// (`audita trace seal`, `audita sample-record`).
+pub use audita_sealer::log as sealed_log;
 pub use audita_sinks::sink::Collected;
 pub use deployment::{
     Deployment, Retention, ACCEPTED_PARTITIONS, EPOCH_MESSAGES, SOURCE_PARTITIONS,

@@ -46,14 +46,14 @@
 //!   is appended after each epoch and its checkpoint are on disk, so tiles never
 //!   lead the record; on open it is caught up with (or rebuilt from) the record.
 
+use crate::log::SealedLog;
 use crate::parts::{Dedupe, Marks, Window};
 use crate::witness::{LocalWitness, Witness, Witnesses};
 use audita_bus::{BusError, Consumer, Delivery, Producer};
 use audita_evidence::checkpoint::SignedCheckpoint;
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{
-    EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, SealedEpoch, Sealer,
-    SignedEnvelope, SigningKey,
+    EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, Sealer, SignedEnvelope, SigningKey,
 };
 use audita_record::tiles::{TileError, TileLog};
 use audita_record::{self as disk, ReadError, RecordWriter};
@@ -127,12 +127,9 @@ pub struct SealerConfig {
 /// The sealer stage's state.
 pub struct SealerStage {
     config: SealerConfig,
-    writer: RecordWriter,
-    /// The record's static tiled log, appended after each epoch.
-    tiles: TileLog,
-    sealer: Sealer,
-    /// The keepers and what the sealer knows of each (built once the log is known).
-    witnesses: Witnesses,
+    /// The record being sealed: writer, tiles, Merkle state and keepers (built once
+    /// the log is known).
+    log: SealedLog,
     /// The latest checkpoint read back at open: keepers held in-process resume from it.
     latest: Option<SignedCheckpoint>,
     /// What must never be sealed again (within the horizon).
@@ -175,12 +172,10 @@ impl SealerStage {
             RecordWriter::open(&dir)?
         };
         let (tiles, _) = TileLog::open(&dir)?;
+        let sealer = Sealer::new(&config.origin, config.log_key.clone())
+            .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?;
         let mut stage = SealerStage {
-            tiles,
-            sealer: Sealer::new(&config.origin, config.log_key.clone())
-                .map_err(|e| StageError::Inconsistent(dir.clone(), e.to_string()))?,
-            writer,
-            witnesses: Witnesses::new(Vec::new(), 0, CompactRange::new()),
+            log: SealedLog::resume(&dir, &config.keys, writer, tiles, sealer),
             latest: None,
             dedupe: Dedupe::new(DEFAULT_DEDUPE_HORIZON_MS),
             late: Vec::new(),
@@ -214,12 +209,12 @@ impl SealerStage {
             )));
         }
         let quorum = local.len();
-        stage.witnesses = Witnesses::new(local, quorum, stage.sealer.sealed().clone());
+        stage.log.witnesses = Witnesses::new(local, quorum, stage.log.sealer.sealed().clone());
         // The registry in force from the next epoch on (after a restart too: a rotated
         // key's registry applies to what is sealed after it).
         if let Some(reg) = stage.config.registry.clone() {
-            stage.writer.write_registry(&reg)?;
-            stage.sealer.set_registry(reg.digest());
+            stage.log.writer.write_registry(&reg)?;
+            stage.log.sealer.set_registry(reg.digest());
         }
         Ok(stage)
     }
@@ -271,8 +266,9 @@ impl SealerStage {
             last = Some((header, leaves, prefix));
         }
         if let Some((header, leaves, prefix)) = last {
-            self.sealer = Sealer::resume_range(self.config.log_key.clone(), log.clone(), &header)
-                .map_err(|e| bad(format!("seals do not reproduce: {e}")))?;
+            self.log.sealer =
+                Sealer::resume_range(self.config.log_key.clone(), log.clone(), &header)
+                    .map_err(|e| bad(format!("seals do not reproduce: {e}")))?;
             self.last_size = header.size;
             self.clock_ms = header.closed_at;
             let checkpoint = disk::last_checkpoint(&dir)?.unwrap_or_default();
@@ -305,7 +301,7 @@ impl SealerStage {
             let env =
                 SignedEnvelope::decode(bytes?).map_err(|e| bad(format!("stored envelope: {e}")))?;
             if !self.window.holds(&env.id().digest) {
-                self.sealer.append_envelope(&env);
+                self.log.sealer.append_envelope(&env);
                 self.window.push_envelope(env);
                 self.window.on_disk += 1;
             }
@@ -460,7 +456,7 @@ impl SealerStage {
                         self.quarantine_late(d, index, frame, t);
                         return false;
                     }
-                    self.sealer.append_envelope(&env);
+                    self.log.sealer.append_envelope(&env);
                     self.window.push_envelope(env)
                 }
                 _ => false,
@@ -525,55 +521,26 @@ impl SealerStage {
             .iter()
             .map(|e| e.as_bytes())
             .collect();
-        if !frames.is_empty() {
-            self.writer.write_envelopes(&frames)?;
-        }
-        if !self.window.receipts.is_empty() {
-            let r: Vec<&[u8]> = self.window.receipts.iter().map(Vec::as_slice).collect();
-            self.writer.write_receipts(&r)?;
-        }
-        // The log's compact range before this epoch (readers starting at it extend
-        // it); the sealer's range moves past the epoch as it closes.
-        let prefix = self.sealer.sealed().nodes();
-        let mut epoch: SealedEpoch = self.sealer.close_epoch(self.clock_ms);
-        let hashes: Vec<Hash> = epoch
-            .leaves
-            .iter()
-            .map(|id| leaf_hash(&id.leaf_bytes()))
-            .collect();
-        // The keepers: each gets the proof from its own last size (C2SP
-        // tlog-witness), for this checkpoint and any it missed; their co-signatures
-        // carry POSIX seconds of their clocks.
-        let (older, head) = self.witnesses.seal(
-            epoch.header.number,
-            &hashes,
-            &epoch.checkpoint,
-            &self.config.keys,
-            &self.config.dir,
-        );
-        if !head.quorum_met {
+        let receipts: Vec<&[u8]> = self.window.receipts.iter().map(Vec::as_slice).collect();
+        let closed = self.log.close(&frames, &receipts, self.clock_ms)?;
+        let epoch = &closed.epoch;
+        if !closed.quorum_met {
             self.stats.under_witnessed += 1;
             tracing::warn!(
                 epoch = epoch.header.number,
                 size = epoch.header.size,
-                quorum = self.witnesses.quorum(),
+                quorum = self.log.witnesses.quorum(),
                 "epoch under-witnessed: sealed and published without the keepers' quorum"
             );
         }
-        epoch.checkpoint = head.checkpoint;
-        self.stats.keepers_behind = self.witnesses.behind() as u64;
-        self.writer.write_epoch(&epoch)?;
-        self.rewrite_checkpoints(&older, epoch.header.number)?;
+        self.stats.keepers_behind = self.log.witnesses.behind() as u64;
+        self.stats.cosignatures = self.log.witnesses.collected();
         let number = epoch.header.number;
-        let leaves: Vec<Vec<u8>> = epoch.leaves.iter().map(MessageId::leaf_bytes).collect();
-        let checkpoint = epoch.checkpoint.to_text().into_bytes();
-        self.tiles
-            .append_epoch(epoch.header.start, &leaves, &checkpoint)?;
         let msg = EpochSeal {
             header: epoch.header.as_bytes().to_vec(),
-            checkpoint,
-            prefix,
-            leaves,
+            checkpoint: closed.checkpoint,
+            prefix: closed.prefix,
+            leaves: closed.leaves,
             receipts: std::mem::take(&mut self.window.receipt_digests),
             positions: self
                 .positions
@@ -593,8 +560,8 @@ impl SealerStage {
         {
             self.save_watermark(msg.watermark)?;
         }
-        self.last_size = epoch.header.size;
-        self.stats.sealed += epoch.leaves.len() as u64;
+        self.last_size = closed.epoch.header.size;
+        self.stats.sealed += closed.epoch.leaves.len() as u64;
         self.stats.epochs += 1;
         for env in self.window.sealed() {
             self.remember_sealed(env.id().digest, env.envelope().timestamp);
@@ -643,9 +610,9 @@ impl SealerStage {
     /// under-witnessed, as it is).
     pub fn with_witnesses(mut self, remote: Vec<Box<dyn Witness>>, quorum: usize) -> SealerStage {
         for w in remote {
-            self.witnesses.add(w);
+            self.log.witnesses.add(w);
         }
-        self.witnesses.set_quorum(quorum);
+        self.log.witnesses.set_quorum(quorum);
         self
     }
 
@@ -653,8 +620,8 @@ impl SealerStage {
     /// no new epoch would carry them); their co-signatures are added to the
     /// checkpoint notes on disk.
     pub fn catch_up(&mut self) -> Result<(), StageError> {
-        let changed = self.witnesses.run(&self.config.keys, &self.config.dir);
-        self.rewrite_checkpoints(&changed, u64::MAX)?;
+        let changed = self.log.catch_up()?;
+        self.stats.cosignatures = self.log.witnesses.collected();
         if let Some(p) = changed.last() {
             tracing::info!(
                 size = p.checkpoint.checkpoint().size,
@@ -662,24 +629,7 @@ impl SealerStage {
                 "keepers caught up"
             );
         }
-        self.stats.keepers_behind = self.witnesses.behind() as u64;
-        Ok(())
-    }
-
-    /// Writes again the checkpoint notes that gained co-signatures (all but the one of
-    /// epoch `skip`, just written with its own).
-    fn rewrite_checkpoints(
-        &mut self,
-        changed: &[crate::witness::Pending],
-        skip: u64,
-    ) -> Result<(), StageError> {
-        for p in changed.iter().filter(|p| p.index != skip) {
-            let note = p.checkpoint.to_text();
-            self.writer.replace_checkpoint(p.index, note.as_bytes())?;
-            // The tiled log's `checkpoint` gains the lines too when it is this tree.
-            self.tiles.update_checkpoint(note.as_bytes())?;
-        }
-        self.stats.cosignatures = self.witnesses.collected();
+        self.stats.keepers_behind = self.log.witnesses.behind() as u64;
         Ok(())
     }
 
@@ -721,7 +671,7 @@ impl SealerStage {
             }
             if self.due() {
                 self.close(out, input)?;
-            } else if self.witnesses.catch_up_due(Instant::now()) {
+            } else if self.log.witnesses.catch_up_due(Instant::now()) {
                 self.catch_up()?;
             }
         }

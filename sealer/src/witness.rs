@@ -33,6 +33,8 @@ use audita_evidence::checkpoint::{SignatureLine, SignedCheckpoint};
 use audita_evidence::merkle::{leaf_hash, CompactRange, ConsistencyProof, TailProver};
 use audita_evidence::{EpochHeader, Hash, Keeper, KeyRegistry};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a witness answered to one `add-checkpoint` request.
@@ -65,12 +67,26 @@ pub trait Witness: Send {
 pub struct LocalWitness {
     keeper: Keeper,
     keys: KeyRegistry,
+    /// The POSIX second its co-signatures carry, when not its wall clock's (a record
+    /// sealed offline is a function of its input: see [`crate::log`]).
+    clock: Option<Arc<AtomicU64>>,
 }
 
 impl LocalWitness {
     /// A keeper `keeper` checking checkpoints against `keys` (the log's key).
     pub fn new(keeper: Keeper, keys: KeyRegistry) -> LocalWitness {
-        LocalWitness { keeper, keys }
+        LocalWitness {
+            keeper,
+            keys,
+            clock: None,
+        }
+    }
+
+    /// The keeper co-signing at the POSIX second `clock` holds instead of its wall
+    /// clock's.
+    pub fn with_clock(mut self, clock: Arc<AtomicU64>) -> LocalWitness {
+        self.clock = Some(clock);
+        self
     }
 
     /// Its latest co-signed size.
@@ -98,9 +114,12 @@ impl Witness for LocalWitness {
             path: proof.to_vec(),
         };
         let before = cp.to_text();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = match &self.clock {
+            Some(c) => c.load(Ordering::Relaxed),
+            None => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        };
         match self.keeper.cosign(&mut cp, &proof, &self.keys, now) {
             Ok(_) => Answer::Cosigned(
                 cp.to_text()

@@ -19,12 +19,13 @@
 //! - **Receipts.** Each message is addressed to the collector when there is one (it
 //!   received every span), else to its author (the agent's own record of its step);
 //!   the destination signs the delivery receipt.
-//! - **Sealing** is the sealer's: `evidence::Sealer` with the deployment's log key
-//!   and the registry in force bound into every epoch header, epochs of
-//!   `--epoch-messages`, each checkpoint co-signed by the deployment's local keepers
-//!   (keepers in other trust domains are named on stderr: their co-signatures are
-//!   not collected here), written with `audita_record::RecordWriter` plus the tiled
-//!   log, so `audita verify`, `audita verdict` and `audita trace verdict` read it.
+//! - **Sealing** is the sealer's own path (`audita_pipeline::sealed_log`): the
+//!   deployment's log key and the registry in force bound into every epoch header,
+//!   epochs of `--epoch-messages`, each checkpoint co-signed by the deployment's
+//!   local keepers (keepers in other trust domains are named on stderr: their
+//!   co-signatures are not collected here), segments, epochs and the tiled log
+//!   written as the sealer stage writes them, so `audita verify`, `audita verdict`
+//!   and `audita trace verdict` read it.
 //! - The output directory must not hold a record already.
 //! - `--bootstrap HOST:PORT --spool DIR` publishes the same envelopes and receipts
 //!   instead, through the client library (`audita_client::BlockingPublisher`: durable
@@ -36,9 +37,8 @@ use std::path::{Path, PathBuf};
 
 use audita_client::Principal;
 use audita_deploy::Config;
-use audita_evidence::{
-    Envelope, MessageId, Payload, Receipt, ReplayPins, Sealer, SignedEnvelope, ToolPin,
-};
+use audita_evidence::{Envelope, MessageId, Payload, Receipt, ReplayPins, SignedEnvelope, ToolPin};
+use audita_pipeline::sealed_log::{Offline, SealedLog};
 use audita_traces::sealed::{self, Production};
 use audita_verdict::id_string;
 use serde_json::{json, Value};
@@ -381,7 +381,8 @@ fn publish(
 }
 
 /// Seals `signed` (with their `receipts`) into a new record directory `out` under the
-/// deployment's log key and registry; returns the number of epochs.
+/// deployment's log key and registry, through the sealer's own path
+/// (`audita_pipeline::sealed_log::SealedLog`); returns the number of epochs.
 fn seal_record(
     config: &Config,
     out: &Path,
@@ -404,29 +405,28 @@ fn seal_record(
             remote.join(", ")
         );
     }
-    let mut sealer = Sealer::new(&config.origin, log_key).map_err(|e| e.to_string())?;
-    let mut w = audita_record::RecordWriter::create(out, &keys).map_err(|e| e.to_string())?;
-    w.write_registry(&config.principals)
-        .map_err(|e| e.to_string())?;
-    sealer.set_registry(config.principals.digest());
+    let mut log = SealedLog::create(
+        out,
+        Offline {
+            origin: &config.origin,
+            log_key,
+            keys: &keys,
+            registry: Some(&config.principals),
+            keepers: &keepers,
+        },
+    )
+    .map_err(|e| e.to_string())?;
     let mut epochs = 0;
     for (chunk, rs) in signed.chunks(per_epoch).zip(receipts.chunks(per_epoch)) {
-        let mut last = 0;
-        for env in chunk {
-            sealer.append_envelope(env);
-            last = last.max(env.envelope().timestamp);
-        }
-        let closed_at = last + 1;
-        let mut epoch = sealer.close_epoch(closed_at);
-        for (name, key) in &keepers {
-            epoch.checkpoint.cosign(name, key, closed_at / 1000);
-        }
-        w.write_signed_envelopes(chunk).map_err(|e| e.to_string())?;
+        let last = chunk
+            .iter()
+            .map(|env| env.envelope().timestamp)
+            .max()
+            .unwrap_or(0);
         let frames: Vec<&[u8]> = rs.iter().map(Receipt::as_bytes).collect();
-        w.write_receipts(&frames).map_err(|e| e.to_string())?;
-        w.write_epoch(&epoch).map_err(|e| e.to_string())?;
+        log.seal(chunk, &frames, last + 1)
+            .map_err(|e| e.to_string())?;
         epochs += 1;
     }
-    audita_record::tiles::rebuild(out).map_err(|e| e.to_string())?;
     Ok(epochs)
 }
