@@ -170,7 +170,10 @@ fn sealing_the_sample_at_its_keepers_seconds_writes_the_presealed_record_byte_fo
     write_presealed(reference.path(), &s);
     let (ours, theirs) = (files(dir.path()), files(reference.path()));
     for (name, bytes) in &theirs {
-        assert!(ours.get(name) == Some(bytes), "{name} differs or is missing");
+        assert!(
+            ours.get(name) == Some(bytes),
+            "{name} differs or is missing"
+        );
     }
     // Beyond the rebuilt record, the partial tiles of every earlier checkpoint, as the
     // sealer stage leaves them (c2sp.org/tlog-tiles: a client holding an older
