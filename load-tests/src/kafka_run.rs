@@ -487,6 +487,9 @@ struct Seen {
     sealed_twice: u64,
     /// The first verdict record of every incident, [`normalized`].
     verdicts: BTreeMap<String, Value>,
+    /// Verdicts published again (a restarted or rejoined engine) that differ from the
+    /// incident's first, normalized: what differs.
+    redone_differently: Vec<Value>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -971,6 +974,10 @@ fn decide(report: &mut Value) {
             report["sealed_twice"].as_u64().unwrap_or(0) as usize,
         ),
         ("verdicts changed", changed),
+        (
+            "verdicts published again differently",
+            count(&report["duplicate_verdicts_differing"]),
+        ),
         ("incidents not judged", count(&report["missing_verdicts"])),
         ("abstentions", count(&report["abstained"])),
         (
@@ -1437,8 +1444,20 @@ impl Seen {
         planted: &BTreeMap<String, BTreeMap<String, f64>>,
     ) {
         let incident = v["incident"].as_str().unwrap_or_default().to_string();
-        if !self.verdicts.contains_key(&incident) {
-            self.verdicts.insert(incident.clone(), normalized(v));
+        match self.verdicts.get(&incident) {
+            None => {
+                self.verdicts.insert(incident.clone(), normalized(v));
+            }
+            // A verdict published again must be the same verdict.
+            Some(first) => {
+                let again = normalized(v);
+                if &again != first {
+                    self.redone_differently.push(json!({
+                        "incident": incident,
+                        "differs_at": differences(first, &again, ""),
+                    }));
+                }
+            }
         }
         let at = published
             .lock()
@@ -1785,6 +1804,7 @@ fn report(setup: &Setup, m: &Measured) -> Value {
         "abstained": seen.abstained,
         "missing_verdicts": missing,
         "duplicate_verdicts": seen.duplicates,
+        "duplicate_verdicts_differing": seen.redone_differently,
         "verdicts_off_planted_truth": seen.off_truth,
         "quarantined": seen.quarantined,
         "latency_ms": {
@@ -1956,7 +1976,7 @@ fn markdown(r: &Value) -> String {
         r["latency_ms"]["max"],
     ));
     s.push_str(&format!(
-        "\nsealed {} of {} envelopes in {} epochs ({:.0}/s while the load was offered); {} slices (median {} B, largest {} B); quarantined {}; abstained {}; missing verdicts {}; duplicate verdicts {}; verdicts off the planted causal profile {}; stage failures: {}\n",
+        "\nsealed {} of {} envelopes in {} epochs ({:.0}/s while the load was offered); {} slices (median {} B, largest {} B); quarantined {}; abstained {}; missing verdicts {}; duplicate verdicts {} ({} of them differing from the first); verdicts off the planted causal profile {}; stage failures: {}\n",
         r["sealed"],
         r["envelopes"],
         r["epochs"],
@@ -1968,6 +1988,9 @@ fn markdown(r: &Value) -> String {
         r["abstained"].as_object().map_or(0, |o| o.len()),
         r["missing_verdicts"].as_array().map_or(0, |a| a.len()),
         r["duplicate_verdicts"],
+        r["duplicate_verdicts_differing"]
+            .as_array()
+            .map_or("not checked".to_string(), |a| a.len().to_string()),
         r["verdicts_off_planted_truth"]
             .as_array()
             .map_or("not checked".to_string(), |a| a.len().to_string()),
