@@ -309,6 +309,32 @@ fn classify(e: &KafkaError) -> BusError {
                 | RDKafkaErrorCode::UnknownMemberId
                 | RDKafkaErrorCode::IllegalGeneration
                 | RDKafkaErrorCode::AssignmentLost
+                | RDKafkaErrorCode::FencedMemberEpoch
+                | RDKafkaErrorCode::StaleMemberEpoch
+                // The group's coordinator is being found or loaded again (a broker
+                // restarted): a commit waits for it. Seen at 400 robots under the
+                // nemesis: the sink's commit refused with `WaitingForCoordinator`
+                // right after a broker restart ended its process.
+                | RDKafkaErrorCode::WaitingForCoordinator
+                | RDKafkaErrorCode::CoordinatorLoadInProgress
+                // What Kafka itself calls retriable: leadership moving, replicas
+                // catching up, a log directory briefly unavailable, throttling.
+                | RDKafkaErrorCode::Retry
+                | RDKafkaErrorCode::Resolve
+                | RDKafkaErrorCode::BrokerNotAvailable
+                | RDKafkaErrorCode::ReplicaNotAvailable
+                | RDKafkaErrorCode::NotEnoughReplicas
+                | RDKafkaErrorCode::NotEnoughReplicasAfterAppend
+                | RDKafkaErrorCode::KafkaStorageError
+                | RDKafkaErrorCode::FencedLeaderEpoch
+                | RDKafkaErrorCode::UnknownLeaderEpoch
+                | RDKafkaErrorCode::OffsetNotAvailable
+                | RDKafkaErrorCode::PreferredLeaderNotAvailable
+                | RDKafkaErrorCode::EligibleLeadersNotAvailable
+                | RDKafkaErrorCode::UnstableOffsetCommit
+                | RDKafkaErrorCode::ThrottlingQuotaExceeded
+                | RDKafkaErrorCode::FetchSessionIdNotFound
+                | RDKafkaErrorCode::InvalidFetchSessionEpoch
         ),
         None => false,
     };
@@ -535,6 +561,29 @@ fn assert_send() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_refused_while_the_coordinator_moves_is_transient() {
+        // What ended the sink's process after a broker restart: a stage's
+        // supervisor reopens it only from a transient error.
+        for code in [
+            RDKafkaErrorCode::WaitingForCoordinator,
+            RDKafkaErrorCode::CoordinatorLoadInProgress,
+            RDKafkaErrorCode::NotCoordinator,
+            RDKafkaErrorCode::UnknownMemberId,
+            RDKafkaErrorCode::AllBrokersDown,
+        ] {
+            let e = classify(&KafkaError::ConsumerCommit(code));
+            assert!(e.is_transient(), "{code:?}: {e}");
+        }
+        for code in [
+            RDKafkaErrorCode::GroupAuthorizationFailed,
+            RDKafkaErrorCode::InvalidCommitOffsetSize,
+        ] {
+            let e = classify(&KafkaError::ConsumerCommit(code));
+            assert!(!e.is_transient(), "{code:?} is not healed by waiting");
+        }
+    }
 
     #[test]
     fn a_deployment_cannot_weaken_a_fixed_setting() {
