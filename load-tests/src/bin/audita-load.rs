@@ -82,10 +82,24 @@ fn exit(what: &str, result: anyhow::Result<()>) -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("{what}: {e:#}");
+            eprintln!("{what}: {}", one_line(&e));
             2
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: an error that already
+/// prints its source (`sink: {0}`) is not followed by it again.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// A Who&When log read with a size limit (one line naming the file on failure).
