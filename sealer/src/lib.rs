@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 #![warn(clippy::too_many_lines)]
 
+mod error;
 pub mod log;
 mod parts;
 pub mod stage;

@@ -29,7 +29,7 @@ use audita_evidence::{
 use audita_record::tiles::TileLog;
 use audita_record::RecordWriter;
 
-use crate::stage::StageError;
+use crate::error::StageError;
 use crate::witness::{LocalWitness, Pending, Witness, Witnesses};
 
 /// A record directory being sealed: its writer, its tiles, the log's Merkle state

@@ -49,13 +49,13 @@
 use crate::log::SealedLog;
 use crate::parts::{Dedupe, Marks, Window};
 use crate::witness::{LocalWitness, Witness, Witnesses};
-use audita_bus::{BusError, Consumer, Delivery, Producer};
+use audita_bus::{Consumer, Delivery, Producer};
 use audita_evidence::checkpoint::SignedCheckpoint;
 use audita_evidence::merkle::{leaf_hash, CompactRange};
 use audita_evidence::{
     EpochHeader, Hash, Keeper, KeyRegistry, MessageId, Receipt, Sealer, SignedEnvelope, SigningKey,
 };
-use audita_record::tiles::{TileError, TileLog};
+use audita_record::tiles::TileLog;
 use audita_record::{self as disk, ReadError, RecordWriter};
 use audita_topics::accepted::{FRAME_ENVELOPE, FRAME_RECEIPT, FRAME_WATERMARK};
 use audita_topics::names as topics;
@@ -81,22 +81,7 @@ pub const EPOCH_MAX_BYTES: usize = 4 << 20;
 /// ([`WATERMARK_FILE`]); it is also kept when the stage stops.
 pub const WATERMARK_EVERY: Duration = Duration::from_secs(1);
 
-/// Why the sealer stage stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum StageError {
-    /// The bus failed (see [`BusError::is_transient`]).
-    #[error(transparent)]
-    Bus(#[from] BusError),
-    /// The record directory could not be read or written.
-    #[error(transparent)]
-    Disk(#[from] ReadError),
-    /// The record's tiled log could not be written.
-    #[error(transparent)]
-    Tiles(#[from] TileError),
-    /// The record on disk does not reproduce its own seals; refusing to extend it.
-    #[error("record directory {0} is inconsistent: {1}")]
-    Inconsistent(PathBuf, String),
-}
+pub use crate::error::StageError;
 
 /// Configuration of the sealer stage.
 #[derive(Clone)]
