@@ -492,6 +492,23 @@ struct Seen {
     redone_differently: Vec<Value>,
 }
 
+/// A free loopback address for a stage's `/metrics`, below the kernel's ephemeral
+/// range (32768 and up on Linux): a port 0 picks is free only until the child binds it,
+/// and a client's outgoing connection can take it meanwhile (CI of 261695f2: a sink
+/// restarted after its kill found its port in use and exited).
+fn metrics_addr() -> anyhow::Result<std::net::SocketAddr> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = std::process::id() % 12_000;
+    for _ in 0..12_000 {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = 20_000 + ((base + n) % 12_000) as u16;
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            return Ok(l.local_addr()?);
+        }
+    }
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn spawn_stage(
     args: &LoadArgs,
@@ -507,7 +524,7 @@ fn spawn_stage(
     let exe = std::env::current_exe()?;
     let log = work.join(format!("{name}.log"));
     std::fs::create_dir_all(dir)?;
-    let metrics = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let metrics = metrics_addr()?;
     let child = Command::new(exe)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .arg("load")
