@@ -19,21 +19,30 @@ fn keepers(seed: u64) -> Vec<(String, SigningKey)> {
         .collect()
 }
 
-/// Seals `s` into `dir` epoch by epoch as the sample cut it (keepers co-signing at
-/// `closed_at / 1000`).
-fn seal(dir: &Path, seed: u64, s: &Sample) {
-    let keepers = keepers(seed);
-    let mut log = SealedLog::create(
+/// A new offline log in `dir` under the sample's origin, log key and `keepers`.
+fn open_log(
+    dir: &Path,
+    seed: u64,
+    s: &Sample,
+    keepers: &[(String, SigningKey)],
+) -> Result<SealedLog, audita_sealer::stage::StageError> {
+    SealedLog::create(
         dir,
         Offline {
             origin: SAMPLE_ORIGIN,
             log_key: derive_signing_key(seed, SAMPLE_ORIGIN),
             keys: &s.keys,
             registry: None,
-            keepers: &keepers,
+            keepers,
         },
     )
-    .unwrap();
+}
+
+/// Seals `s` into `dir` epoch by epoch as the sample cut it (keepers co-signing at
+/// `closed_at / 1000`).
+fn seal(dir: &Path, seed: u64, s: &Sample) {
+    let keepers = keepers(seed);
+    let mut log = open_log(dir, seed, s, &keepers).unwrap();
     let mut start = 0;
     for e in &s.epochs {
         let n = e.leaves.len();
@@ -136,17 +145,7 @@ fn sealing_the_sample_at_its_keepers_seconds_writes_the_presealed_record_byte_fo
     let s = sample_record(seed, 120);
     let keepers = keepers(seed);
     let dir = tempfile::tempdir().unwrap();
-    let mut log = SealedLog::create(
-        dir.path(),
-        Offline {
-            origin: SAMPLE_ORIGIN,
-            log_key: derive_signing_key(seed, SAMPLE_ORIGIN),
-            keys: &s.keys,
-            registry: None,
-            keepers: &keepers,
-        },
-    )
-    .unwrap();
+    let mut log = open_log(dir.path(), seed, &s, &keepers).unwrap();
     let mut start = 0;
     for e in &s.epochs {
         let n = e.leaves.len();
@@ -200,17 +199,8 @@ fn an_offline_log_refuses_a_directory_that_holds_a_record() {
     let dir = tempfile::tempdir().unwrap();
     seal(dir.path(), seed, &s);
     let keepers = keepers(seed);
-    let err = SealedLog::create(
-        dir.path(),
-        Offline {
-            origin: SAMPLE_ORIGIN,
-            log_key: derive_signing_key(seed, SAMPLE_ORIGIN),
-            keys: &s.keys,
-            registry: None,
-            keepers: &keepers,
-        },
-    )
-    .err()
-    .expect("refused");
+    let err = open_log(dir.path(), seed, &s, &keepers)
+        .err()
+        .expect("refused");
     assert!(err.to_string().contains("already holds a record"), "{err}");
 }
