@@ -171,7 +171,21 @@ impl EmbeddedBus {
             positions: BTreeMap::new(),
             known_partitions: 0,
             cursor: 0,
+            assigned: None,
         })
+    }
+
+    /// A reader of the partitions `partitions` of `topic` only, from the beginning,
+    /// outside the group's assignment (it commits to `group`).
+    pub fn consumer_of(
+        &self,
+        group: &str,
+        topic: &str,
+        partitions: &[u32],
+    ) -> Result<EmbeddedConsumer, BusError> {
+        let mut c = self.consumer(&format!("{group}\u{0}assigned"), &[topic])?;
+        c.assigned = Some(partitions.iter().map(|p| (topic.to_string(), *p)).collect());
+        Ok(c)
     }
 }
 
@@ -231,6 +245,8 @@ pub struct EmbeddedConsumer {
     positions: BTreeMap<(String, u32), u64>,
     known_partitions: usize,
     cursor: usize,
+    /// Partitions read regardless of the group's members ([`EmbeddedBus::consumer_of`]).
+    assigned: Option<Vec<(String, u32)>>,
 }
 
 impl EmbeddedConsumer {
@@ -239,6 +255,19 @@ impl EmbeddedConsumer {
     /// partitions appeared, positions already held are kept.
     fn rebalance(&mut self, st: &State, membership_changed: bool) {
         let g = &st.groups[&self.group];
+        if let Some(assigned) = &self.assigned {
+            for tp in assigned {
+                let exists = st
+                    .topics
+                    .get(&tp.0)
+                    .is_some_and(|t| (tp.1 as usize) < t.partitions.len());
+                if exists && !self.positions.contains_key(tp) {
+                    self.positions.insert(tp.clone(), 0);
+                }
+            }
+            self.generation = g.generation;
+            return;
+        }
         let index = g
             .members
             .iter()

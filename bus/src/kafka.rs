@@ -184,6 +184,36 @@ impl KafkaBus {
         self.consumer_with_reset(group, topics, "earliest")
     }
 
+    /// A reader of the partitions `partitions` of `topic` only, assigned (not
+    /// subscribed: no rebalance moves them), from the beginning; commits to `group`.
+    pub fn consumer_of(
+        &self,
+        group: &str,
+        topic: &str,
+        partitions: &[u32],
+    ) -> Result<KafkaConsumer, BusError> {
+        let consumer: BaseConsumer = self
+            .config(&[
+                ("group.id", group),
+                ("enable.auto.commit", "false"),
+                ("auto.offset.reset", "earliest"),
+                ("fetch.min.bytes", "65536"),
+                ("fetch.wait.max.ms", "10"),
+            ])
+            .create()
+            .map_err(|e| classify(&e))?;
+        let mut tpl = TopicPartitionList::new();
+        for p in partitions {
+            tpl.add_partition_offset(topic, *p as i32, Offset::Beginning)
+                .map_err(|e| classify(&e))?;
+        }
+        consumer.assign(&tpl).map_err(|e| classify(&e))?;
+        Ok(KafkaConsumer {
+            consumer,
+            warned: None,
+        })
+    }
+
     fn consumer_with_reset(
         &self,
         group: &str,

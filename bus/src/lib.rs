@@ -155,6 +155,21 @@ impl Bus {
         }
     }
 
+    /// A reader of the partitions `partitions` of `topic` only, from their beginning,
+    /// outside any group's assignment (a slicer cluster member's share: the split
+    /// is fixed by the cluster, never moved by a rebalance); it commits to `group`.
+    pub fn consumer_of(
+        &self,
+        group: &str,
+        topic: &str,
+        partitions: &[u32],
+    ) -> Result<Box<dyn Consumer>, BusError> {
+        match self {
+            Bus::Embedded(b) => Ok(Box::new(b.consumer_of(group, topic, partitions)?)),
+            Bus::Kafka(b) => Ok(Box::new(b.consumer_of(group, topic, partitions)?)),
+        }
+    }
+
     /// Creates the topics that do not exist yet (existing ones are left as they are).
     pub fn ensure_topics(&self, specs: &[TopicSpec]) -> Result<(), BusError> {
         match self {

@@ -70,15 +70,25 @@ impl Grace {
     /// Notes one epoch: the timestamps of the messages it sealed and the watermark
     /// it carries.
     pub fn observe(&mut self, timestamps: impl IntoIterator<Item = u64>, watermark: u64) {
-        if self.watermark > 0 {
-            let worst = timestamps
+        let worst = if self.watermark > 0 {
+            timestamps
                 .into_iter()
                 .map(|t| self.watermark.saturating_sub(t))
                 .max()
-                .unwrap_or(0);
-            if worst > 0 {
-                self.late.push_back((watermark.max(self.watermark), worst));
-            }
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        self.observe_lateness(worst, watermark);
+    }
+
+    /// Notes one epoch by the largest lateness of its messages, measured against
+    /// the watermark held before it ([`Grace::watermark`]), and the watermark it
+    /// carries: what [`Grace::observe`] does with the timestamps, for a reader that
+    /// sees them in parts (each shard of a slicer cluster measures its own).
+    pub fn observe_lateness(&mut self, worst: u64, watermark: u64) {
+        if self.watermark > 0 && worst > 0 {
+            self.late.push_back((watermark.max(self.watermark), worst));
         }
         if watermark > self.watermark {
             self.watermark = watermark;
@@ -88,6 +98,11 @@ impl Grace {
         while self.late.front().is_some_and(|(w, _)| *w < horizon) {
             self.late.pop_front();
         }
+    }
+
+    /// The watermark held before the next epoch (what lateness is measured against).
+    pub fn watermark(&self) -> u64 {
+        self.watermark
     }
 
     /// The grace now (ms of record time).

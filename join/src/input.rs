@@ -19,9 +19,9 @@
 //! - Like the stages it feeds, it commits no offsets: each process reads both topics
 //!   from the beginning in its own groups and rebuilds its state.
 
-use crate::state::{Join, JoinStats, Taken};
+use crate::state::{Join, JoinStats, Share, Taken};
 use audita_bus::{BusError, Consumer, Delivery};
-use audita_topics::{EpochMessage, EpochSeal};
+use audita_topics::EpochSeal;
 use std::time::{Duration, Instant};
 
 /// Bytes of accepted records held ahead of their seals before the reader stops
@@ -81,8 +81,9 @@ impl Positions {
 
 /// One input of a stage reading through [`SealedInput`].
 pub enum Input {
-    /// A sealed epoch with its bytes, in epoch order.
-    Epoch(EpochMessage),
+    /// A sealed epoch with its bytes (those of the reader's share of the accepted
+    /// partitions), in epoch order.
+    Epoch(Share),
     /// A record of another topic the stage reads.
     Record(Delivery),
 }
@@ -116,11 +117,37 @@ impl SealedInput {
         accepted: Box<dyn Consumer>,
         epochs_topic: &str,
     ) -> SealedInput {
+        SealedInput::with_join(records, accepted, epochs_topic, Join::new())
+    }
+
+    /// [`SealedInput::new`] for a cluster member that reads the accepted partitions
+    /// `own` only (`accepted` must be assigned exactly those): each epoch leaves with
+    /// the bytes of those partitions ([`Join::of_partitions`]).
+    pub fn of_partitions(
+        records: Box<dyn Consumer>,
+        accepted: Box<dyn Consumer>,
+        epochs_topic: &str,
+        own: &[u32],
+    ) -> SealedInput {
+        SealedInput::with_join(
+            records,
+            accepted,
+            epochs_topic,
+            Join::of_partitions(own.iter().copied()),
+        )
+    }
+
+    fn with_join(
+        records: Box<dyn Consumer>,
+        accepted: Box<dyn Consumer>,
+        epochs_topic: &str,
+        join: Join,
+    ) -> SealedInput {
         SealedInput {
             records,
             accepted,
             epochs_topic: epochs_topic.to_string(),
-            join: Join::new(),
+            join,
             progress: Instant::now(),
             missing_reported: 0,
             positions: Default::default(),
@@ -219,9 +246,9 @@ impl SealedInput {
     }
 
     /// The head epoch if it may leave, reporting what it lacks.
-    fn ready(&mut self) -> Option<EpochMessage> {
+    fn ready(&mut self) -> Option<Share> {
         let give_up = self.join.queued() > 0 && self.progress.elapsed() >= GIVE_UP;
-        let epoch = self.join.next(give_up)?;
+        let epoch = self.join.next_share(give_up)?;
         self.progress = Instant::now();
         let missing = self.join.stats().missing;
         if missing > self.missing_reported {

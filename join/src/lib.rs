@@ -25,4 +25,4 @@ pub mod state;
 
 pub use grace::Grace;
 pub use input::{Input, SealedInput};
-pub use state::{join_all, Join, JoinStats, Taken};
+pub use state::{join_all, Join, JoinStats, Share, Taken};

@@ -80,10 +80,26 @@ pub struct JoinStats {
     pub unsealed_dropped: u64,
 }
 
+/// One joined epoch with where each of its items sits in the seal: the leaf (index
+/// among the epoch's leaves) of each envelope and the place of each receipt among
+/// the receipts the seal names, for a reader that routes them one by one.
+#[derive(Clone, Debug)]
+pub struct Share {
+    /// The epoch, with the bytes this join holds.
+    pub message: EpochMessage,
+    /// Per envelope of `message.envelopes`, its index among `message.leaves`.
+    pub envelope_leaves: Vec<u32>,
+    /// Per receipt of `message.receipts`, its index among the seal's receipts.
+    pub receipt_indices: Vec<u32>,
+}
+
 /// The join state: accepted bytes waiting for their seal, seals waiting for their
 /// bytes.
 #[derive(Default)]
 pub struct Join {
+    /// Reading a share of the accepted partitions only (a cluster member): a seal
+    /// leaves once these are read past its positions, with the bytes found there.
+    share: Option<std::collections::BTreeSet<u32>>,
     held: HashMap<(Kind, Hash), Held>,
     /// Per accepted partition, where each held copy lies.
     by_offset: HashMap<u32, Slots>,
@@ -102,6 +118,17 @@ impl Join {
     /// An empty join.
     pub fn new() -> Join {
         Join::default()
+    }
+
+    /// An empty join of the accepted partitions `own` only: a seal leaves once each
+    /// of them was read past the seal's position for it, with the items found there
+    /// (the others are read by the other members of the cluster). Nothing is
+    /// counted missing: which partition a leaf was on is not known here.
+    pub fn of_partitions(own: impl IntoIterator<Item = u32>) -> Join {
+        Join {
+            share: Some(own.into_iter().collect()),
+            ..Join::default()
+        }
     }
 
     /// Takes one record of `audita.accepted`: a batch of frames, or a single frame
@@ -188,54 +215,87 @@ impl Join {
     /// every accepted partition was read past the seal's positions, or `give_up`:
     /// then it leaves with what was read and the rest is counted missing.
     pub fn next(&mut self, give_up: bool) -> Option<EpochMessage> {
+        self.next_share(give_up).map(|s| s.message)
+    }
+
+    /// [`Join::next`], with where each item sits in the seal.
+    pub fn next_share(&mut self, give_up: bool) -> Option<Share> {
         let head = self.seals.front()?;
-        let covered = !head.positions.is_empty()
-            && head
+        let covered = match &self.share {
+            // A member's share: its partitions read past the seal's positions (a
+            // seal naming none of them takes nothing from them).
+            Some(own) => head
                 .positions
                 .iter()
-                .all(|(p, o, _)| self.read.get(p).is_some_and(|r| r >= o));
-        if !(self.head_complete() || covered || give_up) {
+                .filter(|(p, _, _)| own.contains(p))
+                .all(|(p, o, _)| self.read.get(p).is_some_and(|r| r >= o)),
+            None => {
+                !head.positions.is_empty()
+                    && head
+                        .positions
+                        .iter()
+                        .all(|(p, o, _)| self.read.get(p).is_some_and(|r| r >= o))
+            }
+        };
+        // A republication names no positions: a member waits for the give-up.
+        let covered = covered && !head.positions.is_empty();
+        let complete = self.share.is_none() && self.head_complete();
+        if !(complete || covered || give_up) {
             return None;
         }
         let seal = self.seals.pop_front()?;
         self.need = None;
+        let whole = self.share.is_none();
         let mut envelopes = Vec::with_capacity(seal.leaves.len());
-        for leaf in &seal.leaves {
+        let mut envelope_leaves = Vec::with_capacity(seal.leaves.len());
+        for (i, leaf) in seal.leaves.iter().enumerate() {
             let digest = MessageId::from_leaf_bytes(leaf).ok().map(|id| id.digest);
             match digest.and_then(|d| self.consume((Kind::Envelope, d))) {
-                Some(bytes) => envelopes.push(bytes),
-                None => self.stats.missing += 1,
+                Some(bytes) => {
+                    envelopes.push(bytes);
+                    envelope_leaves.push(i as u32);
+                }
+                None if whole => self.stats.missing += 1,
+                None => {}
             }
         }
         let mut receipts: Vec<Vec<u8>> = Vec::with_capacity(seal.receipts.len());
+        let mut receipt_indices = Vec::with_capacity(seal.receipts.len());
         // A receipt named twice in one epoch (an old one sealed again) may have
         // been accepted once: the second names the bytes the first took.
         let mut named: HashMap<Hash, usize> = HashMap::new();
-        for digest in &seal.receipts {
+        for (j, digest) in seal.receipts.iter().enumerate() {
             if let Some(&i) = named.get(digest) {
                 receipts.push(receipts[i].clone());
+                receipt_indices.push(j as u32);
                 continue;
             }
             match self.consume((Kind::Receipt, *digest)) {
                 Some(bytes) => {
                     named.insert(*digest, receipts.len());
                     receipts.push(bytes);
+                    receipt_indices.push(j as u32);
                 }
-                None => self.stats.missing += 1,
+                None if whole => self.stats.missing += 1,
+                None => {}
             }
         }
         for (p, o, i) in &seal.positions {
             self.drop_unsealed(*p, *o, *i);
         }
         self.stats.epochs += 1;
-        Some(EpochMessage {
-            header: seal.header,
-            checkpoint: seal.checkpoint,
-            prefix: seal.prefix,
-            leaves: seal.leaves,
-            envelopes,
-            receipts,
-            watermark: seal.watermark,
+        Some(Share {
+            message: EpochMessage {
+                header: seal.header,
+                checkpoint: seal.checkpoint,
+                prefix: seal.prefix,
+                leaves: seal.leaves,
+                envelopes,
+                receipts,
+                watermark: seal.watermark,
+            },
+            envelope_leaves,
+            receipt_indices,
         })
     }
 

@@ -527,7 +527,7 @@ fn replay_with(
         partitions: 1,
     }])
     .unwrap();
-    let mut stage = SlicerStage::new(1, "r.", Duration::ZERO).with_scoping(scoping);
+    let mut stage = SlicerStage::new("r.", Duration::ZERO).with_scoping(scoping);
     if let Some((ms, hold)) = horizon {
         stage = stage.with_horizon(ms, hold);
     }

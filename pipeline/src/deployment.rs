@@ -165,14 +165,19 @@ impl Deployment {
 
     /// What a stage downstream of the sealer reads (`audita.epochs` joined with
     /// `audita.accepted`, and `others`), from the beginning, in consumer groups of its
-    /// own named after `stage` and this process.
+    /// own named after `stage`, this process and this start of the stage: a stage
+    /// reopened in the same process (its supervisor after a fault) rebuilds its state
+    /// from the beginning too, never from the positions its previous start committed
+    /// (which only a member rejoining the same group may resume from).
     pub fn sealed_input(
         &self,
         bus: &Bus,
         stage: &str,
         others: &[&str],
     ) -> Result<audita_join::SealedInput> {
-        let group = format!("{}{stage}-{}", self.prefix, std::process::id());
+        static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let start = STARTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let group = format!("{}{stage}-{}-{start}", self.prefix, std::process::id());
         let mut names = vec![self.topic(topics::EPOCHS)];
         names.extend(others.iter().map(|t| self.topic(t)));
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -185,6 +190,40 @@ impl Deployment {
             records,
             accepted,
             &self.topic(topics::EPOCHS),
+        ))
+    }
+
+    /// [`Self::sealed_input`] for a slicer cluster member: every seal and `others`,
+    /// but of `audita.accepted` only the partitions `own` (assigned, from the
+    /// beginning), joined as a share ([`audita_join::SealedInput::of_partitions`]).
+    pub fn sealed_share(
+        &self,
+        bus: &Bus,
+        stage: &str,
+        others: &[&str],
+        own: &[u32],
+    ) -> Result<audita_join::SealedInput> {
+        static STARTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let start = STARTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let group = format!(
+            "{}{stage}-share-{}-{start}",
+            self.prefix,
+            std::process::id()
+        );
+        let mut names = vec![self.topic(topics::EPOCHS)];
+        names.extend(others.iter().map(|t| self.topic(t)));
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let records = bus.consumer(&group, &names)?;
+        let accepted = bus.consumer_of(
+            &format!("{group}-accepted"),
+            &self.topic(topics::ACCEPTED),
+            own,
+        )?;
+        Ok(audita_join::SealedInput::of_partitions(
+            records,
+            accepted,
+            &self.topic(topics::EPOCHS),
+            own,
         ))
     }
 

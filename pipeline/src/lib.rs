@@ -41,7 +41,8 @@ pub use deployment::{
     Deployment, Retention, ACCEPTED_PARTITIONS, EPOCH_MESSAGES, SOURCE_PARTITIONS,
 };
 pub use stages::{
-    run_all, run_engine, run_ingest, run_sealer, run_sink, run_slicer, start, Running,
+    run_all, run_engine, run_ingest, run_sealer, run_sink, run_slicer, run_slicer_member, start,
+    Running,
 };
 
 /// Why the pipeline, or one of its stages, stopped.

@@ -423,7 +423,7 @@ impl Metrics {
             (&self.ingest_envelopes, &["accepted", "suspect"][..]),
             (&self.sinks_incidents, &["verdict", "abstained"][..]),
             (&self.monitor_alerts, &["fired", "near_miss"][..]),
-            (&self.stage_faults, &["bus", "storage"][..]),
+            (&self.stage_faults, &["bus", "storage", "cluster"][..]),
         ] {
             for value in values {
                 v.with_label_values(&[value]);

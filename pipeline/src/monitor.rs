@@ -175,7 +175,7 @@ pub fn run_monitor(
             Some(Input::Epoch(epoch)) => {
                 idle_since = Instant::now();
                 m.monitor_join_held.set(input.backlog().0 as i64);
-                tap.epoch(&epoch, input.stats().missing, p.as_mut())?;
+                tap.epoch(&epoch.message, input.stats().missing, p.as_mut())?;
             }
             Some(Input::Record(_)) => {}
             None => {

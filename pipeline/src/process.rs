@@ -121,6 +121,65 @@ pub struct StageArgs {
     /// Sealer and slicer memory bounds (override the deployment's `[retention]`).
     #[command(flatten)]
     pub retention: Retention,
+    /// Slicer only: the processes of a slicer cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// The slicer as a cluster of processes (timely's cluster mode,
+/// [`audita_slicer::cluster`]).
+#[derive(Args, Clone, Debug, Default)]
+pub struct ClusterArgs {
+    /// Slicer only: every member's address (`host:port`, comma-separated, in member
+    /// order), this process's among them; unset: a slicer of one process.
+    #[arg(long, value_delimiter = ',')]
+    pub peers: Vec<String>,
+    /// Slicer only: this process's index among `--peers`.
+    #[arg(long, conflicts_with = "index_from_hostname")]
+    pub index: Option<usize>,
+    /// Slicer only: take the index from the trailing `-N` of the host name (a
+    /// Kubernetes StatefulSet's pod `NAME-N`).
+    #[arg(long)]
+    pub index_from_hostname: bool,
+}
+
+impl ClusterArgs {
+    /// The cluster these flags describe (`None`: no `--peers`, one process).
+    pub fn cluster(&self) -> Result<Option<audita_slicer::cluster::Cluster>> {
+        if self.peers.is_empty() {
+            if self.index.is_some() || self.index_from_hostname {
+                return Err(Error::Invalid(
+                    "--index and --index-from-hostname need --peers".into(),
+                ));
+            }
+            return Ok(None);
+        }
+        let index = match (self.index, self.index_from_hostname) {
+            (Some(i), _) => i,
+            (None, true) => {
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .ok()
+                    .or_else(|| std::env::var("HOSTNAME").ok())
+                    .unwrap_or_default();
+                let host = host.trim();
+                host.rsplit_once('-')
+                    .and_then(|(_, n)| n.parse().ok())
+                    .ok_or_else(|| {
+                        Error::Invalid(format!(
+                            "--index-from-hostname: host name {host:?} does not end in -N"
+                        ))
+                    })?
+            }
+            (None, false) => {
+                return Err(Error::Invalid(
+                    "--peers needs --index or --index-from-hostname".into(),
+                ))
+            }
+        };
+        audita_slicer::cluster::Cluster::new(index, self.peers.clone())
+            .map(Some)
+            .map_err(Error::Invalid)
+    }
 }
 
 /// SIGTERM and SIGINT set `stop`; a second one while the stage drains exits at once
@@ -140,6 +199,10 @@ pub fn stop_on_signals(stop: &Arc<AtomicBool>) -> Result<()> {
 pub fn run(args: &StageArgs) -> Result<()> {
     // Flags first: a bad value is a one-line error before any connection.
     args.retention.validate()?;
+    let cluster = args.cluster.cluster()?;
+    if cluster.is_some() && args.name != StageName::Slicer {
+        return Err(Error::Invalid("--peers is a slicer flag".into()));
+    }
     let record_origin = args
         .record_origin
         .as_deref()
@@ -199,13 +262,14 @@ pub fn run(args: &StageArgs) -> Result<()> {
             supervised(&mut || crate::run_sealer(&d, &bus, &dir, &stop, idle, &m))
         }
         StageName::Slicer => supervised(&mut || {
-            crate::run_slicer(
+            crate::run_slicer_member(
                 &d,
                 &bus,
                 Duration::from_millis(args.quiet_wait_ms),
                 &stop,
                 idle,
                 &m,
+                cluster.as_ref(),
             )
         }),
         StageName::Engine => {

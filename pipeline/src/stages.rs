@@ -87,8 +87,8 @@ pub fn run_sealer(
 /// Runs the slicer until stopped/idle; a declaration waits up to `quiet_wait` for the
 /// event-time watermark once the stream goes quiet. With the deployment's predicates
 /// the monitor's detectors run over the slicer's own join of seals and bytes
-/// ([`crate::monitor::MonitorTap`]): one fetch and one join of the bytes per process,
-/// alerts published as each epoch is joined, before the slicer takes it.
+/// ([`crate::monitor::MonitorTap`]), on a thread of their own: one fetch and one join
+/// of the bytes per process, alerts published as each epoch is joined.
 pub fn run_slicer(
     d: &Deployment,
     bus: &Bus,
@@ -97,10 +97,39 @@ pub fn run_slicer(
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
+    run_slicer_member(d, bus, quiet_wait, stop, idle, m, None)
+}
+
+/// [`run_slicer`] as member `cluster.index` of a slicer cluster (`None`: a cluster of
+/// one): it joins the seals with its share of the `audita.accepted` partitions
+/// (partition `p` is member `p mod members`'), and the members exchange the graph
+/// over timely's cluster mode ([`audita_slicer::cluster`]). A cluster of more than
+/// one runs no detectors: they need every partition, and run as `audita stage
+/// monitor` beside it.
+pub fn run_slicer_member(
+    d: &Deployment,
+    bus: &Bus,
+    quiet_wait: Duration,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+    cluster: Option<&audita_slicer::cluster::Cluster>,
+) -> Result<()> {
+    let members = cluster.map_or(1, |c| c.addresses.len());
+    if members > crate::deployment::ACCEPTED_PARTITIONS as usize {
+        return Err(crate::Error::Invalid(format!(
+            "a slicer cluster of {members} members needs at least as many audita.accepted partitions (it has {})",
+            crate::deployment::ACCEPTED_PARTITIONS
+        )));
+    }
+    let stage = match cluster.filter(|c| c.addresses.len() > 1) {
+        Some(c) => SlicerStage::cluster(c, &d.prefix, quiet_wait, stop)?,
+        None => SlicerStage::new(&d.prefix, quiet_wait),
+    };
     let live = m.clone();
     let mut seen = SlicerStats::default();
     let mut lag = crate::metrics::LagWatch::new("slicer");
-    let mut stage = SlicerStage::new(1, &d.prefix, quiet_wait)
+    let mut stage = stage
         .with_horizon(d.horizon_ms, d.hold)
         .with_registry(d.duties.clone())
         .with_predicates(d.predicates.clone())
@@ -127,13 +156,39 @@ pub fn run_slicer(
             }
             seen = *s;
         }));
-    // The slicer keeps its state in memory and rebuilds it from its topics on start:
-    // its own consumer groups per process, reading from the beginning.
-    let mut input = d.sealed_input(bus, "slicer", &[topics::ADVERSE])?;
+    let (me, members) = stage.member();
     let mut p = bus.producer()?;
-    match crate::monitor::MonitorTap::new(d, m, quiet_wait) {
-        Some(mut tap) => stage.run_with(&mut input, p.as_mut(), stop, idle, &mut tap)?,
-        None => stage.run(&mut input, p.as_mut(), stop, idle)?,
+    if members > 1 {
+        let own: Vec<u32> = (0..crate::deployment::ACCEPTED_PARTITIONS)
+            .filter(|p| *p as usize % members == me)
+            .collect();
+        let mut input = d.sealed_share(bus, "slicer", &[topics::ADVERSE], &own)?;
+        if d.predicates.is_some() {
+            tracing::info!(
+                "slicer member {me} of {members}: the detectors run in `audita stage monitor`, not here"
+            );
+        }
+        stage.run(&mut input, p.as_mut(), stop, idle)?;
+    } else {
+        // The slicer keeps its state in memory and rebuilds it from its topics on
+        // start: its own consumer groups per process (and per start), from the
+        // beginning.
+        let mut input = d.sealed_input(bus, "slicer", &[topics::ADVERSE])?;
+        // The detectors on a thread of their own, with their own producer: an alert
+        // never waits for a slicer turn.
+        match crate::monitor::MonitorTap::new(d, m, quiet_wait) {
+            Some(mut tap) => {
+                let mut tap_out = bus.producer()?;
+                stage.run_with(
+                    &mut input,
+                    p.as_mut(),
+                    stop,
+                    idle,
+                    Some((&mut tap, tap_out.as_mut())),
+                )?
+            }
+            None => stage.run(&mut input, p.as_mut(), stop, idle)?,
+        }
     }
     for (name, unsealed) in stage.waiting() {
         tracing::warn!(incident = %name, unsealed_anchors = unsealed, "declaration still waiting for its anchors");

@@ -14,7 +14,8 @@
 //! - It says so while it cannot keep up: one log line per failure naming the stage, the
 //!   cause and the wait; `audita_stage_stalled` is 1 and `/readyz` answers 503 until
 //!   the stage runs again; `audita_stage_faults_total{reason}` counts the failures
-//!   (`bus`, `storage`), which the chart's `AuditaStageCannotWrite` alert reads.
+//!   (`bus`, `storage`, `cluster`: a slicer cluster that lost a member and reforms),
+//!   which the chart's `AuditaStageCannotWrite` alert reads.
 //! - Only faults a wait can heal are retried ([`Error::heals_by_waiting`]): a record
 //!   that does not reproduce its own seals, a bad setting or an undecodable file stops
 //!   the process with its one-line error, as before.
@@ -66,6 +67,8 @@ impl Error {
             }
             Error::Slicer(audita_slicer::stage::SlicerError::Bus(e)) => bus(e),
             Error::Slicer(audita_slicer::stage::SlicerError::Spill(_)) => Some("storage"),
+            // A slicer cluster member lost: the members reform once all are back.
+            Error::Slicer(audita_slicer::stage::SlicerError::Cluster(_)) => Some("cluster"),
             Error::Sink(audita_sinks::parquet::SinkError::Bus(e)) => bus(e),
             Error::Sink(audita_sinks::parquet::SinkError::Io { .. }) => Some("storage"),
             _ => None,

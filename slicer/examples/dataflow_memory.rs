@@ -1,18 +1,15 @@
-//! Resident memory of the slicer's dataflow per retained message over a sliding
+//! Resident memory of the slicer's citation graph (its one arrangement) per retained message over a sliding
 //! window: synthetic citations are inserted and retracted `retained` messages later
 //! (as the stage evicts past its horizon), for `windows` windows. Without `--effort`
 //! it runs itself once per idle merge effort (each in its own process, so RSS is not
 //! shared) and prints them side by side:
 //!
 //! `cargo run --release -p audita-slicer --example dataflow_memory -- 50000 16`
-use audita_slicer::{EpochBatch, NodeId, Slicer};
+use audita_slicer::{Graph, Key};
 use std::time::Instant;
 
-fn node(i: u64) -> NodeId {
-    let mut n = [0u8; 32];
-    n[..8].copy_from_slice(&i.to_le_bytes());
-    n[8..16].copy_from_slice(&i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_le_bytes());
-    n
+fn node(i: u64) -> Key {
+    (u128::from(i.wrapping_mul(0x9E37_79B9_7F4A_7C15)) << 64) | u128::from(i)
 }
 
 fn rss_mib() -> f64 {
@@ -24,37 +21,33 @@ fn rss_mib() -> f64 {
         .map_or(0.0, |k| k / 1024.0)
 }
 
-/// Each message cites the previous one and, every other message, one 7 back; every
-/// third is realised (an actuation report cites it).
-fn edges(m: u64, d: isize, b: &mut EpochBatch) {
+/// Each message cites the previous one and, every other message, one 7 back.
+fn edges(m: u64, d: isize, b: &mut Vec<((Key, Key), isize)>) {
     if m > 0 {
-        b.cites.push(((node(m), node(m - 1)), d));
+        b.push(((node(m), node(m - 1)), d));
     }
     if m >= 7 && m.is_multiple_of(2) {
-        b.cites.push(((node(m), node(m - 7)), d));
-    }
-    if m.is_multiple_of(3) {
-        b.realised.push((node(m), d));
+        b.push(((node(m), node(m - 7)), d));
     }
 }
 
 /// One run: (bytes per retained message at the end, peak, seconds).
 fn run(retained: u64, windows: u64, effort: Option<isize>) -> (f64, f64, f64) {
     let per_epoch = 256u64;
-    let mut slicer = Slicer::with_idle_merge_effort(1, effort);
+    let mut graph = Graph::with_idle_merge_effort(effort);
     let base = rss_mib();
     let started = Instant::now();
     let mut peak: f64 = 0.0;
     let mut m = 0u64;
     while m < retained * windows {
-        let mut batch = EpochBatch::default();
+        let mut batch = Vec::new();
         for k in m..m + per_epoch {
             edges(k, 1, &mut batch);
             if k >= retained {
                 edges(k - retained, -1, &mut batch);
             }
         }
-        slicer.apply(batch);
+        graph.apply(batch, Vec::new());
         m += per_epoch;
         if m >= retained {
             peak = peak.max(rss_mib() - base);

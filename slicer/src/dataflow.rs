@@ -1,322 +1,594 @@
-//! The differential dataflow behind [`Slicer`]: two recursive closures (slice and
-//! production set) over the citation graph, updated one epoch at a time.
+//! The slicer's dataflow on every worker: the shards, the citation graph and the
+//! incidents' closures, and the questions the emitters ask, over timely dataflow and
+//! differential dataflow.
 //!
-//! Inside the dataflow a message is a `u64` key, not its 32-byte id: the citation
-//! graph is arranged several times over, and a quarter of the bytes per update is a
-//! quarter of the memory. [`Slicer`] interns ids on the way in (with a count of the
-//! live updates naming each) and translates outputs back; a key is released once no
-//! live update names it and its outputs are translated, so the table holds exactly
-//! the ids of the live graph.
+//! ```text
+//!  arrivals ─exchange by key─▶ arrive (shard) ─┬─ edges ─▶ arrange by child ─▶ closure(anchors) ─exchange by incident─▶ closures
+//!                                               ├─ links ─exchange─▶ link ─ held ─exchange─▶ link
+//!                                               ├─ live ─exchange by epoch─▶ count (epoch keeper)
+//!                                               └─ control ─┐
+//!  control (fed, hold) ─────────────────────────────────────┴─broadcast─▶ hear (globals)
+//!  queries ─broadcast─▶ answer (shard) ─┬─ answers ───────────────────────────────┐
+//!                                        └─ forwards ─exchange─▶ forward (owner or keeper) ─┴─exchange by asker─▶ answers
+//! ```
+//!
+//! Design constraints:
+//! - One timestamp, the turn ([`crate::stage`]): every worker feeds what it read at
+//!   turn `t`, advances every input past `t` and steps until the probe passes `t`.
+//!   Then everything said at `t` has been taken everywhere — arrivals by their
+//!   shards, links by their owners, questions answered, closures at their fixed
+//!   point — so each turn is a consistent cut of the whole cluster.
+//! - The state each operator reads or changes lives in the worker (`Rc<RefCell<_>>`,
+//!   [`Shared`]); operators of one worker run on its one thread, one at a time.
+//! - The closure of an incident is the set of messages with a citation path into its
+//!   anchors: `iterate(anchors ∪ parents of members)` over the citation edges,
+//!   arranged once by child and entered into the loop, so its memory is one
+//!   arrangement of the live edges plus the incidents' closures.
 
-use crate::{EpochBatch, IncidentId, IncidentSlice, NodeId, Slices};
-use differential_dataflow::input::Input;
+use crate::epochs::Epochs;
+use crate::shard::{Globals, Said, Shard};
+use crate::wire::{
+    owner, AnchorUpdate, Answer, Arrival, Ask, Control, Forward, IncidentId, Key, Link, Live,
+    Query, Reply,
+};
+use differential_dataflow::input::{Input as _, InputSession};
 use differential_dataflow::operators::iterate::Iterate;
-use differential_dataflow::VecCollection;
-use std::collections::BTreeMap;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use timely::dataflow::operators::probe::Handle as Probe;
-use timely::dataflow::operators::{Inspect, Probe as _};
+use differential_dataflow::{AsCollection, VecCollection};
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::{Exchange, Pipeline};
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::vec::{Broadcast, Map, Partition};
+use timely::dataflow::operators::{Concat, Inspect, Probe};
+use timely::dataflow::{InputHandle, ProbeHandle, StreamVec};
+use timely::worker::Worker;
 
-/// A message inside the dataflow.
-type Key = u64;
+/// The turn number: the dataflow's timestamp.
+pub type Turn = u64;
 
-type Change = ((IncidentId, Key), u64, isize);
-
-/// The updates of one epoch, on keys.
-#[derive(Default)]
-struct KeyBatch {
-    cites: Vec<((Key, Key), isize)>,
-    realised: Vec<(Key, isize)>,
-    anchors: Vec<((IncidentId, Key), isize)>,
+/// The worker's state the operators share.
+#[derive(Clone)]
+pub struct Shared {
+    /// The messages this worker owns.
+    pub shard: Rc<RefCell<Shard>>,
+    /// The epochs whose proofs this worker keeps.
+    pub epochs: Rc<RefCell<Epochs>>,
+    /// What every worker said.
+    pub globals: Rc<RefCell<Globals>>,
+    /// Answers to this worker's questions.
+    pub answers: Rc<RefCell<Vec<Answer>>>,
+    /// Changes to the closures of this worker's incidents.
+    pub closures: Rc<RefCell<Vec<AnchorUpdate>>>,
+    /// The sealer's watermark as far as this worker has fed (eviction reads it).
+    pub watermark: Rc<Cell<u64>>,
 }
 
-/// Message ids ↔ dataflow keys, with the number of live updates naming each id.
-#[derive(Default)]
-struct Interner {
-    /// Griddle maps (resized a few entries per insert, see `stage::ById`).
-    keys: griddle::HashMap<NodeId, (Key, isize), foldhash::fast::RandomState>,
-    ids: griddle::HashMap<Key, NodeId, foldhash::fast::RandomState>,
-    next: Key,
-    /// Keys whose count reached zero in the current epoch.
-    released: Vec<NodeId>,
+/// The inputs of the dataflow on one worker.
+pub struct Handles {
+    /// Sealed items this worker read.
+    pub arrivals: InputHandle<Turn, CapacityContainerBuilder<Vec<Arrival>>>,
+    /// This worker's questions.
+    pub queries: InputHandle<Turn, CapacityContainerBuilder<Vec<Query>>>,
+    /// What this worker tells every other.
+    pub control: InputHandle<Turn, CapacityContainerBuilder<Vec<Control>>>,
+    /// `(anchor, incident)`: the anchors of this worker's incidents.
+    pub anchors: InputSession<Turn, (Key, IncidentId), isize>,
+    /// Passes a turn once everything said in it was taken everywhere.
+    pub probe: ProbeHandle<Turn>,
 }
 
-impl Interner {
-    /// The key of `id`, counting an update of multiplicity `d` that names it.
-    fn key(&mut self, id: NodeId, d: isize) -> Key {
-        let next = &mut self.next;
-        let ids = &mut self.ids;
-        let entry = self.keys.entry(id).or_insert_with(|| {
-            let k = *next;
-            *next += 1;
-            ids.insert(k, id);
-            (k, 0)
-        });
-        entry.1 += d;
-        if entry.1 == 0 {
-            self.released.push(id);
-        }
-        entry.0
-    }
-
-    /// The id of a key (outputs only name keys of live or just-retracted updates).
-    fn id(&self, k: Key) -> Option<NodeId> {
-        self.ids.get(&k).copied()
-    }
-
-    /// Forgets ids no live update names any more (after their outputs are read).
-    fn release(&mut self) {
-        for id in std::mem::take(&mut self.released) {
-            if let Some((k, 0)) = self.keys.get(&id).copied() {
-                self.keys.remove(&id);
-                self.ids.remove(&k);
-            }
-        }
+impl Handles {
+    /// Advances every input past `turn`.
+    pub fn advance_to(&mut self, turn: Turn) {
+        self.arrivals.advance_to(turn);
+        self.queries.advance_to(turn);
+        self.control.advance_to(turn);
+        self.anchors.advance_to(turn);
+        self.anchors.flush();
     }
 }
 
-/// Records of merge work per operator step while an arrangement is not compact.
-const IDLE_MERGE_EFFORT: isize = 1_000;
-
-enum Command {
-    Epoch(KeyBatch),
-}
-
-/// Handle to the running dataflow. Dropping it shuts the workers down.
-pub struct Slicer {
-    commands: Option<mpsc::Sender<Command>>,
-    done: mpsc::Receiver<(Vec<Change>, Vec<Change>)>,
-    threads: Option<JoinHandle<()>>,
-    epoch: u64,
-    slice_counts: BTreeMap<(IncidentId, NodeId), isize>,
-    produced_counts: BTreeMap<(IncidentId, NodeId), isize>,
-    interner: Interner,
-}
-
-/// One incident's closure: anchors, then every parent cited by a member.
-fn closure<'s>(
-    anchors: VecCollection<'s, u64, (IncidentId, Key)>,
-    cites: VecCollection<'s, u64, (Key, Key)>,
-) -> VecCollection<'s, u64, (IncidentId, Key)> {
+/// One incident's closure: its anchors, then every parent a member cites.
+pub(crate) fn closure<'s, Tr>(
+    anchors: VecCollection<'s, Turn, (Key, IncidentId)>,
+    edges: differential_dataflow::operators::arrange::Arranged<'s, Tr>,
+) -> VecCollection<'s, Turn, (Key, IncidentId)>
+where
+    Tr: differential_dataflow::trace::TraceReader<
+            Time = Turn,
+            Batch: differential_dataflow::trace::Navigable,
+        > + Clone
+        + 'static,
+    for<'a> differential_dataflow::trace::BatchCursor<Tr>: differential_dataflow::trace::Cursor<
+        Key<'a> = &'a Key,
+        Val<'a> = &'a Key,
+        Time = Turn,
+        Diff = isize,
+    >,
+{
     anchors.clone().iterate(|scope, inner| {
-        let cites = cites.enter(scope);
+        let edges = edges.enter(scope);
         let anchors = anchors.enter(scope);
         inner
-            .map(|(incident, node)| (node, incident))
-            .join_map(cites, |_child, incident, parent| (*incident, *parent))
+            .join_core(edges, |_child, incident, parent| Some((*parent, *incident)))
             .concat(anchors)
             .distinct()
     })
 }
 
-impl Slicer {
-    /// Starts the dataflow on `workers` threads.
-    pub fn new(workers: usize) -> Slicer {
-        Slicer::with_idle_merge_effort(workers, Some(IDLE_MERGE_EFFORT))
-    }
+/// What the shard says, split into its four streams.
+enum Out {
+    Edge(((Key, Key), Turn, isize)),
+    Link(Link),
+    Live(Live),
+    Control(Control),
+}
 
-    /// [`Slicer::new`] with another amount of idle merge work per operator step
-    /// (`None`: merge only when new data forces it), for measurements.
-    pub fn with_idle_merge_effort(workers: usize, effort: Option<isize>) -> Slicer {
-        let (cmd_tx, cmd_rx) = mpsc::channel::<Command>();
-        let (done_tx, done_rx) = mpsc::channel();
-        let cmd_rx = Arc::new(Mutex::new(Some(cmd_rx)));
-        let done_tx = Arc::new(Mutex::new(done_tx));
-        let workers = workers.max(1);
-        let threads = std::thread::Builder::new()
-            .name("slicer-dataflow".into())
-            .spawn(move || {
-                let mut config = timely::Config::process(workers);
-                // Merge arrangement batches while stepping, not only when new data
-                // forces it: a retraction cancels its insertion only once their batches
-                // merge, so without this a sliding window's traces hold several
-                // windows of cancelled updates.
-                differential_dataflow::configure(
-                    &mut config.worker,
-                    &differential_dataflow::Config::default().idle_merge_effort(effort),
-                );
-                // Shared by all workers: each worker's inspect appends what it saw.
-                let slice_out: Arc<Mutex<Vec<Change>>> = Arc::new(Mutex::new(Vec::new()));
-                let produced_out: Arc<Mutex<Vec<Change>>> = Arc::new(Mutex::new(Vec::new()));
-                let result = timely::execute(config, move |worker| {
-                    let probe = Probe::new();
-                    let (s_out, p_out) = (slice_out.clone(), produced_out.clone());
-                    let (mut cites_in, mut realised_in, mut anchors_in) = worker
-                        .dataflow::<u64, _, _>(|scope| {
-                            let (cites_in, cites) = scope.new_collection::<(Key, Key), isize>();
-                            let (realised_in, realised) = scope.new_collection::<Key, isize>();
-                            let (anchors_in, anchors) =
-                                scope.new_collection::<(IncidentId, Key), isize>();
-                            let cites = cites.distinct();
-                            let realised = realised.distinct();
-                            // Links into a realised parent only: the production paths.
-                            let productive = cites
-                                .clone()
-                                .map(|(c, p)| (p, c))
-                                .semijoin(realised)
-                                .map(|(p, c)| (c, p));
-                            closure(anchors.clone(), cites)
-                                .inner
-                                .inspect(move |x| {
-                                    s_out.lock().unwrap_or_else(|e| e.into_inner()).push(*x)
-                                })
-                                .probe_with(&probe);
-                            closure(anchors, productive)
-                                .inner
-                                .inspect(move |x| {
-                                    p_out.lock().unwrap_or_else(|e| e.into_inner()).push(*x)
-                                })
-                                .probe_with(&probe);
-                            (cites_in, realised_in, anchors_in)
-                        });
-                    let leader = worker.index() == 0;
-                    let rx = if leader {
-                        cmd_rx.lock().unwrap_or_else(|e| e.into_inner()).take()
-                    } else {
-                        None
-                    };
-                    let mut epoch = 0u64;
-                    if let Some(rx) = rx {
-                        while let Ok(Command::Epoch(batch)) = rx.recv() {
-                            for (e, d) in batch.cites {
-                                cites_in.update(e, d);
-                            }
-                            for (n, d) in batch.realised {
-                                realised_in.update(n, d);
-                            }
-                            for (a, d) in batch.anchors {
-                                anchors_in.update(a, d);
-                            }
-                            epoch += 1;
-                            cites_in.advance_to(epoch);
-                            realised_in.advance_to(epoch);
-                            anchors_in.advance_to(epoch);
-                            cites_in.flush();
-                            realised_in.flush();
-                            anchors_in.flush();
-                            worker.step_while(|| probe.less_than(&epoch));
-                            // Every worker's inspect has run for times < epoch: collect.
-                            let s = std::mem::take(
-                                &mut *slice_out.lock().unwrap_or_else(|e| e.into_inner()),
-                            );
-                            let p = std::mem::take(
-                                &mut *produced_out.lock().unwrap_or_else(|e| e.into_inner()),
-                            );
-                            if done_tx
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .send((s, p))
-                                .is_err()
-                            {
-                                break;
-                            }
-                        }
-                    }
-                    // Closing the inputs lets every worker's dataflow complete.
-                    drop((cites_in, realised_in, anchors_in));
-                    while worker.step() {}
-                });
-                if let Err(e) = result {
-                    tracing::error!(error = ?e, "slicer dataflow failed to start");
-                }
+fn split(said: Said, turn: Turn, out: &mut Vec<Out>) {
+    out.extend(said.edges.into_iter().map(|(e, d)| Out::Edge((e, turn, d))));
+    out.extend(said.links.into_iter().map(Out::Link));
+    out.extend(
+        said.live
+            .into_iter()
+            .filter(|(_, d)| *d != 0)
+            .map(|(epoch, delta)| Out::Live(Live { epoch, delta })),
+    );
+    out.extend(said.control.into_iter().map(Out::Control));
+}
+
+/// An answer or a request an answering operator passes on.
+enum Said2 {
+    Answer(Answer),
+    Forward(Forward),
+}
+
+/// Builds the dataflow on `worker`.
+pub fn build(worker: &mut Worker, shared: &Shared) -> Handles {
+    let peers = worker.peers();
+    let me = worker.index() as u32;
+    let probe = ProbeHandle::new();
+    let mut arrivals_in = InputHandle::new();
+    let mut queries_in = InputHandle::new();
+    let mut control_in = InputHandle::new();
+    let anchors_in = worker.dataflow::<Turn, _, _>(|scope| {
+        let (anchors_in, anchors) = scope.new_collection::<(Key, IncidentId), isize>();
+        let said = arrive(arrivals_in.to_stream(scope), shared);
+        let mut parts = said.partition(4, |o| match o {
+            Out::Edge(_) => (0, o),
+            Out::Link(_) => (1, o),
+            Out::Live(_) => (2, o),
+            Out::Control(_) => (3, o),
+        });
+        let control = parts.pop().expect("four parts");
+        let live = parts.pop().expect("four parts");
+        let links = parts.pop().expect("four parts");
+        let edges = parts.pop().expect("four parts");
+        graph(edges, anchors, shared, &probe);
+        completeness(links, shared, &probe);
+        count(live, shared, &probe);
+        let control = control
+            .flat_map(|o| match o {
+                Out::Control(c) => Some(c),
+                _ => None,
             })
-            .expect("spawning the slicer thread");
-        Slicer {
-            commands: Some(cmd_tx),
-            done: done_rx,
-            threads: Some(threads),
-            epoch: 0,
-            slice_counts: BTreeMap::new(),
-            produced_counts: BTreeMap::new(),
-            interner: Interner::default(),
-        }
-    }
-
-    /// Applies one epoch's updates and returns the incidents whose slice or production
-    /// set changed, with their new contents.
-    pub fn apply(&mut self, batch: EpochBatch) -> Slices {
-        let i = &mut self.interner;
-        let keyed = KeyBatch {
-            cites: batch
-                .cites
-                .into_iter()
-                .map(|((c, p), d)| ((i.key(c, d), i.key(p, d)), d))
-                .collect(),
-            realised: batch
-                .realised
-                .into_iter()
-                .map(|(n, d)| (i.key(n, d), d))
-                .collect(),
-            anchors: batch
-                .anchors
-                .into_iter()
-                .map(|((inc, n), d)| ((inc, i.key(n, d)), d))
-                .collect(),
-        };
-        let sender = self.commands.as_ref().expect("slicer running");
-        if sender.send(Command::Epoch(keyed)).is_err() {
-            return Slices::new();
-        }
-        let Ok((s, p)) = self.done.recv() else {
-            return Slices::new();
-        };
-        self.epoch += 1;
-        let mut touched = std::collections::BTreeSet::new();
-        for (counts, changes) in [(&mut self.slice_counts, s), (&mut self.produced_counts, p)] {
-            for ((incident, key), _t, d) in changes {
-                touched.insert(incident);
-                match self.interner.id(key) {
-                    Some(id) => *counts.entry((incident, id)).or_insert(0) += d,
-                    None => tracing::error!(key, "slicer dataflow output names an unknown key"),
-                }
-            }
-        }
-        // Outputs are translated: ids no live update names can go.
-        self.interner.release();
-        self.slice_counts.retain(|_, c| *c != 0);
-        self.produced_counts.retain(|_, c| *c != 0);
-        touched.into_iter().map(|i| (i, self.incident(i))).collect()
-    }
-
-    /// The current slice of `incident` (empty if unknown).
-    pub fn incident(&self, incident: IncidentId) -> IncidentSlice {
-        let pick = |m: &BTreeMap<(IncidentId, NodeId), isize>| {
-            m.range((incident, [0u8; 32])..=(incident, [0xffu8; 32]))
-                .filter(|(_, c)| **c > 0)
-                .map(|((_, n), _)| *n)
-                .collect()
-        };
-        IncidentSlice {
-            slice: pick(&self.slice_counts),
-            produced: pick(&self.produced_counts),
-        }
-    }
-
-    /// Every incident's current slice.
-    pub fn all(&self) -> Slices {
-        let mut ids: Vec<IncidentId> = self.slice_counts.keys().map(|(i, _)| *i).collect();
-        ids.dedup();
-        ids.into_iter().map(|i| (i, self.incident(i))).collect()
-    }
-
-    /// Message ids the dataflow holds a key for (those named by live updates).
-    pub fn interned(&self) -> usize {
-        self.interner.keys.len()
-    }
-
-    /// Number of epochs applied.
-    pub fn epoch(&self) -> u64 {
-        self.epoch
+            .container::<Vec<_>>()
+            .concat(control_in.to_stream(scope));
+        hear(control, shared, &probe);
+        questions(queries_in.to_stream(scope), shared, me, peers, &probe);
+        anchors_in
+    });
+    Handles {
+        arrivals: arrivals_in,
+        queries: queries_in,
+        control: control_in,
+        anchors: anchors_in,
+        probe,
     }
 }
 
-impl Drop for Slicer {
-    fn drop(&mut self) {
-        self.commands.take();
-        if let Some(t) = self.threads.take() {
-            let _ = t.join();
+/// The shards: every sealed item to its owner, which takes it (and evicts what the
+/// horizon passed) and says what changed.
+fn arrive<'s>(arrivals: StreamVec<'s, Turn, Arrival>, shared: &Shared) -> StreamVec<'s, Turn, Out> {
+    let s = shared.clone();
+    arrivals
+        .unary(
+            Exchange::new(|a: &Arrival| a.route()),
+            "Arrive",
+            move |_, _| {
+                move |input, output| {
+                    input.for_each_stamp(|cap, data| {
+                        let turn = cap.least().copied().unwrap_or_default();
+                        let out = take_arrivals(&s, data.flat_map(|d| d.drain(..)), turn);
+                        output.session(&cap).give_iterator(out.into_iter());
+                    });
+                }
+            },
+        )
+        .container::<Vec<Out>>()
+}
+
+fn take_arrivals(s: &Shared, arrivals: impl Iterator<Item = Arrival>, turn: Turn) -> Vec<Out> {
+    let mut shard = s.shard.borrow_mut();
+    let mut said = Said::default();
+    let mut earliest = u64::MAX;
+    for a in arrivals {
+        match a {
+            Arrival::Envelope {
+                key,
+                epoch,
+                leaf,
+                before,
+                bytes,
+            } => {
+                if shard.take_envelope(key, epoch, leaf, before, bytes, &mut said) {
+                    earliest = earliest.min(shard.time_of(key));
+                }
+            }
+            Arrival::Receipt {
+                of,
+                epoch,
+                index,
+                time,
+                bytes,
+            } => shard.take_receipt(of, epoch, index, time, &bytes),
         }
     }
+    if earliest != u64::MAX {
+        shard.note_share(earliest);
+    }
+    let globals = s.globals.borrow();
+    shard.evict(s.watermark.get(), &globals, &mut said);
+    let mut out = Vec::new();
+    split(said, turn, &mut out);
+    out
+}
+
+/// The citation graph and the incidents' closures, each closure's changes to its
+/// emitter.
+fn graph<'s>(
+    edges: StreamVec<'s, Turn, Out>,
+    anchors: VecCollection<'s, Turn, (Key, IncidentId)>,
+    shared: &Shared,
+    probe: &ProbeHandle<Turn>,
+) {
+    let edges = edges
+        .flat_map(|o| match o {
+            Out::Edge(e) => Some(e),
+            _ => None,
+        })
+        .container::<Vec<_>>()
+        .as_collection()
+        .arrange_by_key();
+    let closures = shared.closures.clone();
+    closure(anchors, edges)
+        .inner
+        .unary(
+            Exchange::new(|((_, inc), _, _): &((Key, IncidentId), Turn, isize)| *inc),
+            "ToEmitter",
+            |_, _| {
+                move |input, output| {
+                    input.for_each_stamp(|cap, data| {
+                        let mut c = closures.borrow_mut();
+                        for (x, _, d) in data.flat_map(|d| d.drain(..)) {
+                            c.push((x, d));
+                        }
+                        output.session(&cap).give_iterator(std::iter::empty::<()>());
+                    });
+                }
+            },
+        )
+        .container::<Vec<()>>()
+        .probe_with(probe);
+}
+
+/// Completeness links: to the parent's owner (an await or a forget), whose answer
+/// (held) goes to the child's.
+fn completeness<'s>(links: StreamVec<'s, Turn, Out>, shared: &Shared, probe: &ProbeHandle<Turn>) {
+    let s = shared.clone();
+    let helds = links
+        .flat_map(|o| match o {
+            Out::Link(l) => Some(l),
+            _ => None,
+        })
+        .container::<Vec<_>>()
+        .unary(Exchange::new(|l: &Link| l.route()), "Await", move |_, _| {
+            move |input, output| {
+                input.for_each_stamp(|cap, data| {
+                    let mut shard = s.shard.borrow_mut();
+                    let mut said = Said::default();
+                    for l in data.flat_map(|d| d.drain(..)) {
+                        shard.take_link(l, &mut said);
+                    }
+                    output.session(&cap).give_iterator(said.links.into_iter());
+                });
+            }
+        })
+        .container::<Vec<Link>>();
+    let s = shared.clone();
+    helds
+        .unary(Exchange::new(|l: &Link| l.route()), "Held", move |_, _| {
+            move |input, output| {
+                input.for_each_stamp(|cap, data| {
+                    let mut shard = s.shard.borrow_mut();
+                    let mut said = Said::default();
+                    for l in data.flat_map(|d| d.drain(..)) {
+                        shard.take_link(l, &mut said);
+                    }
+                    // A held message answers only an await, never a held.
+                    debug_assert!(said.links.is_empty());
+                    output.session(&cap).give_iterator(std::iter::empty::<()>());
+                });
+            }
+        })
+        .container::<Vec<()>>()
+        .probe_with(probe);
+}
+
+/// Live counts to the epochs' keepers.
+fn count<'s>(live: StreamVec<'s, Turn, Out>, shared: &Shared, probe: &ProbeHandle<Turn>) {
+    let s = shared.clone();
+    live.flat_map(|o| match o {
+        Out::Live(l) => Some(l),
+        _ => None,
+    })
+    .container::<Vec<_>>()
+    .unary(Exchange::new(|l: &Live| l.epoch), "Count", move |_, _| {
+        move |input, output| {
+            input.for_each_stamp(|cap, data| {
+                let mut epochs = s.epochs.borrow_mut();
+                for l in data.flat_map(|d| d.drain(..)) {
+                    epochs.count(l.epoch, l.delta);
+                }
+                output.session(&cap).give_iterator(std::iter::empty::<()>());
+            });
+        }
+    })
+    .container::<Vec<()>>()
+    .probe_with(probe);
+}
+
+/// What every worker hears.
+fn hear<'s>(control: StreamVec<'s, Turn, Control>, shared: &Shared, probe: &ProbeHandle<Turn>) {
+    let s = shared.clone();
+    control
+        .broadcast()
+        .inspect(move |c| s.globals.borrow_mut().hear(*c))
+        .probe_with(probe);
+}
+
+/// Questions, answered by every shard (or forwarded to the owner or keeper), the
+/// answers to their askers.
+fn questions<'s>(
+    queries: StreamVec<'s, Turn, Query>,
+    shared: &Shared,
+    me: u32,
+    peers: usize,
+    probe: &ProbeHandle<Turn>,
+) {
+    let s = shared.clone();
+    let said = queries
+        .broadcast()
+        .unary(Pipeline, "Answer", move |_, _| {
+            move |input, output| {
+                input.for_each_stamp(|cap, data| {
+                    let mut out = Vec::new();
+                    for q in data.flat_map(|d| d.drain(..)) {
+                        answer(&s, me, peers, q, &mut out);
+                    }
+                    output.session(&cap).give_iterator(out.into_iter());
+                });
+            }
+        })
+        .container::<Vec<Said2>>();
+    let mut parts = said.partition(2, |o| match o {
+        Said2::Answer(_) => (0, o),
+        Said2::Forward(_) => (1, o),
+    });
+    let forwards = parts.pop().expect("two parts");
+    let direct = parts.pop().expect("two parts");
+    let s = shared.clone();
+    let forwarded = forwards
+        .flat_map(|o| match o {
+            Said2::Forward(f) => Some(f),
+            Said2::Answer(_) => None,
+        })
+        .container::<Vec<_>>()
+        .unary(
+            Exchange::new(|f: &Forward| f.route()),
+            "Forward",
+            move |_, _| {
+                move |input, output| {
+                    input.for_each_stamp(|cap, data| {
+                        let fs: Vec<Forward> = data.flat_map(|d| d.drain(..)).collect();
+                        let out = forward(&s, fs);
+                        output.session(&cap).give_iterator(out.into_iter());
+                    });
+                }
+            },
+        )
+        .container::<Vec<Answer>>();
+    let s = shared.clone();
+    direct
+        .flat_map(|o| match o {
+            Said2::Answer(a) => Some(a),
+            Said2::Forward(_) => None,
+        })
+        .container::<Vec<_>>()
+        .concat(forwarded)
+        .unary(
+            Exchange::new(|a: &Answer| u64::from(a.to)),
+            "ToAsker",
+            move |_, _| {
+                move |input, output| {
+                    input.for_each_stamp(|cap, data| {
+                        s.answers
+                            .borrow_mut()
+                            .extend(data.flat_map(|d| d.drain(..)));
+                        output.session(&cap).give_iterator(std::iter::empty::<()>());
+                    });
+                }
+            },
+        )
+        .container::<Vec<()>>()
+        .probe_with(probe);
+}
+
+/// One shard's answer to a question (and what it forwards).
+fn answer(s: &Shared, me: u32, peers: usize, q: Query, out: &mut Vec<Said2>) {
+    let reply = |reply| {
+        Said2::Answer(Answer {
+            to: q.asker,
+            incident: q.incident,
+            reply,
+        })
+    };
+    match q.ask {
+        Ask::Status { window, keys } => {
+            let shard = s.shard.borrow();
+            let mine: Vec<Key> = keys
+                .into_iter()
+                .filter(|k| owner(*k, peers) == me as usize)
+                .collect();
+            let (held, pending, window_pending) = shard.status(window, &mine);
+            out.push(reply(Reply::Status {
+                held,
+                pending,
+                window_pending,
+            }));
+        }
+        Ask::Fetch { window, keys } => {
+            let mut shard = s.shard.borrow_mut();
+            let records = keys
+                .into_iter()
+                .filter(|k| owner(*k, peers) == me as usize)
+                .filter_map(|k| shard.record(k))
+                .collect();
+            let check = Some(shard.check(window));
+            out.push(reply(Reply::Records { records, check }));
+        }
+        Ask::Picks {
+            window,
+            asked,
+            exhaustive,
+            parents: with_parents,
+        } => {
+            let mut shard = s.shard.borrow_mut();
+            let picked = if exhaustive {
+                shard.in_window(window)
+            } else {
+                shard.picks(window, &asked)
+            };
+            let mut parents: BTreeSet<Key> = BTreeSet::new();
+            if with_parents {
+                for k in &picked {
+                    parents.extend(shard.parents(*k).iter().copied());
+                }
+            }
+            let records = picked.into_iter().filter_map(|k| shard.record(k)).collect();
+            out.push(reply(Reply::Records {
+                records,
+                check: None,
+            }));
+            out.extend(parents.into_iter().map(|key| {
+                Said2::Forward(Forward::Parent {
+                    to: q.asker,
+                    incident: q.incident,
+                    key,
+                })
+            }));
+        }
+        Ask::Prove { keys, root } => {
+            let shard = s.shard.borrow();
+            for k in keys {
+                if owner(k, peers) != me as usize {
+                    continue;
+                }
+                if let Some((epoch, leaf)) = shard.position(k) {
+                    out.push(Said2::Forward(Forward::Prove {
+                        to: q.asker,
+                        incident: q.incident,
+                        key: k,
+                        epoch,
+                        leaf,
+                    }));
+                }
+            }
+            if (root % peers.max(1) as u64) as u32 == me {
+                out.push(Said2::Forward(Forward::Epoch {
+                    to: q.asker,
+                    incident: q.incident,
+                    epoch: root,
+                }));
+            }
+        }
+    }
+}
+
+/// Requests forwarded to this worker as a message's owner or an epoch's keeper.
+fn forward(s: &Shared, fs: Vec<Forward>) -> Vec<Answer> {
+    let mut out = Vec::new();
+    let mut proofs: BTreeMap<(u32, IncidentId, u64), Vec<(Key, u64)>> = BTreeMap::new();
+    let mut headers: BTreeSet<(u32, IncidentId, u64)> = BTreeSet::new();
+    for f in fs {
+        match f {
+            Forward::Parent { to, incident, key } => {
+                if let Some(r) = s.shard.borrow_mut().record(key) {
+                    out.push(Answer {
+                        to,
+                        incident,
+                        reply: Reply::Records {
+                            records: vec![r],
+                            check: None,
+                        },
+                    });
+                }
+            }
+            Forward::Prove {
+                to,
+                incident,
+                key,
+                epoch,
+                leaf,
+            } => {
+                proofs
+                    .entry((to, incident, epoch))
+                    .or_default()
+                    .push((key, leaf));
+                headers.insert((to, incident, epoch));
+            }
+            Forward::Epoch {
+                to,
+                incident,
+                epoch,
+            } => {
+                headers.insert((to, incident, epoch));
+            }
+        }
+    }
+    let epochs = s.epochs.borrow();
+    for ((to, incident, epoch), leaves) in proofs {
+        for (key, proof) in epochs.prove(epoch, &leaves) {
+            out.push(Answer {
+                to,
+                incident,
+                reply: Reply::Proof { key, epoch, proof },
+            });
+        }
+    }
+    for (to, incident, epoch) in headers {
+        if let Some((header, checkpoint)) = epochs.header(epoch) {
+            out.push(Answer {
+                to,
+                incident,
+                reply: Reply::Epoch {
+                    number: epoch,
+                    header,
+                    checkpoint,
+                },
+            });
+        }
+    }
+    out
 }

@@ -1,100 +1,79 @@
-//! Slicer stage: timely + differential-dataflow maintain the citation graph and the
-//! production paths across epochs, and fan incident slices out on adverse events.
+//! Slicer stage: timely + differential-dataflow keep the citation graph of the
+//! retention horizon across epochs, on one process or a cluster of processes, and
+//! put each adverse declaration's self-contained, proven slice together.
 //!
-//! The dataflow holds three input collections, each versioned by epoch number:
-//! - `cites`: `(child, parent)` — certified message `child` cites `parent`;
-//! - `realised`: message ids whose committed effect was realised in recorded state;
-//! - `anchors`: `(incident, message)` — the actuation events an adverse predicate
-//!   `Y` references.
-//!
-//! and maintains two outputs incrementally:
-//! - the **incident slice** `S(Y)`: every message with a citation path into an anchor
-//!   of the incident (the anchors included), across all epochs seen so far;
-//! - the **production set**: the messages of the slice whose path into the anchor runs
-//!   through realised links only — the production gate's candidates. Production can be
-//!   created by citation: citing a message puts it on a path.
+//! The rooms, from the bottom:
+//! - [`wire`]: what workers send each other, and the owner of every message
+//!   (`key mod peers`), epoch (`epoch mod peers`) and incident (`incident mod peers`).
+//! - [`shard`]: one worker's held messages — bytes on disk ([`spill`]), time and
+//!   facet indexes, completeness, eviction.
+//! - [`epochs`]: the inclusion proofs of the epochs a worker keeps.
+//! - [`dataflow`]: the dataflow every worker runs — shards, the citation graph
+//!   arranged by child, each incident's closure (`iterate` over the graph from its
+//!   anchors), and the questions emitters ask, exchanged by key.
+//! - [`view`] and [`emit`]: an emitter's declarations, the rounds in which it
+//!   gathers a slice, and the bundle computed from what came back.
+//! - [`cluster`]: the members' connections, handed to timely's networking.
+//! - [`stage`]: the stage — turns, the join and detectors on threads of their own,
+//!   the run loop.
 //!
 //! Design constraints:
-//! - Every update (insert or retraction) is applied at the epoch it arrives in; the
-//!   outputs after epoch `e` equal a from-scratch recompute over the inputs of epochs
-//!   `0..=e` (checked in `tests/incremental.rs` against [`recompute`]).
-//! - Output order is deterministic: slices are `BTreeSet`s of ids.
-//! - The dataflow runs on its own threads (`workers` timely workers); the [`Slicer`]
-//!   handle is the only way in and out, one epoch at a time.
+//! - A slice is a function of the record and the declaration: the same members,
+//!   proofs and receipts whether one process or several hold the messages (checked
+//!   in `cli/tests/it/slicer_cluster.rs` against one process on the same input).
+//! - The closure after each turn equals a from-scratch recompute over the live
+//!   citation edges ([`recompute`], checked in `tests/incremental.rs`).
+//! - The production gate is not the slicer's: the engine gates production from the
+//!   bundle it verifies (the slicer's own production set was computed and never read,
+//!   and is gone with its arrangement).
 
 #![warn(missing_docs)]
 #![warn(clippy::too_many_lines)]
 
-mod dataflow;
+pub mod cluster;
+pub mod dataflow;
+pub mod emit;
+pub mod epochs;
+pub mod graph;
+pub mod shard;
 pub mod spill;
 pub mod stage;
+pub mod view;
+pub mod wire;
 
-pub use dataflow::Slicer;
+pub use graph::Graph;
+pub use wire::{IncidentId, Key};
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A message id (the SHA-256 digest part of an evidence `MessageId`).
-pub type NodeId = [u8; 32];
-/// An incident number, assigned by the stage that declares the adverse outcome.
-pub type IncidentId = u64;
-
-/// The input updates of one epoch. A diff of `+1` inserts, `-1` retracts.
-#[derive(Clone, Debug, Default)]
-pub struct EpochBatch {
-    /// `((child, parent), diff)` citation updates.
-    pub cites: Vec<((NodeId, NodeId), isize)>,
-    /// `(message, diff)` realised-effect updates.
-    pub realised: Vec<(NodeId, isize)>,
-    /// `((incident, anchor message), diff)` adverse-event anchors.
-    pub anchors: Vec<((IncidentId, NodeId), isize)>,
-}
-
-/// The slice and production set of one incident.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IncidentSlice {
-    /// Messages with a citation path into the incident's anchors (anchors included).
-    pub slice: BTreeSet<NodeId>,
-    /// The subset whose path runs through realised links only.
-    pub produced: BTreeSet<NodeId>,
-}
-
-/// The state of every incident after some epoch: incident → slice.
-pub type Slices = BTreeMap<IncidentId, IncidentSlice>;
-
-/// Recomputes every incident slice from scratch out of the accumulated inputs — the
-/// reference the incremental dataflow is tested against, and the fallback for a
-/// one-off query.
+/// The closure of every incident, from scratch: every key with a citation path into
+/// one of the incident's anchors (the anchors included) over the edges `cites`
+/// (`(child, parent)`) — the reference the incremental dataflow is tested against.
 pub fn recompute(
-    cites: &BTreeSet<(NodeId, NodeId)>,
-    realised: &BTreeSet<NodeId>,
-    anchors: &BTreeSet<(IncidentId, NodeId)>,
-) -> Slices {
-    let mut parents: BTreeMap<NodeId, Vec<NodeId>> = BTreeMap::new();
+    cites: &BTreeSet<(Key, Key)>,
+    anchors: &BTreeSet<(IncidentId, Key)>,
+) -> BTreeMap<IncidentId, BTreeSet<Key>> {
+    let mut parents: BTreeMap<Key, Vec<Key>> = BTreeMap::new();
     for (c, p) in cites {
         parents.entry(*c).or_default().push(*p);
     }
-    let closure = |start: &[NodeId], through: &dyn Fn(&NodeId) -> bool| {
-        let mut seen: BTreeSet<NodeId> = start.iter().copied().collect();
-        let mut stack: Vec<NodeId> = start.to_vec();
-        while let Some(n) = stack.pop() {
-            for p in parents.get(&n).into_iter().flatten() {
-                if through(p) && seen.insert(*p) {
-                    stack.push(*p);
-                }
-            }
-        }
-        seen
-    };
-    let mut by_incident: BTreeMap<IncidentId, Vec<NodeId>> = BTreeMap::new();
+    let mut by_incident: BTreeMap<IncidentId, Vec<Key>> = BTreeMap::new();
     for (i, a) in anchors {
         by_incident.entry(*i).or_default().push(*a);
     }
     by_incident
         .into_iter()
         .map(|(i, starts)| {
-            let slice = closure(&starts, &|_| true);
-            let produced = closure(&starts, &|p| realised.contains(p));
-            (i, IncidentSlice { slice, produced })
+            let mut seen: BTreeSet<Key> = starts.iter().copied().collect();
+            let mut stack = starts;
+            while let Some(n) = stack.pop() {
+                for p in parents.get(&n).into_iter().flatten() {
+                    if seen.insert(*p) {
+                        stack.push(*p);
+                    }
+                }
+            }
+            (i, seen)
         })
         .collect()
 }

@@ -92,7 +92,7 @@ fn receipts_of_messages_that_never_come_leave_with_the_horizon() {
     let times: Vec<u64> = s.envelopes.iter().map(|e| e.envelope().timestamp).collect();
     let (first, last) = (times[0], *times.last().unwrap());
     assert!(last - first > 20_000, "the sample spans enough record time");
-    let mut stage = SlicerStage::new(1, "", Duration::ZERO).with_horizon(5_000, Duration::ZERO);
+    let mut stage = SlicerStage::new("", Duration::ZERO).with_horizon(5_000, Duration::ZERO);
     // Epoch 0 also seals receipts of messages nobody ever sends.
     let key = audita_evidence::derive_signing_key(1, "stranger");
     let mut e0 = epoch_message(&s, 0, &[0], None);
@@ -136,7 +136,7 @@ fn a_slice_waits_for_the_receipts_of_its_window() {
         s.envelopes.iter().map(|e| (e.id().clone(), e)).collect();
     let anchor = by_id[s.epochs[n - 2].leaves.last().unwrap()];
     let at = anchor.envelope().timestamp;
-    let mut stage = SlicerStage::new(1, "", Duration::from_secs(600));
+    let mut stage = SlicerStage::new("", Duration::from_secs(600));
     for i in 0..n - 2 {
         stage.add_epoch(epoch_message(&s, i, &[i], None));
     }
@@ -177,7 +177,7 @@ fn a_burst_is_held_for_the_minimum_wall_time() {
     let s = sample_record(12, 300);
     let last = s.envelopes.last().unwrap().envelope().timestamp;
     let mut stage =
-        SlicerStage::new(1, "", Duration::ZERO).with_horizon(1_000, Duration::from_secs(60));
+        SlicerStage::new("", Duration::ZERO).with_horizon(1_000, Duration::from_secs(60));
     feed(&mut stage, &s, last);
     assert_eq!(
         stage.evicted(),
@@ -194,7 +194,7 @@ fn memory_is_bounded_by_the_horizon_and_bundles_verify_from_scratch() {
     let (first, last) = (times[0], *times.last().unwrap());
     assert!(last - first > 40_000, "the sample spans enough record time");
 
-    let mut stage = SlicerStage::new(1, "", Duration::ZERO).with_horizon(5_000, Duration::ZERO);
+    let mut stage = SlicerStage::new("", Duration::ZERO).with_horizon(5_000, Duration::ZERO);
     let peak = feed(&mut stage, &s, last);
     assert!(stage.evicted() > 0, "nothing was evicted");
     assert!(
@@ -315,7 +315,7 @@ fn a_stage_started_mid_log_proves_what_it_holds() {
     let last = s.envelopes.last().unwrap().envelope().timestamp;
     let from = s.epochs.len() / 2;
     assert!(from > 0);
-    let mut stage = SlicerStage::new(1, "", Duration::ZERO);
+    let mut stage = SlicerStage::new("", Duration::ZERO);
     feed_from(&mut stage, &s, last, from);
     let anchor = s.envelopes.last().unwrap();
     let (bus, _) = declare_tail(&mut stage, &s, "late-start", 2_000);
@@ -335,7 +335,7 @@ fn a_stage_started_mid_log_proves_what_it_holds() {
 fn a_slice_too_large_for_one_record_is_an_abstention_not_a_crash() {
     let s = sample_record(15, 200);
     let last = s.envelopes.last().unwrap().envelope().timestamp;
-    let mut stage = SlicerStage::new(1, "", Duration::ZERO).with_max_record(2_000);
+    let mut stage = SlicerStage::new("", Duration::ZERO).with_max_record(2_000);
     feed(&mut stage, &s, last);
     let (bus, _) = declare_tail(&mut stage, &s, "huge", 20_000);
     let d = first(&bus, topics::VERDICTS);
@@ -420,14 +420,14 @@ fn bundle_of(mut stage: SlicerStage) -> (Vec<u8>, audita_slicer::stage::SlicerSt
 
 #[test]
 fn message_bytes_live_in_the_spill_and_a_failing_spill_costs_memory_not_messages() {
-    let (spilled, stats) = bundle_of(SlicerStage::new(1, "", Duration::from_secs(600)));
+    let (spilled, stats) = bundle_of(SlicerStage::new("", Duration::from_secs(600)));
     assert!(stats.spill_bytes > 0, "{stats:?}");
     assert_eq!(stats.spill_fallbacks, 0);
     // A spill directory that does not exist: every message is kept in memory, and
     // the bundle is byte for byte the same.
     let gone = tempfile::tempdir().unwrap().path().join("gone");
     let (kept, stats) =
-        bundle_of(SlicerStage::new(1, "", Duration::from_secs(600)).with_spill_dir(gone));
+        bundle_of(SlicerStage::new("", Duration::from_secs(600)).with_spill_dir(gone));
     assert_eq!(stats.spill_bytes, 0);
     assert!(stats.spill_fallbacks > 0, "{stats:?}");
     assert_eq!(spilled, kept);
