@@ -193,6 +193,8 @@ pub fn run_slicer_member(
     for (name, unsealed) in stage.waiting() {
         tracing::warn!(incident = %name, unsealed_anchors = unsealed, "declaration still waiting for its anchors");
     }
+    drop(stage);
+    tracing::info!(member = me, members, "slicer stopped");
     Ok(())
 }
 

@@ -124,6 +124,35 @@ impl Cluster {
     }
 }
 
+/// A member's lost connection surfaces in timely as panics of its communication
+/// threads and then of the worker (its channels poisoned), which the stage contains
+/// and turns into [`SlicerError::Cluster`]: they are logged as one line each, not as
+/// panics with backtraces. Every other panic goes to the hook that was installed.
+fn quiet_peer_failures() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let text = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if text.starts_with("timely communication error")
+                || text.starts_with("MergeQueue poisoned")
+            {
+                tracing::warn!(
+                    thread = std::thread::current().name().unwrap_or("?"),
+                    "slicer cluster connection lost: {text}"
+                );
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// Connects this member to every other one (waiting for those not up yet, until
 /// `stop` is set) and hands the sockets to timely's networking. Returns the worker's
 /// allocator and the guard of the communication threads.
@@ -131,6 +160,7 @@ pub fn connect(
     c: &Cluster,
     stop: &AtomicBool,
 ) -> Result<(Allocator, Box<dyn std::any::Any + Send>), SlicerError> {
+    quiet_peer_failures();
     let fail = |e: String| SlicerError::Cluster(e);
     let n = c.addresses.len();
     let mut sockets: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();

@@ -41,7 +41,7 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, Pipeline};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::vec::{Broadcast, Map, Partition};
-use timely::dataflow::operators::{Concat, Inspect, Probe};
+use timely::dataflow::operators::{Concat, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle, StreamVec};
 use timely::worker::Worker;
 
@@ -80,6 +80,18 @@ pub struct Handles {
 }
 
 impl Handles {
+    /// Inputs attached to no dataflow (what a torn-down stage leaves in place of its
+    /// own, so that they are dropped where a panic is contained).
+    pub fn detached() -> Handles {
+        Handles {
+            arrivals: InputHandle::new(),
+            queries: InputHandle::new(),
+            control: InputHandle::new(),
+            anchors: InputSession::new(),
+            probe: ProbeHandle::new(),
+        }
+    }
+
     /// Advances every input past `turn`.
     pub fn advance_to(&mut self, turn: Turn) {
         self.arrivals.advance_to(turn);
@@ -354,7 +366,19 @@ fn hear<'s>(control: StreamVec<'s, Turn, Control>, shared: &Shared, probe: &Prob
     let s = shared.clone();
     control
         .broadcast()
-        .inspect(move |c| s.globals.borrow_mut().hear(*c))
+        .unary(Pipeline, "Hear", move |_, _| {
+            move |input, output| {
+                input.for_each_stamp(|cap, data| {
+                    let turn = cap.least().copied().unwrap_or_default();
+                    let mut g = s.globals.borrow_mut();
+                    for c in data.flat_map(|d| d.drain(..)) {
+                        g.hear_at(turn, c);
+                    }
+                    output.session(&cap).give_iterator(std::iter::empty::<()>());
+                });
+            }
+        })
+        .container::<Vec<()>>()
         .probe_with(probe);
 }
 

@@ -156,11 +156,17 @@ pub struct Said {
     pub control: Vec<Control>,
 }
 
-/// The eviction inputs every shard hears from the others ([`Control`]).
+/// What every worker said ([`Control`]), as of the last turn completed: a record of
+/// a later turn (another worker already in it) waits in `later` until that turn is
+/// over, so every worker reads the same values after the same turn.
 #[derive(Clone, Debug, Default)]
 pub struct Globals {
+    /// Records of turns not completed yet here, with their turn.
+    later: Vec<(u64, Control)>,
     /// Per worker: the earliest window start of its waiting declarations.
     pub holds: BTreeMap<u32, u64>,
+    /// Per worker: idle past the stage's idle limit.
+    pub idle: BTreeMap<u32, bool>,
     /// Per worker: its shard's eviction point.
     pub evicted: BTreeMap<u32, u64>,
     /// Per worker: the last epoch it fed, and the watermark after it.
@@ -170,8 +176,31 @@ pub struct Globals {
 }
 
 impl Globals {
+    /// Takes one broadcast said in `turn` (applied once that turn is over,
+    /// [`Globals::settle`]).
+    pub fn hear_at(&mut self, turn: u64, c: Control) {
+        self.later.push((turn, c));
+    }
+
+    /// Applies what was said in every turn up to `turn` (just completed).
+    pub fn settle(&mut self, turn: u64) {
+        let mut now: Vec<(u64, Control)> = Vec::new();
+        self.later.retain(|(t, c)| {
+            if *t <= turn {
+                now.push((*t, *c));
+                false
+            } else {
+                true
+            }
+        });
+        now.sort_by_key(|(t, _)| *t);
+        for (_, c) in now {
+            self.hear(c);
+        }
+    }
+
     /// Takes one broadcast.
-    pub fn hear(&mut self, c: Control) {
+    fn hear(&mut self, c: Control) {
         match c {
             Control::Fed {
                 from,
@@ -180,8 +209,9 @@ impl Globals {
             } => {
                 self.fed.insert(from, (epoch, watermark));
             }
-            Control::Hold { from, start } => {
+            Control::Hold { from, start, idle } => {
                 self.holds.insert(from, start);
+                self.idle.insert(from, idle);
             }
             Control::Evicted { from, before } => {
                 self.evicted.insert(from, before);
@@ -207,6 +237,11 @@ impl Globals {
             }
         }
         least
+    }
+
+    /// Every one of `peers` workers said it is idle.
+    pub fn all_idle(&self, peers: usize) -> bool {
+        self.idle.len() >= peers && self.idle.values().all(|i| *i)
     }
 
     /// The latest eviction point of any shard: a parent stamped at or after it is

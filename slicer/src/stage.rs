@@ -161,7 +161,7 @@ impl EpochTap for NoTap {
 /// The slicer stage of one process.
 pub struct SlicerStage {
     worker: Option<Worker>,
-    handles: Handles,
+    handles: std::mem::ManuallyDrop<Handles>,
     shared: Shared,
     emitter: Emitter,
     turn: Turn,
@@ -183,6 +183,8 @@ pub struct SlicerStage {
     /// The cluster's communication threads (never joined: see [`Drop`]).
     comms: Option<Box<dyn std::any::Any + Send>>,
     failed: bool,
+    /// This worker's input has been idle past the stage's idle limit.
+    idle: bool,
     /// The input's join: bytes held ahead of their seals, items missing so far.
     join: (usize, u64),
 }
@@ -258,7 +260,7 @@ impl SlicerStage {
         let handles = dataflow::build(&mut worker, &shared);
         SlicerStage {
             worker: Some(worker),
-            handles,
+            handles: std::mem::ManuallyDrop::new(handles),
             shared,
             emitter: Emitter::new(me, peers, topic_prefix, max_wait),
             turn: 0,
@@ -273,6 +275,7 @@ impl SlicerStage {
             stall,
             comms,
             failed: false,
+            idle: false,
             join: (0, 0),
         }
     }
@@ -576,6 +579,7 @@ impl SlicerStage {
         self.handles.control.send(Control::Hold {
             from: self.me,
             start: self.emitter.hold(),
+            idle: self.idle,
         });
         for (x, d) in self.anchors.drain(..) {
             self.handles.anchors.update(x, d);
@@ -593,6 +597,8 @@ impl SlicerStage {
         self.handles.advance_to(self.turn);
         let fed = started.elapsed();
         self.step_until(self.turn)?;
+        // Everything said in the turns up to this one is in, everywhere.
+        self.shared.globals.borrow_mut().settle(self.turn - 1);
         let stepped = started.elapsed();
         let changes = std::mem::take(&mut *self.shared.closures.borrow_mut());
         self.emitter.closure_changed(changes);
@@ -648,32 +654,42 @@ impl SlicerStage {
         Ok(emitted)
     }
 
-    /// Steps the worker until the probe passes `turn`. In a cluster, a connection
-    /// failure (timely's communication threads panic and poison the worker's
-    /// queues) or no progress within the stall limit is a [`SlicerError::Cluster`].
+    /// Steps the worker until the probe passes `turn`; in a cluster, no progress
+    /// within the stall limit is a [`SlicerError::Cluster`].
     fn step_until(&mut self, turn: Turn) -> Result<(), SlicerError> {
         let started = Instant::now();
         let Some(worker) = self.worker.as_mut() else {
             return Err(SlicerError::Cluster("the stage failed before".into()));
         };
-        let probe = self.handles.probe.clone();
-        let stall = self.stall;
-        let stepped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            while probe.less_than(&turn) {
-                worker.step_or_park(Some(Duration::from_millis(1)));
-                if stall.is_some_and(|limit| started.elapsed() >= limit) {
-                    return Err(SlicerError::Cluster(format!(
-                        "no progress from the other members for {} s",
-                        started.elapsed().as_secs()
-                    )));
-                }
+        while self.handles.probe.less_than(&turn) {
+            worker.step_or_park(Some(Duration::from_millis(1)));
+            if self.stall.is_some_and(|limit| started.elapsed() >= limit) {
+                return Err(SlicerError::Cluster(format!(
+                    "no progress from the other members for {} s",
+                    started.elapsed().as_secs()
+                )));
             }
-            Ok(())
-        }));
-        match stepped {
-            Ok(Ok(())) => Ok(()),
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the stage; in a cluster, a connection failure (timely's
+    /// communication threads panic and poison the worker's channels, so the next
+    /// push or step panics too) is a [`SlicerError::Cluster`], and the stage is
+    /// failed for good.
+    fn guarded<T>(
+        &mut self,
+        f: impl FnOnce(&mut SlicerStage) -> Result<T, SlicerError>,
+    ) -> Result<T, SlicerError> {
+        if self.failed {
+            return Err(SlicerError::Cluster("the stage failed before".into()));
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self))) {
+            Ok(Ok(t)) => Ok(t),
             Ok(Err(e)) => {
-                self.failed = true;
+                if matches!(e, SlicerError::Cluster(_)) {
+                    self.failed = true;
+                }
                 Err(e)
             }
             Err(panic) => {
@@ -753,15 +769,17 @@ impl SlicerStage {
                     })
                     .map_err(|e| SlicerError::Cluster(format!("starting the join: {e}")))?;
             }
-            let result = self.turns(
-                &rx,
-                out,
-                stop,
-                max_idle,
-                &queued,
-                &tap_failed,
-                (&missing, &held),
-            );
+            let result = self.guarded(|stage| {
+                stage.turns(
+                    &rx,
+                    out,
+                    stop,
+                    max_idle,
+                    &queued,
+                    &tap_failed,
+                    (&missing, &held),
+                )
+            });
             done.store(true, Ordering::SeqCst);
             drop(rx);
             result
@@ -921,11 +939,15 @@ fn detect(
 
 impl Drop for SlicerStage {
     fn drop(&mut self) {
-        // The dataflow's state (arrangements, shards) is freed; a worker whose peers
-        // failed may panic while it is torn down, which is contained here.
-        if let Some(worker) = self.worker.take() {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(worker)));
-        }
+        // The dataflow's state (arrangements, shards) is freed; the inputs and a
+        // worker whose peers failed may panic while they are torn down (their
+        // channels are poisoned), which is contained here.
+        let handles = std::mem::replace(&mut *self.handles, dataflow::Handles::detached());
+        let worker = self.worker.take();
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            drop(handles);
+            drop(worker);
+        }));
         // timely's communication threads are never joined: a receive thread waits
         // for the peer to close its side, which a live peer does only when it stops
         // itself. They end with their sockets; joining them could block a stopping

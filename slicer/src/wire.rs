@@ -146,12 +146,16 @@ pub enum Control {
         watermark: u64,
     },
     /// The earliest window start among worker `from`'s waiting declarations
-    /// (`u64::MAX`: none): no shard evicts within the horizon before it.
+    /// (`u64::MAX`: none): no shard evicts within the horizon before it; and
+    /// whether its input has been idle for the stage's idle limit (the members stop
+    /// together, in the turn after every one of them said so).
     Hold {
         /// The worker.
         from: u32,
         /// The earliest window start.
         start: u64,
+        /// Idle past the limit, with nothing in flight.
+        idle: bool,
     },
     /// The shard of worker `from` evicted every message stamped before `before`.
     Evicted {

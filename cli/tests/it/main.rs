@@ -19,6 +19,7 @@ mod pipeline;
 mod readme_vda5050;
 mod report_screens;
 mod republished_epoch;
+mod slicer_cluster;
 mod tlog_interop;
 mod trace_cli;
 mod trace_frameworks;

@@ -19,7 +19,7 @@ fn audita() -> Command {
 /// Verdict rows without `record_root`: the root names the epoch the slice was read
 /// from, and epoch boundaries depend on arrival timing (epochs close by count or
 /// age), not on the evidence.
-fn rows(path: &Path) -> Vec<Value> {
+pub(crate) fn rows(path: &Path) -> Vec<Value> {
     let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut rows: Vec<Value> = serde_json::from_slice(&text).unwrap();
     for r in &mut rows {
@@ -29,7 +29,7 @@ fn rows(path: &Path) -> Vec<Value> {
 }
 
 /// The uninterrupted reference: `audita demo` on the same fleet, over the embedded bus.
-fn embedded_run() -> tempfile::TempDir {
+pub(crate) fn embedded_run() -> tempfile::TempDir {
     let embedded = tempfile::tempdir().unwrap();
     let st = audita()
         .args([
@@ -85,7 +85,7 @@ pub(crate) fn deployment(work: &Path, prefix: &str) -> std::path::PathBuf {
 }
 
 /// Incidents the embedded run judged (the sink's `--expect`).
-fn incidents(embedded: &Path) -> String {
+pub(crate) fn incidents(embedded: &Path) -> String {
     std::fs::read_dir(embedded.join("adverse"))
         .unwrap()
         .count()
