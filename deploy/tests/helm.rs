@@ -303,6 +303,8 @@ struct Expect<'a> {
     ingest_replicas: u64,
     grace: u64,
     monitor: bool,
+    /// `slicer.processes`.
+    slicer_processes: u64,
 }
 
 fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
@@ -329,8 +331,12 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
 
     let w = workloads(all);
     let comps: BTreeSet<&str> = w.iter().map(|v| component(v)).collect();
-    // The slicer runs the monitor's detectors over its join: no workload of their own.
-    let stages = BTreeSet::from(["engine", "ingest", "sealer", "sink", "slicer"]);
+    // A slicer of one runs the monitor's detectors over its join: no workload of
+    // their own; beside a slicer cluster they run as `audita stage monitor`.
+    let mut stages = BTreeSet::from(["engine", "ingest", "sealer", "sink", "slicer"]);
+    if e.monitor && e.slicer_processes > 1 {
+        stages.insert("monitor");
+    }
     assert_eq!(comps, stages, "one workload per stage");
     let toml_predicates = toml["registry"].get("predicates").and_then(|p| p.as_str());
     assert_eq!(
@@ -467,12 +473,7 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     assert_eq!(kind(sink), "StatefulSet");
     assert_eq!(sink["spec"]["replicas"], 1, "sink replicas");
     let slicer = workload(all, "slicer");
-    assert_eq!(kind(slicer), "Deployment");
-    assert_eq!(slicer["spec"]["replicas"], 1, "slicer replicas");
-    assert_eq!(
-        slicer["spec"]["strategy"]["type"], "Recreate",
-        "slicer Recreate"
-    );
+    check_slicer(all, slicer, e.slicer_processes);
     assert_eq!(
         workload(all, "ingest")["spec"]["replicas"],
         e.ingest_replicas
@@ -497,7 +498,7 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     }
 
     // Services: headless for each StatefulSet, one metrics Service over every pod.
-    for s in [sealer, sink] {
+    for s in [sealer, sink, slicer] {
         let svc = find(all, "Service", s["spec"]["serviceName"].as_str().unwrap());
         assert_eq!(svc["spec"]["clusterIP"], "None", "{} headless", name(s));
         assert!(selects(
@@ -586,6 +587,68 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
         vec!["engine", "ingest"]
     };
     assert_eq!(covered, want, "PDBs");
+}
+
+/// The slicer: a StatefulSet of `processes` members started in parallel; a cluster's
+/// members name each other by their stable names on the headless Service and listen
+/// on the cluster port, which a NetworkPolicy opens to slicer pods only.
+fn check_slicer(all: &[Value], slicer: &Value, processes: u64) {
+    assert_eq!(kind(slicer), "StatefulSet", "the slicer is a StatefulSet");
+    assert_eq!(
+        slicer["spec"]["replicas"], processes,
+        "slicer.processes members"
+    );
+    assert_eq!(slicer["spec"]["podManagementPolicy"], "Parallel");
+    let service = slicer["spec"]["serviceName"].as_str().unwrap();
+    let c = &slicer["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(v_str).collect();
+    let ports: Vec<&str> = c["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| v_str(&p["name"]))
+        .collect();
+    let policies: Vec<&Value> = all.iter().filter(|v| kind(v) == "NetworkPolicy").collect();
+    if processes == 1 {
+        assert!(!args.contains(&"--peers"), "one slicer process: {args:?}");
+        assert_eq!(ports, vec!["metrics"]);
+        assert!(policies.is_empty());
+        return;
+    }
+    let at = args.iter().position(|a| *a == "--peers").expect("--peers");
+    let peers: Vec<&str> = args[at + 1].split(',').collect();
+    let want: Vec<String> = (0..processes)
+        .map(|i| format!("{}-{i}.{service}:7300", name(slicer)))
+        .collect();
+    assert_eq!(peers, want, "every member by its stable name");
+    assert!(args.contains(&"--index-from-hostname"));
+    assert_eq!(ports, vec!["metrics", "cluster"]);
+    let svc = find(all, "Service", service);
+    assert!(
+        svc["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "cluster" && p["port"] == 7300),
+        "the headless Service carries the cluster port"
+    );
+    assert_eq!(policies.len(), 1, "one NetworkPolicy");
+    let p = policies[0];
+    let labels = &slicer["spec"]["template"]["metadata"]["labels"];
+    assert!(selects(&p["spec"]["podSelector"]["matchLabels"], labels));
+    let rules = p["spec"]["ingress"].as_array().unwrap();
+    let cluster_rule = rules
+        .iter()
+        .find(|r| r["ports"][0]["port"] == "cluster")
+        .expect("a rule for the cluster port");
+    assert!(
+        selects(
+            &cluster_rule["from"][0]["podSelector"]["matchLabels"],
+            labels
+        ),
+        "only slicer pods reach the cluster port"
+    );
+    assert_eq!(cluster_rule["from"].as_array().unwrap().len(), 1);
 }
 
 fn v_str(v: &Value) -> &str {
@@ -717,6 +780,7 @@ fn minimal_values_render_validate_and_hold() {
             ingest_replicas: 2,
             grace: 30,
             monitor: false,
+            slicer_processes: 1,
         },
         &[&vkey],
     );
@@ -767,6 +831,7 @@ fn full_expect<'a>(log_key_secret: &'a str, sasl: &'a str) -> Expect<'a> {
         ingest_replicas: 3,
         grace: 45,
         monitor: true,
+        slicer_processes: 2,
     }
 }
 

@@ -79,6 +79,12 @@ pub struct StagesArgs {
     /// thread): `1` and `2` measure how ingest scales out.
     #[arg(long, default_value_t = 1)]
     pub ingest_instances: usize,
+    /// After the stages: the slicer alone (without the detectors) again, as a
+    /// cluster of each of these numbers of processes (comma-separated; Kafka only),
+    /// over the same recorded stream: throughput, CPU per envelope and each
+    /// process's share (the exchange's overhead is the difference to one process).
+    #[arg(long, value_delimiter = ',')]
+    pub slicer_processes: Vec<usize>,
     /// Write the measurement as JSON here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -393,6 +399,25 @@ pub fn run(args: &StagesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let m = Metrics::new();
     let instances = args.ingest_instances.clamp(1, 16);
     let phases = run_stages(&bench, instances, &work, &m)?;
+    let declared_now = m.monitor_declarations.get();
+    let mut clusters = Vec::new();
+    if !args.slicer_processes.is_empty() {
+        let Transport::Kafka = args.transport else {
+            anyhow::bail!("--slicer-processes needs --transport kafka (the members are processes)");
+        };
+        let config = crate::kafka_run::create_deployment(&traffic.load, &work.join("deployment"))?;
+        for n in &args.slicer_processes {
+            clusters.push(run_cluster(
+                args,
+                &bench,
+                &config,
+                &prefix,
+                *n,
+                declared_now,
+                &work,
+            )?);
+        }
+    }
     let _ = std::fs::remove_dir_all(&work);
     let sealed = m.sealer_messages.get();
     let accepted = m.ingest_envelopes.with_label_values(&["accepted"]).get();
@@ -429,6 +454,15 @@ pub fn run(args: &StagesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             "alone_envelopes_per_s": envelopes as f64 / p.active.as_secs_f64().max(1e-9),
             "broker_cpu_s": p.broker_cpu_s,
         })).collect::<Vec<_>>(),
+        "slicer_clusters": clusters.iter().map(|c| json!({
+            "processes": c.processes,
+            "slices": c.slices,
+            "active_s": c.active.as_secs_f64(),
+            "envelopes_per_s": envelopes as f64 / c.active.as_secs_f64().max(1e-9),
+            "cpu_us_per_envelope": c.cpu.iter().sum::<f64>() * 1e6 / envelopes.max(1) as f64,
+            "cpu_s_by_process": c.cpu,
+            "peak_rss_mib_by_process": c.rss,
+        })).collect::<Vec<_>>(),
     });
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)?;
@@ -438,6 +472,132 @@ pub fn run(args: &StagesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         anyhow::bail!("the sealer sealed {sealed} of the {envelopes} envelopes published");
     }
     Ok(())
+}
+
+/// The slicer alone as a cluster of `processes` (child processes of this binary over
+/// the bus): what it cost.
+struct ClusterRun {
+    processes: usize,
+    slices: u64,
+    /// CPU seconds of each member.
+    cpu: Vec<f64>,
+    /// Peak resident MiB of each member.
+    rss: Vec<f64>,
+    active: Duration,
+}
+
+/// Runs the slicer alone (no detectors: the declarations are on `audita.adverse`
+/// already) as `processes` child processes over the whole recorded stream, until
+/// they have emitted a slice for each of the `declared` incidents; samples every
+/// member's CPU clock to find the active span ([`active_span`]).
+#[allow(clippy::too_many_arguments)]
+fn run_cluster(
+    args: &StagesArgs,
+    bench: &Bench,
+    config: &Path,
+    prefix: &str,
+    processes: usize,
+    declared: u64,
+    work: &Path,
+) -> anyhow::Result<ClusterRun> {
+    let bootstrap = args.bootstrap.clone().unwrap_or_default();
+    let peers: Vec<String> = if processes > 1 {
+        (0..processes)
+            .map(|_| crate::kafka_run::metrics_addr().map(|a| a.to_string()))
+            .collect::<anyhow::Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    let Bus::Kafka(kafka) = &bench.bus else {
+        anyhow::bail!("a slicer cluster runs over Kafka");
+    };
+    let slices_topic = bench.d.topic(audita_topics::names::SLICES);
+    let mut seen =
+        kafka.consumer_from_end(&format!("{prefix}cluster-{processes}"), &[&slices_topic])?;
+    // Joined once the consumer has its partitions: wait for its first (empty) poll.
+    let _ = audita_bus::Consumer::poll(&mut seen, Duration::from_secs(3))?;
+    let exe = std::env::current_exe()?;
+    let mut children = Vec::new();
+    for i in 0..processes {
+        let dir = work.join(format!("slicer-{processes}-{i}"));
+        std::fs::create_dir_all(&dir)?;
+        let log = std::fs::File::create(work.join(format!("slicer-{processes}-{i}.log")))?;
+        let mut c = std::process::Command::new(&exe);
+        c.args(["load", "--stage", "slicer", "--slicer-alone"])
+            .args(["--bootstrap", &bootstrap, "--prefix", prefix])
+            .arg("--deployment")
+            .arg(config)
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--slicer-wait-ms", "1500"])
+            .args(args.kafka.iter().flat_map(|k| ["--kafka", k.as_str()]));
+        if processes > 1 {
+            c.args([
+                "--slicer-peers",
+                &peers.join(","),
+                "--slicer-index",
+                &i.to_string(),
+            ]);
+        }
+        children.push(c.stdout(std::process::Stdio::null()).stderr(log).spawn()?);
+    }
+    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+    let cpu_now = || -> Vec<f64> {
+        pids.iter()
+            .map(|p| crate::host::proc_cpu_s(*p).unwrap_or(0.0))
+            .collect()
+    };
+    let started = Instant::now();
+    let mut samples: Vec<(Duration, Duration)> = Vec::new();
+    let mut rss = vec![0.0f64; processes];
+    let mut slices = 0u64;
+    let deadline = started + Duration::from_secs(600);
+    while slices < declared && Instant::now() < deadline {
+        while let Some(_d) = audita_bus::Consumer::poll(&mut seen, Duration::from_millis(20))? {
+            slices += 1;
+        }
+        let cpu: f64 = cpu_now().iter().sum();
+        samples.push((started.elapsed(), Duration::from_secs_f64(cpu)));
+        for (i, p) in pids.iter().enumerate() {
+            rss[i] = rss[i].max(crate::host::proc_rss_mib(*p).unwrap_or(0.0));
+        }
+        if let Some((i, s)) = children
+            .iter_mut()
+            .enumerate()
+            .find_map(|(i, c)| c.try_wait().ok().flatten().map(|s| (i, s)))
+        {
+            anyhow::bail!(
+                "slicer member {i} of {processes} exited early ({s}); log in {}",
+                work.display()
+            );
+        }
+    }
+    let cpu = cpu_now();
+    for c in &mut children {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &c.id().to_string()])
+            .status();
+    }
+    for c in &mut children {
+        let _ = c.wait();
+    }
+    if slices < declared {
+        anyhow::bail!("the slicer as {processes} processes emitted {slices} of {declared} slices within 600 s");
+    }
+    let total = Duration::from_secs_f64(cpu.iter().sum());
+    let active = active_span(&samples, total).unwrap_or_else(|| started.elapsed());
+    eprintln!(
+        "bench stages: slicer × {processes}: {slices} slices, {:.1} s active, CPU {:?} s",
+        active.as_secs_f64(),
+        cpu
+    );
+    Ok(ClusterRun {
+        processes,
+        slices,
+        cpu,
+        rss,
+        active,
+    })
 }
 
 fn tempfile_dir(prefix: &str) -> anyhow::Result<PathBuf> {
@@ -511,5 +671,51 @@ pub fn markdown(r: &Value) -> String {
         total / batch.max(1e-9),
         1e6 / total.max(1e-9)
     ));
+    let clusters: Vec<&Value> = r["slicer_clusters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    if !clusters.is_empty() {
+        let one = clusters
+            .iter()
+            .find(|c| c["processes"] == 1)
+            .map(|c| f(c, "cpu_us_per_envelope"));
+        s.push_str(
+            "\nThe slicer alone (no detectors) as a cluster, same stream:\n\n             | processes | slices | envelopes/s | CPU µs / envelope (all processes) | × verify_strict | × one process | each process's share of the CPU | peak RSS MiB per process |\n             |---|---|---|---|---|---|---|---|\n",
+        );
+        for c in clusters {
+            let us = f(c, "cpu_us_per_envelope");
+            let cpu: Vec<f64> = c["cpu_s_by_process"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .collect();
+            let sum: f64 = cpu.iter().sum::<f64>().max(1e-9);
+            let shares: Vec<String> = cpu
+                .iter()
+                .map(|x| format!("{:.0} %", 100.0 * x / sum))
+                .collect();
+            let rss: Vec<String> = c["peak_rss_mib_by_process"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64)
+                .map(|m| format!("{m:.0}"))
+                .collect();
+            s.push_str(&format!(
+                "| {} | {} | {:.0} | {:.1} | {:.2} | {} | {} | {} |\n",
+                c["processes"],
+                c["slices"],
+                f(c, "envelopes_per_s"),
+                us,
+                us / strict.max(1e-9),
+                one.map_or("–".to_string(), |o| format!("{:.2}", us / o.max(1e-9))),
+                shares.join(" / "),
+                rss.join(" / "),
+            ));
+        }
+    }
     s
 }

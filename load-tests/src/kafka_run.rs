@@ -124,6 +124,10 @@ pub struct LoadArgs {
     /// Engine worker processes.
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
+    /// Slicer processes: 1, or a cluster of up to 4 in timely's cluster mode over
+    /// loopback (the detectors then run as a monitor process of their own).
+    #[arg(long, default_value_t = 1)]
+    pub slicer_processes: usize,
     /// After the load ends, wait at most this many seconds for the pipeline to drain.
     #[arg(long, default_value_t = 300.0)]
     pub drain_timeout: f64,
@@ -206,12 +210,22 @@ pub struct LoadArgs {
     /// `audita_stage_*` series).
     #[arg(long, hide = true)]
     pub metrics: Option<std::net::SocketAddr>,
+    /// (internal) A slicer cluster member's peers (comma-separated) ...
+    #[arg(long, hide = true, value_delimiter = ',')]
+    pub slicer_peers: Vec<String>,
+    /// (internal) ... and its index among them.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub slicer_index: usize,
+    /// (internal) A slicer process without the monitor's detectors (the slicer
+    /// measured alone).
+    #[arg(long, hide = true)]
+    pub slicer_alone: bool,
 }
 
 /// Creates the run's throw-away deployment in `dir`: fresh log and keeper keys (OS
 /// randomness), a per-run origin, the load's principals registered by their public
 /// keys and its duty registry installed. Returns its `audita.toml`.
-fn create_deployment(load: &Load, dir: &Path) -> anyhow::Result<PathBuf> {
+pub(crate) fn create_deployment(load: &Load, dir: &Path) -> anyhow::Result<PathBuf> {
     let origin = format!("audita.load/run-{}", crate::client::run_id());
     let opts = audita_deploy::InitOptions {
         local_keepers: crate::client::DEMO_KEEPERS
@@ -373,14 +387,29 @@ fn run_stage(
     match stage {
         LoadStage::Ingest => audita_pipeline::run_ingest(d, bus, stop, None, m).map(|_| ()),
         LoadStage::Sealer => audita_pipeline::run_sealer(d, bus, &dir()?, stop, None, m),
-        LoadStage::Slicer => audita_pipeline::run_slicer(
-            d,
-            bus,
-            Duration::from_millis(args.slicer_wait_ms),
-            stop,
-            None,
-            m,
-        ),
+        LoadStage::Slicer => {
+            let cluster = if args.slicer_peers.len() > 1 {
+                Some(
+                    audita_slicer::cluster::Cluster::new(
+                        args.slicer_index,
+                        args.slicer_peers.clone(),
+                    )
+                    .map_err(audita_pipeline::Error::Invalid)?,
+                )
+            } else {
+                None
+            };
+            audita_pipeline::run_slicer_member(
+                d,
+                bus,
+                Duration::from_millis(args.slicer_wait_ms),
+                stop,
+                None,
+                m,
+                cluster.as_ref(),
+                !args.slicer_alone,
+            )
+        }
         LoadStage::Monitor => audita_pipeline::monitor::run_monitor(
             d,
             bus,
@@ -417,6 +446,8 @@ struct Spawner<'a> {
     rig: Option<&'a nemesis::Rig>,
     /// The sink's output directory.
     sink_dir: PathBuf,
+    /// The slicer cluster's members' addresses (none: a slicer of one process).
+    slicer_peers: Vec<String>,
 }
 
 impl Spawner<'_> {
@@ -430,6 +461,19 @@ impl Spawner<'_> {
             LoadStage::Sink => self.sink_dir.clone(),
             _ => self.work.join(name),
         };
+        let mut extra = Vec::new();
+        if stage == LoadStage::Slicer && self.slicer_peers.len() > 1 {
+            let index = name
+                .rsplit_once('-')
+                .and_then(|(_, i)| i.parse::<usize>().ok())
+                .ok_or_else(|| anyhow::anyhow!("slicer member {name} has no index"))?;
+            extra.extend([
+                "--slicer-peers".to_string(),
+                self.slicer_peers.join(","),
+                "--slicer-index".to_string(),
+                index.to_string(),
+            ]);
+        }
         spawn_stage(
             self.args,
             stage,
@@ -440,6 +484,7 @@ impl Spawner<'_> {
             &self.deployment,
             &env,
             &dir,
+            &extra,
         )
     }
 }
@@ -496,7 +541,7 @@ struct Seen {
 /// range (32768 and up on Linux): a port 0 picks is free only until the child binds it,
 /// and a client's outgoing connection can take it meanwhile (CI of 261695f2: a sink
 /// restarted after its kill found its port in use and exited).
-fn metrics_addr() -> anyhow::Result<std::net::SocketAddr> {
+pub(crate) fn metrics_addr() -> anyhow::Result<std::net::SocketAddr> {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let base = std::process::id() % 12_000;
     for _ in 0..12_000 {
@@ -520,6 +565,7 @@ fn spawn_stage(
     deployment: &Path,
     env: &[(String, String)],
     dir: &Path,
+    extra: &[String],
 ) -> anyhow::Result<StageProc> {
     let exe = std::env::current_exe()?;
     let log = work.join(format!("{name}.log"));
@@ -552,6 +598,7 @@ fn spawn_stage(
         .args(["--metrics", &metrics.to_string()])
         .args(args.retention.flags())
         .args(args.kafka.iter().flat_map(|k| ["--kafka", k.as_str()]))
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         // Appended to: a stage restarted after a kill keeps its first life's log.
@@ -769,15 +816,30 @@ fn phase(p: &Phase, plan: &[nemesis::Fault]) -> anyhow::Result<Ended> {
         deployment: p.deployment.to_path_buf(),
         rig: rig.as_ref(),
         sink_dir: sink_dir.clone(),
+        slicer_peers: match args.slicer_processes {
+            0 | 1 => Vec::new(),
+            n => (0..n)
+                .map(|_| metrics_addr().map(|a| a.to_string()))
+                .collect::<anyhow::Result<_>>()?,
+        },
     };
     let mut procs = Vec::new();
     let result = (|| -> anyhow::Result<Value> {
         let mut stages = vec![
             (LoadStage::Ingest, "ingest".to_string()),
             (LoadStage::Sealer, "sealer".to_string()),
-            // The slicer runs the monitor's detectors over its join.
-            (LoadStage::Slicer, "slicer".to_string()),
         ];
+        if spawner.slicer_peers.is_empty() {
+            // The slicer runs the monitor's detectors over its join.
+            stages.push((LoadStage::Slicer, "slicer".to_string()));
+        } else {
+            // A cluster's members read a share of the bytes each: the detectors
+            // run on their own, over every partition.
+            stages.extend(
+                (0..spawner.slicer_peers.len()).map(|i| (LoadStage::Slicer, format!("slicer-{i}"))),
+            );
+            stages.push((LoadStage::Monitor, "monitor".to_string()));
+        }
         stages.extend((0..args.workers).map(|i| (LoadStage::Engine, format!("engine-{i}"))));
         stages.push((LoadStage::Sink, "sink".to_string()));
         for (stage, name) in &stages {
@@ -1847,8 +1909,31 @@ fn report(setup: &Setup, m: &Measured) -> Value {
         "republished_epochs": seen.republished,
         "drained": seen.sealed >= envelopes && seen.latencies.len() + seen.abstained.len() >= incidents.len(),
         "wall_s": m.end.as_secs_f64(),
+        "cpu_per_envelope": cpu_per_envelope(&m.samples, stats.offered_per_s(), limit),
         "samples": m.samples,
     })
+}
+
+/// The CPU the machine and each process spent per envelope while the load was
+/// offered, in µs and as a multiple of one Ed25519 `verify_strict` measured in the
+/// same run (a figure that means the same on a faster or slower machine): cores busy
+/// over the offer ([`crate::capacity::cores_while_offered`]) per envelope offered.
+fn cpu_per_envelope(samples: &[Value], offered_per_s: f64, ed25519_per_s: f64) -> Value {
+    let Some((_, busy)) = crate::capacity::cores_while_offered(samples) else {
+        return Value::Null;
+    };
+    let verify_us = 1e6 / ed25519_per_s.max(1e-9);
+    let us = |cores: f64| cores * 1e6 / offered_per_s.max(1e-9);
+    let per: serde_json::Map<String, Value> = busy
+        .iter()
+        .map(|(name, cores)| {
+            (
+                name.clone(),
+                json!({"us": us(*cores), "ed25519": us(*cores) / verify_us}),
+            )
+        })
+        .collect();
+    json!({"ed25519_verify_us": verify_us, "by_process": per})
 }
 
 fn f(v: &Value, key: &str) -> f64 {
@@ -2085,6 +2170,27 @@ fn markdown(r: &Value) -> String {
                 " {st} {:.0};",
                 last["cpu_s"][st].as_f64().unwrap_or(0.0)
             ));
+        }
+        s.push('\n');
+    }
+    if let Some(c) = r["cpu_per_envelope"].as_object() {
+        let verify = c["ed25519_verify_us"].as_f64().unwrap_or(0.0);
+        let by = c["by_process"].as_object().cloned().unwrap_or_default();
+        let cell = |n: &str| {
+            by.get(n).map_or("–".to_string(), |v| {
+                format!(
+                    "{:.1} µs = {:.2}×",
+                    v["us"].as_f64().unwrap_or(0.0),
+                    v["ed25519"].as_f64().unwrap_or(0.0)
+                )
+            })
+        };
+        s.push_str(&format!(
+            "\nCPU per envelope offered, as µs and as a multiple of one Ed25519 `verify_strict` of this run ({verify:.1} µs): **machine {}**;",
+            cell("machine")
+        ));
+        for (name, _) in by.iter().filter(|(n, _)| n.as_str() != "machine") {
+            s.push_str(&format!(" {name} {};", cell(name)));
         }
         s.push('\n');
     }

@@ -270,6 +270,7 @@ pub fn run(args: &StageArgs) -> Result<()> {
                 idle,
                 &m,
                 cluster.as_ref(),
+                true,
             )
         }),
         StageName::Engine => {

@@ -97,7 +97,7 @@ pub fn run_slicer(
     idle: Option<Duration>,
     m: &Metrics,
 ) -> Result<()> {
-    run_slicer_member(d, bus, quiet_wait, stop, idle, m, None)
+    run_slicer_member(d, bus, quiet_wait, stop, idle, m, None, true)
 }
 
 /// [`run_slicer`] as member `cluster.index` of a slicer cluster (`None`: a cluster of
@@ -105,7 +105,9 @@ pub fn run_slicer(
 /// (partition `p` is member `p mod members`'), and the members exchange the graph
 /// over timely's cluster mode ([`audita_slicer::cluster`]). A cluster of more than
 /// one runs no detectors: they need every partition, and run as `audita stage
-/// monitor` beside it.
+/// monitor` beside it. `detectors: false` runs none in a slicer of one either (a
+/// measurement of the slicer alone).
+#[allow(clippy::too_many_arguments)]
 pub fn run_slicer_member(
     d: &Deployment,
     bus: &Bus,
@@ -114,6 +116,7 @@ pub fn run_slicer_member(
     idle: Option<Duration>,
     m: &Metrics,
     cluster: Option<&audita_slicer::cluster::Cluster>,
+    detectors: bool,
 ) -> Result<()> {
     let members = cluster.map_or(1, |c| c.addresses.len());
     if members > crate::deployment::ACCEPTED_PARTITIONS as usize {
@@ -176,7 +179,7 @@ pub fn run_slicer_member(
         let mut input = d.sealed_input(bus, "slicer", &[topics::ADVERSE])?;
         // The detectors on a thread of their own, with their own producer: an alert
         // never waits for a slicer turn.
-        match crate::monitor::MonitorTap::new(d, m, quiet_wait) {
+        match crate::monitor::MonitorTap::new(d, m, quiet_wait).filter(|_| detectors) {
             Some(mut tap) => {
                 let mut tap_out = bus.producer()?;
                 stage.run_with(

@@ -247,6 +247,9 @@ spec:
         {{- end }}
       ports:
         - {name: metrics, containerPort: {{ $v.metrics.port }}, protocol: TCP}
+        {{- if .clusterPort }}
+        - {name: cluster, containerPort: {{ .clusterPort }}, protocol: TCP}
+        {{- end }}
       startupProbe:
         httpGet: {path: {{ $v.probes.liveness.path }}, port: metrics}
         periodSeconds: {{ $v.probes.startup.periodSeconds }}
