@@ -682,7 +682,7 @@ pub fn markdown(r: &Value) -> String {
             .find(|c| c["processes"] == 1)
             .map(|c| f(c, "cpu_us_per_envelope"));
         s.push_str(
-            "\nThe slicer alone (no detectors) as a cluster, same stream:\n\n             | processes | slices | envelopes/s | CPU µs / envelope (all processes) | × verify_strict | × one process | each process's share of the CPU | peak RSS MiB per process |\n             |---|---|---|---|---|---|---|---|\n",
+            "\nThe slicer alone (no detectors) as a cluster, same stream:\n\n| processes | slices | envelopes/s | CPU µs / envelope (all processes) | × verify_strict | × one process | each process's share of the CPU | peak RSS MiB per process |\n|---|---|---|---|---|---|---|---|\n",
         );
         for c in clusters {
             let us = f(c, "cpu_us_per_envelope");

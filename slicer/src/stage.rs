@@ -880,10 +880,20 @@ fn read(
     missing: &AtomicU64,
     held: &AtomicUsize,
 ) {
+    let mut blocked: Option<Instant> = None;
     while !stop.load(Ordering::SeqCst) && !done.load(Ordering::SeqCst) {
         if queued.load(Ordering::SeqCst) >= QUEUED_BYTES {
+            blocked.get_or_insert_with(Instant::now);
             std::thread::sleep(Duration::from_millis(1));
             continue;
+        }
+        if let Some(since) = blocked.take() {
+            if since.elapsed() >= STALL {
+                tracing::info!(
+                    waited_ms = since.elapsed().as_millis() as u64,
+                    "the slicer's join waited for its turns (queue full)"
+                );
+            }
         }
         let got = match input.poll(Duration::from_millis(20)) {
             Ok(Some(got)) => got,
@@ -921,7 +931,17 @@ fn detect(
     let result = (|| -> Result<(), BusError> {
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
-                Ok(epoch) => tap.epoch(&epoch, missing.load(Ordering::SeqCst), out)?,
+                Ok(epoch) => {
+                    let started = Instant::now();
+                    tap.epoch(&epoch, missing.load(Ordering::SeqCst), out)?;
+                    if started.elapsed() >= STALL {
+                        tracing::info!(
+                            took_ms = started.elapsed().as_millis() as u64,
+                            envelopes = epoch.envelopes.len(),
+                            "the detectors' epoch took long"
+                        );
+                    }
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if done.load(Ordering::SeqCst) {
                         return Ok(());
