@@ -63,6 +63,24 @@ pub struct Shared {
     pub closures: Rc<RefCell<Vec<AnchorUpdate>>>,
     /// The sealer's watermark as far as this worker has fed (eviction reads it).
     pub watermark: Rc<Cell<u64>>,
+    /// A reader of this worker's part of the citation edges' arrangement, for its
+    /// size ([`crate::stage::SlicerStage::memory`]); the stage advances its
+    /// compaction every turn, so it holds nothing back.
+    pub edges: Rc<RefCell<Option<EdgeTrace>>>,
+}
+
+/// The citation edges arranged by child.
+pub type EdgeTrace = differential_dataflow::operators::arrange::TraceAgent<
+    differential_dataflow::trace::implementations::ValSpine<Key, Key, Turn, isize>,
+>;
+
+/// Updates in the batches of an edge arrangement (including batches being merged).
+pub fn updates(trace: &EdgeTrace) -> usize {
+    use differential_dataflow::trace::implementations::spine_fueled::SpineBatch;
+    use differential_dataflow::trace::TraceReader;
+    let mut n = 0;
+    trace.map_spans(|s| n += s.inner.as_ref().map_or(0, |b| b.len()));
+    n
 }
 
 /// The inputs of the dataflow on one worker.
@@ -273,6 +291,7 @@ fn graph<'s>(
         .container::<Vec<_>>()
         .as_collection()
         .arrange_by_key();
+    *shared.edges.borrow_mut() = Some(edges.trace.clone());
     let closures = shared.closures.clone();
     closure(anchors, edges)
         .inner

@@ -81,6 +81,22 @@ pub const QUEUED_BYTES: usize = 64 << 20;
 /// Records of merge work per operator step while an arrangement is not compact.
 const IDLE_MERGE_EFFORT: isize = 1_000;
 
+/// How often the stage logs its memory per component ([`SlicerStage::memory`]).
+const MEMORY_LOG: Duration = Duration::from_secs(10);
+
+/// Bytes one update of the edge arrangement takes: the child and parent keys (16
+/// each), its time and difference (8 each), and an offset into the values (8; the
+/// keys' offsets are shared by a child's edges).
+pub const EDGE_UPDATE_BYTES: usize = 56;
+
+/// This process's resident set (0 where `/proc` cannot say).
+fn resident_bytes() -> usize {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<usize>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
 /// A snapshot of the slicer stage for live metrics (this process's share).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SlicerStats {
@@ -187,6 +203,8 @@ pub struct SlicerStage {
     idle: bool,
     /// The input's join: bytes held ahead of their seals, items missing so far.
     join: (usize, u64),
+    /// When [`Self::memory`] was last logged.
+    memory_logged: Instant,
 }
 
 /// The worker configuration: arrangements merge while stepping, not only when new
@@ -256,6 +274,7 @@ impl SlicerStage {
             answers: Rc::new(RefCell::new(Vec::new())),
             closures: Rc::new(RefCell::new(Vec::new())),
             watermark: Rc::new(Cell::new(0)),
+            edges: Rc::new(RefCell::new(None)),
         };
         let handles = dataflow::build(&mut worker, &shared);
         SlicerStage {
@@ -277,6 +296,7 @@ impl SlicerStage {
             failed: false,
             idle: false,
             join: (0, 0),
+            memory_logged: Instant::now(),
         }
     }
 
@@ -386,14 +406,45 @@ impl SlicerStage {
     }
 
     /// Approximate bytes of memory per component of this process's state, the
-    /// dataflow's arrangements counted by their updates.
+    /// dataflow's arrangement of the citation edges counted by its updates
+    /// ([`EDGE_UPDATE_BYTES`] each).
     pub fn memory(&self) -> Vec<(&'static str, usize)> {
         let mut out = self.shared.shard.borrow().memory();
         out.push((
             "epoch proofs (leaf hashes)",
             self.shared.epochs.borrow().memory(),
         ));
+        let updates = self
+            .shared
+            .edges
+            .borrow()
+            .as_ref()
+            .map_or(0, dataflow::updates);
+        out.push(("citation edges (arrangement)", updates * EDGE_UPDATE_BYTES));
         out
+    }
+
+    /// Logs [`Self::memory`] as one line: bytes per component and per held
+    /// message, and the process's resident set.
+    fn log_memory(&self) {
+        let parts = self.memory();
+        let held = self.shared.shard.borrow().stats().held;
+        let total: usize = parts.iter().map(|(_, b)| b).sum();
+        let per = |b: usize| b.checked_div(held).unwrap_or(0);
+        let components = parts
+            .iter()
+            .map(|(name, b)| format!("{name}: {} B/msg", per(*b)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        tracing::info!(
+            member = self.me,
+            held,
+            counted_mib = total >> 20,
+            counted_bytes_per_message = per(total),
+            rss_mib = resident_bytes() >> 20,
+            components = %components,
+            "slicer memory"
+        );
     }
 
     /// Messages whose receipts are held (those of held messages, and receipts taken
@@ -599,6 +650,12 @@ impl SlicerStage {
         self.step_until(self.turn)?;
         // Everything said in the turns up to this one is in, everywhere.
         self.shared.globals.borrow_mut().settle(self.turn - 1);
+        if let Some(t) = self.shared.edges.borrow_mut().as_mut() {
+            use differential_dataflow::trace::TraceReader;
+            let now = [self.turn];
+            t.set_logical_compaction(timely::progress::frontier::AntichainRef::new(&now));
+            t.set_physical_compaction(timely::progress::frontier::AntichainRef::new(&now));
+        }
         let stepped = started.elapsed();
         let changes = std::mem::take(&mut *self.shared.closures.borrow_mut());
         self.emitter.closure_changed(changes);
@@ -639,6 +696,10 @@ impl SlicerStage {
                     f(&stats, &waits);
                 }
             }
+        }
+        if self.memory_logged.elapsed() >= MEMORY_LOG {
+            self.memory_logged = Instant::now();
+            self.log_memory();
         }
         let took = started.elapsed();
         if took >= STALL {
@@ -736,7 +797,7 @@ impl SlicerStage {
         let missing = AtomicU64::new(0);
         let held = AtomicUsize::new(0);
         let tap_failed: Mutex<Option<BusError>> = Mutex::new(None);
-        std::thread::scope(|scope| {
+        let together = std::thread::scope(|scope| {
             let (tx, rx) = mpsc::sync_channel::<Result<Input, BusError>>(4096);
             let (tap_tx, tap_rx) = mpsc::sync_channel::<Arc<EpochMessage>>(4096);
             let has_tap = tap.is_some();
@@ -785,13 +846,18 @@ impl SlicerStage {
             result
         })?;
         // Stopped (SIGTERM) or idle: emit what is complete and deliver it before exit.
-        self.emit_ready(out)?;
+        // A cluster that stopped together has nothing left to move (and its
+        // members may already be gone: another turn would wait for them).
+        if !together {
+            self.emit_ready(out)?;
+        }
         out.flush()?;
         Ok(())
     }
 
     /// The slicer's side of [`Self::run_with`]: takes what the join read, one turn
-    /// at a time.
+    /// at a time. Returns true when a cluster stopped together on idle (every
+    /// declaration has moved as far as it can everywhere).
     #[allow(clippy::too_many_arguments)]
     fn turns(
         &mut self,
@@ -802,7 +868,7 @@ impl SlicerStage {
         queued: &AtomicUsize,
         tap_failed: &Mutex<Option<BusError>>,
         join: (&AtomicU64, &AtomicUsize),
-    ) -> Result<(), SlicerError> {
+    ) -> Result<bool, SlicerError> {
         let mut idle_since = Instant::now();
         while !stop.load(Ordering::SeqCst) {
             let wait = if self.emitter.busy() {
@@ -828,7 +894,7 @@ impl SlicerStage {
                     Err(mpsc::RecvTimeoutError::Timeout) => break,
                     // The join stops when `stop` is set; otherwise only by a panic.
                     Err(mpsc::RecvTimeoutError::Disconnected) if stop.load(Ordering::SeqCst) => {
-                        return Ok(())
+                        return Ok(false)
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => {
                         return Err(SlicerError::Cluster(
@@ -849,14 +915,20 @@ impl SlicerStage {
                 idle_since = Instant::now();
             }
             self.turn_once(Some(out), took == 0)?;
-            if took == 0
+            self.idle = took == 0
                 && max_idle.is_some_and(|m| idle_since.elapsed() >= m)
-                && !self.emitter.busy()
-            {
+                && !self.emitter.busy();
+            // A cluster stops when every member said it is idle, read as of the
+            // same completed turn everywhere, so all members leave after the same
+            // turn (one leaving alone would stall the others' next turn).
+            if self.peers == 1 && self.idle {
                 break;
             }
+            if self.peers > 1 && self.shared.globals.borrow().all_idle(self.peers) {
+                return Ok(true);
+            }
         }
-        Ok(())
+        Ok(false)
     }
 }
 
@@ -964,7 +1036,9 @@ impl Drop for SlicerStage {
         // channels are poisoned), which is contained here.
         let handles = std::mem::replace(&mut *self.handles, dataflow::Handles::detached());
         let worker = self.worker.take();
+        let edges = self.shared.edges.borrow_mut().take();
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            drop(edges);
             drop(handles);
             drop(worker);
         }));
