@@ -462,6 +462,7 @@ pub fn run(args: &StagesArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             "cpu_us_per_envelope": c.cpu.iter().sum::<f64>() * 1e6 / envelopes.max(1) as f64,
             "cpu_s_by_process": c.cpu,
             "peak_rss_mib_by_process": c.rss,
+            "memory_by_process": c.memory,
         })).collect::<Vec<_>>(),
     });
     if let Some(path) = &args.json {
@@ -484,6 +485,40 @@ struct ClusterRun {
     /// Peak resident MiB of each member.
     rss: Vec<f64>,
     active: Duration,
+    /// Each member's last memory line ([`memory_line`]), as it stopped.
+    memory: Vec<Option<Value>>,
+}
+
+/// The last `slicer memory` line of a slicer's log (`SlicerStage::memory`, logged
+/// every 10 s and as it stops): messages held, bytes counted per held message,
+/// resident MiB and the components, as JSON.
+pub fn memory_line(log: &str) -> Option<Value> {
+    let line = log.lines().rev().find(|l| l.contains("slicer memory"))?;
+    let field = |name: &str| -> Option<u64> {
+        let at = line.find(&format!(" {name}="))? + name.len() + 2;
+        line[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    let components: serde_json::Map<String, Value> = line
+        .split_once(" components=")
+        .map(|(_, rest)| rest)
+        .unwrap_or("")
+        .split("; ")
+        .filter_map(|c| {
+            let (name, value) = c.rsplit_once(": ")?;
+            let bytes: u64 = value.trim().strip_suffix(" B/msg")?.parse().ok()?;
+            Some((name.to_string(), json!(bytes)))
+        })
+        .collect();
+    Some(json!({
+        "held": field("held")?,
+        "counted_bytes_per_message": field("counted_bytes_per_message")?,
+        "rss_mib": field("rss_mib")?,
+        "components_bytes_per_message": components,
+    }))
 }
 
 /// Runs the slicer alone (no detectors: the declarations are on `audita.adverse`
@@ -581,6 +616,12 @@ fn run_cluster(
     for c in &mut children {
         let _ = c.wait();
     }
+    let memory = (0..processes)
+        .map(|i| {
+            let log = std::fs::read_to_string(work.join(format!("slicer-{processes}-{i}.log")));
+            memory_line(&log.unwrap_or_default())
+        })
+        .collect();
     if slices < declared {
         anyhow::bail!("the slicer as {processes} processes emitted {slices} of {declared} slices within 600 s");
     }
@@ -597,6 +638,7 @@ fn run_cluster(
         cpu,
         rss,
         active,
+        memory,
     })
 }
 
@@ -684,7 +726,7 @@ pub fn markdown(r: &Value) -> String {
         s.push_str(
             "\nThe slicer alone (no detectors) as a cluster, same stream:\n\n| processes | slices | envelopes/s | CPU µs / envelope (all processes) | × verify_strict | × one process | each process's share of the CPU | peak RSS MiB per process |\n|---|---|---|---|---|---|---|---|\n",
         );
-        for c in clusters {
+        for c in &clusters {
             let us = f(c, "cpu_us_per_envelope");
             let cpu: Vec<f64> = c["cpu_s_by_process"]
                 .as_array()
@@ -716,6 +758,85 @@ pub fn markdown(r: &Value) -> String {
                 rss.join(" / "),
             ));
         }
+        s.push_str(&memory_table(&clusters));
     }
     s
+}
+
+/// The slicer's memory per held message by component, per cluster size (each
+/// member's last memory line; a member without one is left out).
+fn memory_table(clusters: &[&Value]) -> String {
+    let lines: Vec<(u64, usize, &Value)> = clusters
+        .iter()
+        .flat_map(|c| {
+            let n = c["processes"].as_u64().unwrap_or(0);
+            c["memory_by_process"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .filter(|(_, m)| !m.is_null())
+                .map(move |(i, m)| (n, i, m))
+        })
+        .collect();
+    let Some((_, _, first)) = lines.first() else {
+        return String::new();
+    };
+    let names: Vec<&String> = first["components_bytes_per_message"]
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    let mut s = String::from(
+        "\nThe slicer's memory per held message (B), as each member stopped: its own accounting by component, and its resident set over the messages it held:\n\n| processes | member | held | ",
+    );
+    for n in &names {
+        s.push_str(&format!("{n} | "));
+    }
+    s.push_str("counted | RSS / held |\n|---|---|---|");
+    s.push_str(&"---|".repeat(names.len() + 2));
+    s.push('\n');
+    for (n, i, m) in lines {
+        let held = m["held"].as_u64().unwrap_or(0);
+        s.push_str(&format!("| {n} | {i} | {held} | "));
+        for name in &names {
+            let b = &m["components_bytes_per_message"][name.as_str()];
+            s.push_str(&format!(
+                "{} | ",
+                b.as_u64().map_or("–".into(), |b| b.to_string())
+            ));
+        }
+        let rss = m["rss_mib"].as_u64().unwrap_or(0) << 20;
+        s.push_str(&format!(
+            "{} | {} |\n",
+            m["counted_bytes_per_message"],
+            rss.checked_div(held).map_or("–".into(), |b| b.to_string())
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod memory_tests {
+    use super::*;
+
+    #[test]
+    fn the_last_memory_line_of_a_slicer_log_is_read_with_its_components() {
+        let log = "2026-12-07T15:00:00Z  INFO audita_slicer::stage: slicer memory member=0 held=10 counted_mib=0 counted_bytes_per_message=300 rss_mib=1 components=slab (message slots): 120 B/msg; key index: 40 B/msg
+2026-12-07T15:00:10Z  INFO audita_slicer::stage: slicer memory member=0 held=2000 counted_mib=0 counted_bytes_per_message=310 rss_mib=3 components=slab (message slots): 130 B/msg; key index: 41 B/msg; citation edges (arrangement): 84 B/msg
+2026-12-07T15:00:11Z  INFO audita_slicer::stage: slicer stopped";
+        let m = memory_line(log).expect("a memory line");
+        assert_eq!(m["held"], 2000);
+        assert_eq!(m["counted_bytes_per_message"], 310);
+        assert_eq!(m["rss_mib"], 3);
+        let c = &m["components_bytes_per_message"];
+        assert_eq!(c["slab (message slots)"], 130);
+        assert_eq!(c["citation edges (arrangement)"], 84);
+        assert_eq!(c.as_object().unwrap().len(), 3);
+        assert!(memory_line("no such line").is_none());
+        let table = memory_table(&[&json!({"processes": 1, "memory_by_process": [m]})]);
+        assert!(
+            table.contains("| 1 | 0 | 2000 | 130 | 41 | 84 | 310 | 1572 |"),
+            "{table}"
+        );
+    }
 }

@@ -239,6 +239,12 @@ impl Globals {
         least
     }
 
+    /// Whether a worker already said something in `turn` or later (it is in a turn
+    /// this worker has not fed yet, and waits for it).
+    pub fn said_in_or_after(&self, turn: u64) -> bool {
+        self.later.iter().any(|(t, _)| *t >= turn)
+    }
+
     /// Every one of `peers` workers said it is idle.
     pub fn all_idle(&self, peers: usize) -> bool {
         self.idle.len() >= peers && self.idle.values().all(|i| *i)

@@ -81,6 +81,10 @@ pub const QUEUED_BYTES: usize = 64 << 20;
 /// Records of merge work per operator step while an arrangement is not compact.
 const IDLE_MERGE_EFFORT: isize = 1_000;
 
+/// How long an idle cluster member waits for input before it turns anyway (it
+/// turns at once when another member waits for it).
+const CLUSTER_IDLE_TURN: Duration = Duration::from_millis(100);
+
 /// How often the stage logs its memory per component ([`SlicerStage::memory`]).
 const MEMORY_LOG: Duration = Duration::from_secs(10);
 
@@ -438,6 +442,7 @@ impl SlicerStage {
             .join("; ");
         tracing::info!(
             member = self.me,
+            turns = self.turn,
             held,
             counted_mib = total >> 20,
             counted_bytes_per_message = per(total),
@@ -845,6 +850,7 @@ impl SlicerStage {
             drop(rx);
             result
         })?;
+        self.log_memory();
         // Stopped (SIGTERM) or idle: emit what is complete and deliver it before exit.
         // A cluster that stopped together has nothing left to move (and its
         // members may already be gone: another turn would wait for them).
@@ -871,14 +877,16 @@ impl SlicerStage {
     ) -> Result<bool, SlicerError> {
         let mut idle_since = Instant::now();
         while !stop.load(Ordering::SeqCst) {
-            let wait = if self.emitter.busy() {
-                Duration::ZERO
-            } else {
-                Duration::from_millis(20)
-            };
+            let busy = self.emitter.busy();
             let mut took = 0;
+            let mut next = if busy {
+                rx.recv_timeout(Duration::ZERO)
+            } else if self.peers > 1 {
+                self.await_input(rx, CLUSTER_IDLE_TURN)?
+            } else {
+                rx.recv_timeout(Duration::from_millis(20))
+            };
             let deadline = Instant::now() + Duration::from_millis(50);
-            let mut next = rx.recv_timeout(wait);
             loop {
                 match next {
                     Ok(Ok(input)) => {
@@ -929,6 +937,37 @@ impl SlicerStage {
             }
         }
         Ok(false)
+    }
+}
+
+impl SlicerStage {
+    /// A cluster member with nothing to do waits for its join's next input for up
+    /// to `limit`, stepping its worker meanwhile, and turns at once when another
+    /// member is already in the next turn (it waits for this one): the cluster
+    /// turns as often as its members have input, not at a fixed idle rate (each
+    /// turn costs every member a round of progress messages).
+    fn await_input(
+        &mut self,
+        rx: &mpsc::Receiver<Result<Input, BusError>>,
+        limit: Duration,
+    ) -> Result<Result<Result<Input, BusError>, mpsc::RecvTimeoutError>, SlicerError> {
+        let until = Instant::now() + limit;
+        loop {
+            match rx.try_recv() {
+                Ok(got) => return Ok(Ok(got)),
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    return Ok(Err(mpsc::RecvTimeoutError::Disconnected))
+                }
+                Err(mpsc::TryRecvError::Empty) => {}
+            }
+            if Instant::now() >= until || self.shared.globals.borrow().said_in_or_after(self.turn) {
+                return Ok(Err(mpsc::RecvTimeoutError::Timeout));
+            }
+            let Some(worker) = self.worker.as_mut() else {
+                return Err(SlicerError::Cluster("the stage failed before".into()));
+            };
+            worker.step_or_park(Some(Duration::from_millis(2)));
+        }
     }
 }
 

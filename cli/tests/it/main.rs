@@ -17,6 +17,7 @@ mod nemesis;
 mod old_records;
 mod pipeline;
 mod readme_vda5050;
+mod reopen;
 mod report_screens;
 mod republished_epoch;
 mod slicer_cluster;
