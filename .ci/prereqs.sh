@@ -17,10 +17,11 @@ install_prereqs() {
   # 5050 fleet of cli/tests/it/vda5050_incident.rs), Chromium (report screenshots),
   # openssh-client (litewitness keeps its key in an ssh-agent), buildah and busybox-static
   # (the container image is built and run by image/smoke.sh), faketime (libfaketime: the
-  # nemesis's clock jumps, load-tests/src/kafka_run/nemesis.rs). One update, one install,
+  # nemesis's clock jumps, load-tests/src/kafka_run/nemesis.rs), prometheus-alertmanager
+  # (the notifier's test posts to the real one, cli/tests/it/notifier.rs). One update, one install,
   # only of what is missing.
   want="cmake build-essential pkg-config libcurl4-openssl-dev libssl-dev libsasl2-dev zlib1g-dev mold
-    prometheus mosquitto chromium fonts-dejavu-core openssh-client buildah busybox-static faketime"
+    prometheus prometheus-alertmanager mosquitto chromium fonts-dejavu-core openssh-client buildah busybox-static faketime"
   command -v java >/dev/null || want="$want openjdk-17-jre-headless"
   command -v mvn >/dev/null || want="$want maven"
   command -v python3 >/dev/null || want="$want python3 python3-pip"

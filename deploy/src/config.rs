@@ -50,6 +50,9 @@
 //! # record_time = "relative"            # ms since `origin` (a simulated world from 0)
 //! # origin = "2026-12-01T00:00:00Z"     # RFC 3339; relative only, optional
 //!
+//! [notifier]                            # the notifier stage: every incident to
+//! url = "http://alertmanager:9093"      # Prometheus Alertmanager (crate::notifier)
+//!
 //! # [insecure]                          # tests and reproducible demos ONLY:
 //! # demo_seed = 7                       # every key derives from this public seed
 //! ```
@@ -111,6 +114,8 @@ struct Raw {
     clock: Option<RawClock>,
     #[serde(default)]
     insecure: Option<RawInsecure>,
+    #[serde(default)]
+    notifier: Option<crate::notifier::RawNotifier>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -336,6 +341,8 @@ pub struct Config {
     /// `[insecure] demo_seed`: every key of this deployment derives from this public
     /// seed (reproducible tests and demos only; stages say so loudly).
     pub insecure_demo_seed: Option<u64>,
+    /// `[notifier]`: where the notifier stage posts alerts (none: it is not run).
+    pub notifier: Option<crate::notifier::Notifier>,
 }
 
 /// Checks `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)` (the sink parses it).
@@ -618,6 +625,7 @@ impl Config {
             ));
         }
         let clock = Clock::resolve(raw.clock, &at)?;
+        let notifier = raw.notifier.map(|n| n.resolve(dir, &at)).transpose()?;
         Ok(Config {
             dir: dir.to_path_buf(),
             file: file.to_path_buf(),
@@ -642,6 +650,7 @@ impl Config {
             engine_workers: raw.engine.workers,
             clock,
             insecure_demo_seed: raw.insecure.map(|i| i.demo_seed),
+            notifier,
         })
     }
 

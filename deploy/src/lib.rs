@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod init;
+pub mod notifier;
 
 /// Private key files, at their old path: they live in `audita_keys`, below the
 /// engine, so light clients read their keys without linking this crate.
@@ -27,3 +28,4 @@ pub use init::{
     InitOptions, NewKey,
 };
 pub use keys::KeyError;
+pub use notifier::Notifier;

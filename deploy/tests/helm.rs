@@ -305,6 +305,8 @@ struct Expect<'a> {
     monitor: bool,
     /// `slicer.processes`.
     slicer_processes: u64,
+    /// `notifier.enabled` (with its TLS and basic-auth Secrets).
+    notifier: bool,
 }
 
 fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
@@ -337,7 +339,26 @@ fn check_properties(text: &str, all: &[Value], e: &Expect, opaque: &[&str]) {
     if e.monitor && e.slicer_processes > 1 {
         stages.insert("monitor");
     }
+    if e.notifier {
+        stages.insert("notifier");
+    }
     assert_eq!(comps, stages, "one workload per stage");
+    // Alertmanager's CA and password reach the notifier's pod only.
+    for wl in &w {
+        let mounts: Vec<&str> = wl["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| v_str(&m["name"]))
+            .collect();
+        let alertmanager = mounts.iter().any(|m| m.starts_with("alertmanager-"));
+        assert_eq!(
+            alertmanager,
+            component(wl) == "notifier",
+            "{}: Alertmanager's Secrets are the notifier's alone: {mounts:?}",
+            name(wl)
+        );
+    }
     let toml_predicates = toml["registry"].get("predicates").and_then(|p| p.as_str());
     assert_eq!(
         toml_predicates,
@@ -781,6 +802,7 @@ fn minimal_values_render_validate_and_hold() {
             grace: 30,
             monitor: false,
             slicer_processes: 1,
+            notifier: false,
         },
         &[&vkey],
     );
@@ -832,6 +854,7 @@ fn full_expect<'a>(log_key_secret: &'a str, sasl: &'a str) -> Expect<'a> {
         grace: 45,
         monitor: true,
         slicer_processes: 2,
+        notifier: true,
     }
 }
 
@@ -1132,6 +1155,15 @@ fn every_stage_loads_the_configuration_the_chart_renders() {
                 ]),
             );
         }
+        // Alertmanager's CA bundle and basic-auth password (the notifier's).
+        external.insert(
+            ("Secret".to_string(), "audita-alertmanager-tls".to_string()),
+            BTreeMap::from([("ca.crt".to_string(), b"AM-CA".to_vec())]),
+        );
+        external.insert(
+            ("Secret".to_string(), "audita-alertmanager-auth".to_string()),
+            BTreeMap::from([("password".to_string(), b"am-secret\n".to_vec())]),
+        );
         for w in workloads(&all) {
             let comp = component(w);
             let tmp = tempfile::tempdir().unwrap();
@@ -1195,6 +1227,27 @@ fn every_stage_loads_the_configuration_the_chart_renders() {
                 std::fs::read(file.parent().unwrap().join("principals.json")).unwrap(),
                 registry("principals.json")
             );
+            let n = cfg.notifier.as_ref().expect("[notifier]");
+            assert_eq!(n.url, "https://alertmanager.monitoring:9093");
+            assert_eq!(n.username.as_deref(), Some("audita"));
+            assert_eq!(
+                n.ca_file.as_deref(),
+                Some(Path::new("/var/run/secrets/audita/alertmanager-tls/ca.crt"))
+            );
+            let mounted =
+                |vol: &str, f: &str| std::fs::read(tmp.path().join("vol").join(vol).join(f));
+            if comp == "notifier" {
+                assert_eq!(mounted("alertmanager-tls", "ca.crt").unwrap(), b"AM-CA");
+                assert_eq!(
+                    mounted("alertmanager-auth", "password").unwrap(),
+                    b"am-secret\n"
+                );
+            } else {
+                assert!(
+                    mounted("alertmanager-auth", "password").is_err(),
+                    "{comp} has the password"
+                );
+            }
         }
     }
 }

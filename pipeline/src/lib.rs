@@ -15,7 +15,7 @@
 //!   declaration against the slice.
 //! - The stages' run loops live in their crates (`audita_ingest::run`,
 //!   `SealerStage::run`, `SlicerStage::run`, `audita_engine_workers::run_observed`,
-//!   `audita_sinks::sink::run`); this crate only connects them to the bus, the
+//!   `audita_sinks::sink::run`, `audita_notifier::run`); this crate only connects them to the bus, the
 //!   deployment and the [`metrics`].
 //! - No private key is derived from a seed here: a deployment's keys come from its
 //!   files, an [`Deployment::ephemeral`] one's from OS randomness.
@@ -41,8 +41,8 @@ pub use deployment::{
     Deployment, Retention, ACCEPTED_PARTITIONS, EPOCH_MESSAGES, SOURCE_PARTITIONS,
 };
 pub use stages::{
-    run_all, run_engine, run_ingest, run_sealer, run_sink, run_slicer, run_slicer_member, start,
-    Running,
+    notifier_settings, run_all, run_engine, run_ingest, run_notifier, run_sealer, run_sink,
+    run_slicer, run_slicer_member, start, Running,
 };
 
 /// Why the pipeline, or one of its stages, stopped.

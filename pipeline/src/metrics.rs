@@ -31,7 +31,9 @@ use std::time::Duration;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The stages, as metric name prefixes (`audita_<prefix>_…`).
-pub const STAGES: [&str; 6] = ["ingest", "sealer", "slicer", "engine", "sinks", "monitor"];
+pub const STAGES: [&str; 7] = [
+    "ingest", "sealer", "slicer", "engine", "sinks", "monitor", "notifier",
+];
 
 /// The metrics of the pipeline.
 #[derive(Clone)]
@@ -124,6 +126,13 @@ pub struct Metrics {
     /// The monitor's handling time from a sealed epoch's arrival to the alerts it
     /// raised being queued for publication.
     pub monitor_alert_latency: Histogram,
+    /// Alerts posted to Alertmanager, by `outcome` (`accepted`, `rejected`: a 4xx,
+    /// not posted again; `failed`: a post to retry).
+    pub notifier_posts: IntCounterVec,
+    /// Records the notifier could not read (skipped).
+    pub notifier_malformed: IntCounter,
+    /// Incidents whose alert the notifier holds (open, or ended and held).
+    pub notifier_incidents: IntGauge,
 }
 
 /// A counter (the name is static, so valid).
@@ -157,6 +166,26 @@ const JUDGE_BUCKETS: [f64; 12] = [
 const ALERT_BUCKETS: [f64; 11] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 ];
+
+/// The notifier's posts by outcome, the records it skipped and the alerts it holds
+/// ([`Metrics`]).
+fn notifier() -> (IntCounterVec, IntCounter, IntGauge) {
+    (
+        counter_vec(
+            "audita_notifier_posts_total",
+            "Alerts posted to Alertmanager, by outcome (accepted, rejected, failed)",
+            "outcome",
+        ),
+        counter(
+            "audita_notifier_malformed_records_total",
+            "Records of audita.alerts, audita.adverse or audita.verdicts the notifier could not read",
+        ),
+        int_gauge(
+            "audita_notifier_incidents",
+            "Incidents whose alert the notifier holds (open, or judged and held)",
+        ),
+    )
+}
 
 /// `audita_stage_faults_total{reason}` and `audita_stage_stalled` ([`Metrics`]).
 fn stage_health() -> (IntCounterVec, IntGauge) {
@@ -226,6 +255,7 @@ impl Metrics {
     fn unregistered() -> Metrics {
         let registry = Registry::new();
         let (stage_faults, stage_stalled) = stage_health();
+        let (notifier_posts, notifier_malformed, notifier_incidents) = notifier();
         Metrics {
             ingest_envelopes: counter_vec(
                 "audita_ingest_envelopes_total",
@@ -363,6 +393,9 @@ impl Metrics {
                 "Epoch arrival at the monitor to the alert's publication",
                 ALERT_BUCKETS.to_vec(),
             ),
+            notifier_posts,
+            notifier_malformed,
+            notifier_incidents,
             stage_faults,
             stage_stalled,
             registry,
@@ -410,6 +443,9 @@ impl Metrics {
             Box::new(self.monitor_declarations.clone()),
             Box::new(self.monitor_pending.clone()),
             Box::new(self.monitor_alert_latency.clone()),
+            Box::new(self.notifier_posts.clone()),
+            Box::new(self.notifier_malformed.clone()),
+            Box::new(self.notifier_incidents.clone()),
             Box::new(prometheus::process_collector::ProcessCollector::for_self()),
         ]
     }
@@ -423,6 +459,10 @@ impl Metrics {
             (&self.ingest_envelopes, &["accepted", "suspect"][..]),
             (&self.sinks_incidents, &["verdict", "abstained"][..]),
             (&self.monitor_alerts, &["fired", "near_miss"][..]),
+            (
+                &self.notifier_posts,
+                &["accepted", "rejected", "failed"][..],
+            ),
             (&self.stage_faults, &["bus", "storage", "cluster"][..]),
         ] {
             for value in values {

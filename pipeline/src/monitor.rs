@@ -38,8 +38,8 @@ use audita_topics::{AlertRecord, ALERT_SCHEMA};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-/// The alert record of a monitor alert.
-pub fn alert_record(a: &Alert) -> AlertRecord {
+/// The alert record of a monitor alert; `predicates` names its subject's site.
+pub fn alert_record(a: &Alert, predicates: Option<&audita_monitor::Predicates>) -> AlertRecord {
     AlertRecord {
         schema: ALERT_SCHEMA.to_string(),
         kind: match a.kind {
@@ -54,6 +54,11 @@ pub fn alert_record(a: &Alert) -> AlertRecord {
         severity_j: a.severity_j,
         messages: a.messages.clone(),
         detail: a.detail.clone(),
+        site: a
+            .entities
+            .first()
+            .and_then(|e| audita_monitor::predicate::site_of(predicates, e))
+            .map(str::to_string),
     }
 }
 
@@ -237,7 +242,7 @@ fn take_epoch(
             continue;
         }
         for a in st.monitor.observe(verified) {
-            let rec = alert_record(&a);
+            let rec = alert_record(&a, d.predicates.as_ref());
             let bytes = serde_json::to_vec(&rec)
                 .map_err(|e| audita_bus::BusError::Permanent(e.to_string()))?;
             out.send(alerts, a.predicate.as_bytes(), &bytes)?;

@@ -35,6 +35,8 @@ pub enum StageName {
     Sink,
     /// Adverse predicates over sealed epochs: alerts and declarations.
     Monitor,
+    /// Every incident's alert to Alertmanager (`[notifier]`), updated as it is judged.
+    Notifier,
 }
 
 impl StageName {
@@ -47,6 +49,7 @@ impl StageName {
             StageName::Engine => "engine",
             StageName::Sink => "sinks",
             StageName::Monitor => "monitor",
+            StageName::Notifier => "notifier",
         }
     }
 }
@@ -214,7 +217,7 @@ pub fn run(args: &StageArgs) -> Result<()> {
             .clone()
             .ok_or_else(|| Error::Invalid("--dir is required for this stage".into()))
     };
-    let (mut d, bus, _) = args.connect.open(args.name == StageName::Sealer)?;
+    let (mut d, bus, cfg) = args.connect.open(args.name == StageName::Sealer)?;
     args.retention.apply(&mut d)?;
     let m = Metrics::for_stage(args.name.metrics_prefix());
     if let Some(addr) = args.metrics {
@@ -291,6 +294,17 @@ pub fn run(args: &StageArgs) -> Result<()> {
                     idle,
                     &m,
                 )
+            })
+        }
+        StageName::Notifier => {
+            let settings = crate::notifier_settings(&cfg, &d)?.ok_or_else(|| {
+                Error::Invalid(
+                    "the deployment declares no [notifier] (its Alertmanager url): nothing to notify"
+                        .into(),
+                )
+            })?;
+            supervised(&mut || {
+                crate::run_notifier(&d, &bus, &settings, &stop, idle, &m).map(|_| ())
             })
         }
         StageName::Sink => {

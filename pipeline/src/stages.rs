@@ -397,3 +397,79 @@ pub fn run_all(
     stopped?;
     Ok(collected)
 }
+
+/// The notifier's settings from a deployment's `[notifier]` (`None`: it declares
+/// none); the password and the CA bundle are read here, once.
+pub fn notifier_settings(
+    cfg: &audita_deploy::Config,
+    d: &Deployment,
+) -> Result<Option<audita_notifier::Settings>> {
+    let Some(n) = &cfg.notifier else {
+        return Ok(None);
+    };
+    let mut s = audita_notifier::Settings::new(&n.url);
+    s.public_base_url = n.public_base_url.clone();
+    s.runbook_url = n.runbook_url.clone();
+    s.ca_pem = n
+        .ca_file
+        .as_ref()
+        .map(|f| {
+            std::fs::read(f)
+                .map_err(|e| Error::Invalid(format!("notifier.ca_file: {}: {e}", f.display())))
+        })
+        .transpose()?;
+    s.basic_auth = match (&n.username, n.password(&cfg.dir).map_err(Error::Invalid)?) {
+        (Some(user), Some(password)) => Some((user.clone(), password)),
+        _ => None,
+    };
+    s.resend = Duration::from_millis(n.resend_ms);
+    s.hold = Duration::from_millis(n.hold_ms);
+    s.open_for = Duration::from_millis(n.open_for_ms);
+    s.timeout = Duration::from_millis(n.timeout_ms);
+    s.critical_j = n.critical_j;
+    s.warning_j = n.warning_j;
+    s.max_incidents = n.max_incidents;
+    s.record_origin_ms = d.record_origin.map(|o| o.unix_ms);
+    Ok(Some(s))
+}
+
+/// Runs the notifier ([`audita_notifier::run`]) until stopped/idle: the consumer
+/// group `notifier` over `audita.alerts`, `audita.adverse` and `audita.verdicts`,
+/// every incident's alert posted to Alertmanager.
+pub fn run_notifier(
+    d: &Deployment,
+    bus: &Bus,
+    s: &audita_notifier::Settings,
+    stop: &AtomicBool,
+    idle: Option<Duration>,
+    m: &Metrics,
+) -> Result<audita_notifier::Stats> {
+    let am = audita_notifier::Alertmanager::new(s).map_err(|e| Error::Invalid(e.to_string()))?;
+    let t = audita_notifier::Topics {
+        alerts: d.topic(topics::ALERTS),
+        adverse: d.topic(topics::ADVERSE),
+        verdicts: d.topic(topics::VERDICTS),
+    };
+    let mut c = bus.consumer(&d.topic("notifier"), &[&t.alerts, &t.adverse, &t.verdicts])?;
+    let mut seen = audita_notifier::Stats::default();
+    let stats = audita_notifier::run(s, &am, c.as_mut(), &t, stop, idle, |st| {
+        let posts = &m.notifier_posts;
+        posts
+            .with_label_values(&["accepted"])
+            .inc_by(st.posted - seen.posted);
+        posts
+            .with_label_values(&["rejected"])
+            .inc_by(st.rejected - seen.rejected);
+        posts
+            .with_label_values(&["failed"])
+            .inc_by(st.failures - seen.failures);
+        m.notifier_malformed.inc_by(st.malformed - seen.malformed);
+        m.notifier_incidents.set(st.incidents as i64);
+        seen = st.clone();
+    })
+    .map_err(|e| match e {
+        audita_notifier::NotifierError::Bus(b) => Error::from(b),
+        other => Error::Invalid(other.to_string()),
+    })?;
+    Ok(stats)
+}

@@ -8,12 +8,13 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-const STAGES: [&str; 5] = [
+const STAGES: [&str; 6] = [
     "audita-ingest",
     "audita-sealer",
     "audita-slicer",
     "audita-engine-workers",
     "audita-sinks",
+    "audita-notifier",
 ];
 
 /// Each workspace package's direct normal dependencies, and the resolved graph.

@@ -48,31 +48,7 @@ impl Build {
     }
 }
 
-/// The report file name of an incident: the name restricted to `[A-Za-z0-9._-]`
-/// (leading dots replaced), with a digest suffix when that changed it.
-pub fn file_name(incident: &str) -> String {
-    let clean: String = incident
-        .chars()
-        .enumerate()
-        .map(|(i, c)| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || (c == '.' && i > 0) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(120)
-        .collect();
-    if clean == incident && !clean.is_empty() && clean != "index" {
-        format!("{clean}.html")
-    } else {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in incident.bytes() {
-            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-        format!("{clean}-{h:016x}.html")
-    }
-}
+pub use audita_topics::report_file_name as file_name;
 
 fn short(id: &str) -> String {
     match id.rsplit_once(':') {
@@ -803,7 +779,14 @@ fn finding_row(record: &VerdictRecord, name: &str, f: &FindingView) -> FindingRo
                 "no"
             }
         ),
-        claim: f.claim.level.clone(),
+        // A causal claim concerns a principal only where it is a cause in some
+        // reading (ρ_hi > 0): an exogenous outcome's principals, or one cleared in
+        // every completion, carry none, whatever level the finding's closure has.
+        claim: if f.rho_hi > 0.0 || f.culpable {
+            f.claim.level.clone()
+        } else {
+            "none (not a cause in any reading)".to_string()
+        },
         flags: f.flags.join(", "),
         duties: f
             .duties

@@ -201,3 +201,32 @@ fn index_lists_every_incident_with_css_only_sorting() {
     );
     assert!(html.contains("planner") && html.contains("2026-03-01T23:00:00.000Z"));
 }
+
+/// Issue 57: every principal of an exogenous outcome read `causal` in the findings
+/// table while the summary said no causal claim is made.
+#[test]
+fn a_principal_no_causal_claim_concerns_is_not_called_causal() {
+    let html = render(
+        &verdict(
+            "inc-c",
+            5_000,
+            &[("p1", "culpable", 0.5, 1.0), ("p2", "exonerated", 0.0, 0.0)],
+        ),
+        &origin(),
+        0,
+        &build(),
+    );
+    let rows: Vec<&str> = html.split("<tr class=\"finding\">").skip(1).collect();
+    assert_eq!(rows.len(), 2, "{html}");
+    assert!(rows[0].starts_with("<td>p1</td>") && rows[0].contains("<td>causal</td>"));
+    assert!(rows[1].starts_with("<td>p2</td>"), "{}", rows[1]);
+    assert!(
+        rows[1].contains("<td>none (not a cause in any reading)</td>")
+            && !rows[1].contains("<td>causal</td>"),
+        "{}",
+        rows[1]
+    );
+    // The duties sit in a row of their own, across the table, not in a column.
+    assert!(rows[0].contains("<tr class=\"finding-detail\"><td colspan=\"6\">"));
+    assert!(rows[0].contains("<code>env-p1</code>"));
+}

@@ -7,12 +7,14 @@
 //! {"schema": "audita.alert/v1", "kind": "fired", "predicate": "separation_below_0.5m",
 //!  "incident": "separation_below_0.5m-agv-1-12399", "entities": ["agv-1", "worker-1"],
 //!  "t_ms": 12399, "severity_j": 450.0, "messages": ["rtls:3f…(64 hex)"],
-//!  "detail": "separation 412 mm between agv-1 and worker-1 (threshold 500 mm)"}
+//!  "detail": "separation 412 mm between agv-1 and worker-1 (threshold 500 mm)",
+//!  "site": "c3"}
 //! ```
 //! - `kind`: `fired` (the predicate holds: `incident` names the declaration that
 //!   follows on `audita.adverse`) or `near_miss` (within the margin; no incident).
 //! - `entities`: the predicate's subject first; `t_ms`: record time of the telemetry
-//!   report (`t*` when fired); `messages`: the certified telemetry establishing it.
+//!   report (`t*` when fired); `messages`: the certified telemetry establishing it;
+//!   `site` (optional): the subject's site in the predicate file.
 //! - Delivery is at least once (a restarted monitor re-reads the sealed record):
 //!   consumers dedupe on `(kind, predicate, entities, t_ms)`.
 
@@ -44,4 +46,8 @@ pub struct AlertRecord {
     pub messages: Vec<String>,
     /// One line saying what holds.
     pub detail: String,
+    /// The subject's site (building, floor or cell), when the predicate file
+    /// registers it at one (records written before the field existed lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
 }

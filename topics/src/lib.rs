@@ -49,6 +49,34 @@ pub use quarantine::{Quarantined, MAX_QUARANTINED_BYTES};
 pub use slice::SliceBundle;
 pub use verdict::*;
 
+/// The report file name of an incident (the sink writes `reports/<this>`, the
+/// notifier links to it): the name restricted to `[A-Za-z0-9._-]` (leading dots
+/// replaced), with a digest suffix when that changed it, so an untrusted name never
+/// becomes a path.
+pub fn report_file_name(incident: &str) -> String {
+    let clean: String = incident
+        .chars()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || (c == '.' && i > 0) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    if clean == incident && !clean.is_empty() && clean != "index" {
+        format!("{clean}.html")
+    } else {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in incident.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+        format!("{clean}-{h:016x}.html")
+    }
+}
+
 /// The topics of the pipeline (each name is prefixed by a deployment's topic prefix).
 pub mod names {
     /// Signed envelopes as submitted by fleet principals (key: author principal).

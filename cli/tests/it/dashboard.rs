@@ -27,7 +27,7 @@ fn dashboard() -> Value {
 }
 
 /// A free loopback port (bound and released: the process that takes it binds it next).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -37,7 +37,7 @@ fn free_port() -> u16 {
 
 /// `GET path` on `127.0.0.1:port` (HTTP/1.0, so the body is not chunked): status and
 /// body.
-fn get(port: u16, path: &str) -> Result<(u16, String), String> {
+pub(crate) fn get(port: u16, path: &str) -> Result<(u16, String), String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").map_err(|e| e.to_string())?;

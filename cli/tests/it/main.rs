@@ -14,6 +14,7 @@ mod keeper_evidence;
 mod limits;
 mod monitor_pipeline;
 mod nemesis;
+mod notifier;
 mod old_records;
 mod pipeline;
 mod readme_vda5050;

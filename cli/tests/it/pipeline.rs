@@ -57,6 +57,11 @@ pub(crate) fn embedded_run() -> tempfile::TempDir {
 /// `audita fleet register`), on the same seed-derived keys as [`embedded_run`]'s
 /// throw-away deployment, so both runs sign identical bytes; topics under `prefix`.
 pub(crate) fn deployment(work: &Path, prefix: &str) -> std::path::PathBuf {
+    deployment_of(work, prefix, CELLS)
+}
+
+/// [`deployment`] for a fleet of `cells` cells.
+pub(crate) fn deployment_of(work: &Path, prefix: &str, cells: &str) -> std::path::PathBuf {
     let dir = work.join("deployment");
     let origin = format!("audita.demo/seed-{SEED}");
     let ok = |c: &mut Command| {
@@ -80,7 +85,7 @@ pub(crate) fn deployment(work: &Path, prefix: &str) -> std::path::PathBuf {
     ok(audita()
         .args(["fleet", "register"])
         .arg(&dir)
-        .args(["--cells", CELLS, "--seed", SEED]));
+        .args(["--cells", cells, "--seed", SEED]));
     config
 }
 

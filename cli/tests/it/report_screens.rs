@@ -1,7 +1,7 @@
 //! The incident reports as a responder sees them: headless Chromium (Debian's package,
 //! installed by `.ci/run`) renders the reports of a redundancy, an omission, a
-//! no-cause and an abstained incident of a demo run, and the index, at desktop and
-//! phone widths. The rendered DOM must show the summary, the times, the graph with
+//! no-cause and an abstained incident of a demo run, and the index, at desktop (1,400
+//! px) and phone (390 px) widths. The rendered DOM must show the summary, the times, the graph with
 //! arrowheads and the verify commands; the screenshots (kept in
 //! `target/tmp/report-screens/` to look at) must be non-trivial PNGs of the width asked.
 
@@ -51,6 +51,43 @@ fn dom(page: &Path, profile: &Path) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The width (px) of the narrowest "duties" block of `page`'s findings, as Chromium
+/// lays the page out in a viewport `width` px wide (-1 without findings): a wrapper
+/// page frames the report and reads its layout.
+fn narrowest_duties(page: &Path, profile: &Path, width: u32) -> f64 {
+    let wrapper = profile.join(format!("measure-{width}.html"));
+    std::fs::write(
+        &wrapper,
+        format!(
+            r#"<html><body style="margin:0"><iframe id="f" src="file://{}" style="width:{width}px;height:2000px;border:0"></iframe><script>
+document.getElementById("f").onload = () => {{
+  const d = document.getElementById("f").contentDocument;
+  const ws = [...d.querySelectorAll(".detail .duties")].map(e => e.getBoundingClientRect().width);
+  document.body.setAttribute("data-duties", ws.length ? Math.min(...ws) : -1);
+}};
+</script></body></html>"#,
+            page.display()
+        ),
+    )
+    .unwrap();
+    let out = headless(profile)
+        .args([
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--window-size={},2000", width + 20))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", wrapper.display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split("data-duties=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no layout measured: {text}"))
 }
 
 /// Takes a screenshot; returns the PNG's (width, height, bytes).
@@ -162,6 +199,12 @@ fn reports_of_every_kind_render_in_chromium_at_desktop_and_phone_widths() {
             }
             "no-cause" => {
                 has("No principal is responsible");
+                // Issue 57: the summary says no causal claim is made, and the
+                // findings table claims none for any principal either.
+                assert!(
+                    !text.contains("<td>causal</td>"),
+                    "a causal claim on a principal of an exogenous outcome"
+                );
                 assert!(
                     !text.contains("Incident claim"),
                     "no-cause page claims nothing"
@@ -174,7 +217,14 @@ fn reports_of_every_kind_render_in_chromium_at_desktop_and_phone_widths() {
             }
             _ => unreachable!(),
         }
-        for (width, label) in [(1280, "desktop"), (390, "phone")] {
+        for (width, label) in [(1400, "desktop"), (390, "phone")] {
+            // Issue 57: at 1,400 px the duties wrapped one or two words a line.
+            let duties = narrowest_duties(&page, profile.path(), width);
+            let floor = if width >= 1400 { 300.0 } else { 250.0 };
+            assert!(
+                duties < 0.0 || duties >= floor,
+                "{kind} at {width} px: a duties block {duties} px wide"
+            );
             let png = shots.join(format!("{kind}-{label}.png"));
             let (w, h, size) = screenshot(&page, profile.path(), &png, width);
             assert_eq!((w, h), (width, 2000), "{}", png.display());
@@ -191,7 +241,7 @@ fn reports_of_every_kind_render_in_chromium_at_desktop_and_phone_widths() {
     for (_, incident) in &cases {
         assert!(text.contains(incident.as_str()), "index lists {incident}");
     }
-    for (width, label) in [(1280, "desktop"), (390, "phone")] {
+    for (width, label) in [(1400, "desktop"), (390, "phone")] {
         let png = shots.join(format!("index-{label}.png"));
         let (w, _, size) = screenshot(&index, profile.path(), &png, width);
         assert_eq!(w, width);

@@ -136,6 +136,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and .Values.monitor.enabled (not .Values.registry.existingConfigMap) (not .Values.registry.predicates) -}}
 {{- fail "monitor.enabled needs registry.predicates (the predicate file's text) or a registry.existingConfigMap holding predicates.json" -}}
 {{- end -}}
+{{- if and .Values.notifier.enabled .Values.notifier.basicAuth.username (not .Values.notifier.basicAuth.existingSecret) -}}
+{{- fail "notifier.basicAuth.existingSecret is required with notifier.basicAuth.username (a Secret holding the password under notifier.basicAuth.secretKey)" -}}
+{{- end -}}
 {{- if and .Values.log.key.existingSecret .Values.log.key.insecureValue -}}
 {{- fail "log.key: set existingSecret or insecureValue (tests only), not both" -}}
 {{- end -}}
@@ -164,7 +167,8 @@ app.kubernetes.io/component: {{ .component }}
 {{/*
 The pod template of one stage. Call with (dict "root" $ "component" NAME "args" LIST
 "sealer" BOOL "data" BOOL): `sealer` mounts the log key Secret into the init container;
-`data` mounts the PVC `data` at /data.
+`data` mounts the PVC `data` at /data; `notifier` mounts Alertmanager's CA and
+basic-auth Secrets into the stage (the notifier only).
 */}}
 {{- define "audita.podTemplate" -}}
 {{- $root := .root -}}
@@ -280,6 +284,12 @@ spec:
         {{- if $v.kafka.tls.existingSecret }}
         - {name: kafka-tls, mountPath: /var/run/secrets/audita/kafka-tls, readOnly: true}
         {{- end }}
+        {{- if and .notifier $v.notifier.tls.existingSecret }}
+        - {name: alertmanager-tls, mountPath: /var/run/secrets/audita/alertmanager-tls, readOnly: true}
+        {{- end }}
+        {{- if and .notifier $v.notifier.basicAuth.username }}
+        - {name: alertmanager-auth, mountPath: /var/run/secrets/audita/alertmanager-auth, readOnly: true}
+        {{- end }}
   volumes:
     - name: config-src
       configMap:
@@ -321,6 +331,22 @@ spec:
       secret:
         secretName: {{ $v.kafka.tls.existingSecret }}
         defaultMode: 288  # 0440: group-readable, so the non-root user (fsGroup) can read it
+    {{- end }}
+    {{- if and .notifier $v.notifier.tls.existingSecret }}
+    - name: alertmanager-tls
+      secret:
+        secretName: {{ $v.notifier.tls.existingSecret }}
+        defaultMode: 288  # 0440: group-readable, so the non-root user (fsGroup) can read it
+        items:
+          - {key: {{ $v.notifier.tls.caKey }}, path: {{ $v.notifier.tls.caKey }}}
+    {{- end }}
+    {{- if and .notifier $v.notifier.basicAuth.username }}
+    - name: alertmanager-auth
+      secret:
+        secretName: {{ $v.notifier.basicAuth.existingSecret }}
+        defaultMode: 288  # 0440: group-readable, so the non-root user (fsGroup) can read it
+        items:
+          - {key: {{ $v.notifier.basicAuth.secretKey }}, path: password}
     {{- end }}
   {{- with $v.nodeSelector }}
   nodeSelector:
