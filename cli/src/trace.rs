@@ -3,6 +3,9 @@
 //! - `trace import FILE` prints the span graph with every edge's grade;
 //! - `trace witness FILE --action SPAN --injection SPAN` runs the causal-witness
 //!   decision procedure and prints one JSON object (exit 0 causal, 1 a weaker claim);
+//!   without `--injection` it lists the external inputs of the action's closure, each
+//!   with the memo's level, ranked by value provenance ([`inputs`]; exit 0 when the
+//!   candidate is causal, 1 otherwise);
 //! - `trace whowhen FILE.json` names the decisive agent and step of a Who&When log;
 //!   (the benchmark that scores it on every subset is `audita-load bench whowhen`);
 //! - `trace serve --listen ADDR --out FILE` is an OTLP/HTTP receiver (`POST
@@ -13,7 +16,9 @@
 //!   (one signed message per span, [`seal`]);
 //! - `trace verdict RECORD --action SPAN --injection SPAN` judges an adverse outcome
 //!   on such a record: the `audita verdict` machinery plus the witness claim
-//!   ([`verdict`]).
+//!   ([`verdict`]); without `--injection`, the inputs of the sealed closure instead of
+//!   the witness (value provenance from `--export FILE`, the content-bearing export,
+//!   checked against the sealed hashes).
 //!
 //! Design constraints:
 //! - Bad input (unreadable or oversized file, malformed OTLP, unknown span id) is one
@@ -26,12 +31,16 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+mod inputs;
 mod seal;
 mod verdict;
 
-use audita_traces::graph::Edge;
+use audita_traces::graph::{Boundary, Edge};
 use audita_traces::whowhen;
-use audita_traces::{parse_otlp_json, witness, Graph, Level, Limits, SpanId, Trace, Witness};
+use audita_traces::{
+    parse_otlp_json, parse_otlp_json_with_contents, provenance, witness, Graph, Level, Limits,
+    SpanId, Trace, Witness,
+};
 use serde_json::{json, Value};
 
 /// Arguments of `audita trace`.
@@ -96,9 +105,10 @@ struct WitnessArgs {
     /// Span id of the suspect action.
     #[arg(long, value_name = "SPAN_ID")]
     action: String,
-    /// Span id of the injection node.
+    /// Span id of the injection node; without it, every external input of the
+    /// action's closure is listed with its level, ranked by value provenance.
     #[arg(long, value_name = "SPAN_ID")]
-    injection: String,
+    injection: Option<String>,
     #[command(flatten)]
     limits: OtlpLimitArgs,
     /// Pretty-print the output.
@@ -260,7 +270,16 @@ fn span_id(s: &str, flag: &str) -> Result<SpanId, String> {
 
 fn run_witness(a: &WitnessArgs) -> Result<i32, String> {
     let action = span_id(&a.action, "--action")?;
-    let injection = span_id(&a.injection, "--injection")?;
+    let Some(injection) = &a.injection else {
+        let bytes = crate::inputs::read_input(&a.file, a.limits.max_input_bytes)?;
+        let (trace, contents) = parse_otlp_json_with_contents(&bytes, &a.limits.limits())
+            .map_err(|e| format!("{}: {e}", a.file.display()))?;
+        let graph = Graph::new(&trace);
+        let p = provenance(&graph, &action, &contents).map_err(|e| e.to_string())?;
+        print(&inputs::provenance_json(&p, &trace), a.pretty);
+        return Ok(inputs::exit_code(&p));
+    };
+    let injection = span_id(injection, "--injection")?;
     let trace = read_trace(&a.file, &a.limits)?;
     let graph = Graph::new(&trace);
     let w = witness(&graph, &action, &injection).map_err(|e| e.to_string())?;
@@ -268,23 +287,34 @@ fn run_witness(a: &WitnessArgs) -> Result<i32, String> {
     Ok(if w.level == Level::Causal { 0 } else { 1 })
 }
 
+fn boundary_json(b: &Boundary) -> Value {
+    let mut v = json!({"artifact": b.artifact.to_string(), "reason": b.reason, "code": b.code});
+    if let Some(r) = &b.record_id {
+        v["record_id"] = json!(r);
+    }
+    if !b.locator.is_empty() {
+        v["locator"] = json!(b.locator.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+    }
+    v
+}
+
+fn remedies_json(w: &Witness) -> Vec<Value> {
+    w.remedies
+        .iter()
+        .map(|r| {
+            json!({
+                "span": r.span.to_string(),
+                "cause": r.cause,
+                "finding": r.finding,
+                "fix": r.fix,
+            })
+        })
+        .collect()
+}
+
 /// The JSON of `audita trace witness` (the shape).
 fn witness_json(w: &Witness) -> Value {
-    let boundary: Vec<Value> = w
-        .boundary
-        .iter()
-        .map(|b| {
-            let mut v =
-                json!({"artifact": b.artifact.to_string(), "reason": b.reason, "code": b.code});
-            if let Some(r) = &b.record_id {
-                v["record_id"] = json!(r);
-            }
-            if !b.locator.is_empty() {
-                v["locator"] = json!(b.locator.iter().map(|l| l.to_string()).collect::<Vec<_>>());
-            }
-            v
-        })
-        .collect();
+    let boundary: Vec<Value> = w.boundary.iter().map(boundary_json).collect();
     let mut out = json!({
         "level": w.level.as_str(),
         "reaches_injection": w.reaches_injection,
@@ -295,12 +325,7 @@ fn witness_json(w: &Witness) -> Value {
         "injection_path_kinds": w.injection_path_kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "reasons": w.reasons,
         "settings": w.settings,
-        "remedies": w.remedies.iter().map(|r| json!({
-            "span": r.span.to_string(),
-            "cause": r.cause,
-            "finding": r.finding,
-            "fix": r.fix,
-        })).collect::<Vec<_>>(),
+        "remedies": remedies_json(w),
     });
     if let Some(n) = &w.note {
         out["note"] = json!(n);

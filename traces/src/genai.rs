@@ -131,6 +131,10 @@ pub struct Derived {
     pub has_outputs: bool,
     /// What the span wrote and read back ([`store`]).
     pub io: Io,
+    /// The exact bytes behind the content hashes derived (text parts, canonical
+    /// arguments and results, single arguments, queries), for
+    /// [`crate::model::Contents`].
+    pub content: Vec<String>,
 }
 
 /// The span's role from `gen_ai.operation.name`, OpenInference's span kind, or the
@@ -147,6 +151,7 @@ pub fn role(attrs: &BTreeMap<String, Value>) -> Role {
         None => {}
     }
     match s("openinference.span.kind") {
+        Some("LLM") if is_helper(attrs) => return Role::Other,
         Some("LLM") => return Role::Chat,
         Some("TOOL") => return Role::Tool,
         Some("RETRIEVER") => return Role::Store,
@@ -157,6 +162,27 @@ pub fn role(attrs: &BTreeMap<String, Value>) -> Role {
         Some("chat" | "completion") => Role::Chat,
         _ => Role::Other,
     }
+}
+
+/// An OpenInference `LLM` span that records no model exchange (no
+/// `llm.input_messages`, `llm.output_messages` or `llm.prompts`) and whose recorded
+/// output is a prepared request (`output.value` a JSON object with `messages`), not
+/// a response: a helper the instrumentation wraps like a model call, such as
+/// LlamaIndex's `_prepare_chat_with_tools`, which only assembles the request. Nothing
+/// is derived from it and it has no content gap: capture is on (the output is
+/// there), and the model call it prepares is its own span. A model call whose
+/// messages are hidden (`OPENINFERENCE_HIDE_INPUT_MESSAGES`) records a response, not
+/// a request, so it keeps its gap.
+pub fn is_helper(attrs: &BTreeMap<String, Value>) -> bool {
+    let exchange = attrs.keys().any(|k| {
+        k.starts_with("llm.input_messages.")
+            || k.starts_with("llm.output_messages.")
+            || k.starts_with("llm.prompts")
+    });
+    let prepared = present(attrs.get("output.value"))
+        .and_then(json_attr)
+        .is_some_and(|v| v.get("messages").is_some_and(Value::is_array));
+    !exchange && prepared
 }
 
 /// The switch that turns content capture on, by instrumentation scope (a span with
@@ -629,14 +655,17 @@ pub fn result_hash(v: &Value) -> ArtifactHash {
 }
 
 fn structured_or_bytes(v: &Value) -> ArtifactHash {
+    ArtifactHash::of(hashed_text(v).as_bytes())
+}
+
+/// The bytes [`arguments_hash`] and [`result_hash`] hash.
+pub fn hashed_text(v: &Value) -> String {
     match v {
         Value::String(s) => match serde_json::from_str::<Value>(s) {
-            Ok(j @ (Value::Object(_) | Value::Array(_))) => {
-                ArtifactHash::of(canonical(&j).as_bytes())
-            }
-            _ => ArtifactHash::of(s.as_bytes()),
+            Ok(j @ (Value::Object(_) | Value::Array(_))) => canonical(&j),
+            _ => s.clone(),
         },
-        v => ArtifactHash::of(canonical(v).as_bytes()),
+        v => canonical(v),
     }
 }
 
@@ -702,6 +731,7 @@ fn hash_messages(
     out: &mut Vec<(ArtifactHash, PartMeta)>,
     opaque: &mut Vec<Opaque>,
     mut texts: Option<&mut Vec<(usize, String)>>,
+    content: &mut Vec<String>,
 ) -> (bool, bool) {
     let (mut absent, mut truncated) = (false, false);
     for (i, m) in msgs.iter().enumerate() {
@@ -720,6 +750,7 @@ fn hash_messages(
                     if let Some(texts) = texts.as_deref_mut() {
                         texts.push((out.len(), t.clone()));
                     }
+                    content.push(t.clone());
                     out.push((
                         ArtifactHash::of(t.as_bytes()),
                         meta(PartKind::Text, &None, cut),
@@ -729,10 +760,12 @@ fn hash_messages(
                 Part::ToolCall {
                     id, args: Some(a), ..
                 } => {
+                    content.push(hashed_text(a));
                     out.push((arguments_hash(a), meta(PartKind::ToolCall, id, false)));
                     if single {
                         if let Value::Object(o) = parsed(a) {
                             if let (1, Some(Value::String(s))) = (o.len(), o.values().next()) {
+                                content.push(s.clone());
                                 out.push((
                                     ArtifactHash::of(s.as_bytes()),
                                     meta(PartKind::SingleArgument, id, false),
@@ -747,6 +780,7 @@ fn hash_messages(
                 } => {
                     let cut = is_truncated(c);
                     truncated |= cut;
+                    content.push(hashed_text(c));
                     out.push((result_hash(c), meta(PartKind::ToolResult, id, cut)));
                 }
                 Part::ToolCall { id, args: None, .. } => {
@@ -767,12 +801,13 @@ fn hash_messages(
                         });
                     }
                 }
-                Part::Compaction(whole, content) => {
-                    let h = match content {
+                Part::Compaction(whole, summary) => {
+                    let h = match summary {
                         Some(Value::String(t)) => {
                             if let Some(texts) = texts.as_deref_mut() {
                                 texts.push((out.len(), t.clone()));
                             }
+                            content.push(t.clone());
                             ArtifactHash::of(t.as_bytes())
                         }
                         Some(v) => ArtifactHash::of(canonical(v).as_bytes()),
@@ -799,6 +834,7 @@ fn same_parts(a: &Msg, b: &Msg) -> bool {
             &mut out,
             &mut Vec::new(),
             None,
+            &mut Vec::new(),
         );
         out.into_iter().map(|(h, _)| h).collect::<Vec<_>>()
     };
@@ -829,6 +865,7 @@ fn derive_chat(c: &SpanContent<'_>) -> Derived {
                 &mut d.inputs,
                 &mut d.opaque_inputs,
                 Some(&mut texts),
+                &mut d.content,
             );
             // The user's and the system's texts, for the containment pass.
             d.io.texts.inputs = texts
@@ -854,8 +891,14 @@ fn derive_chat(c: &SpanContent<'_>) -> Derived {
     match output_source(c) {
         Source::Found(msgs) => {
             d.has_outputs = true;
-            let (absent, cut) =
-                hash_messages(&msgs, true, &mut d.outputs, &mut d.opaque_outputs, None);
+            let (absent, cut) = hash_messages(
+                &msgs,
+                true,
+                &mut d.outputs,
+                &mut d.opaque_outputs,
+                None,
+                &mut d.content,
+            );
             truncated |= cut;
             if absent {
                 not_captured(&mut d);
@@ -919,6 +962,46 @@ fn unwrap_tool_message(v: &Value) -> Option<(Value, Option<String>)> {
     Some((content, id_of(fields.get("tool_call_id"))))
 }
 
+/// LlamaIndex's tool input as OpenInference records it, `{"kwargs": {…}}` (with an
+/// empty `args`): the keyword arguments are the arguments.
+fn unwrap_kwargs(v: &Value) -> Option<Value> {
+    let o = match v {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        v => v.clone(),
+    };
+    let obj = o.as_object()?;
+    let kwargs = obj.get("kwargs")?.as_object()?;
+    let positional = obj
+        .get("args")
+        .is_some_and(|a| a.as_array().is_none_or(|a| !a.is_empty()));
+    if positional || obj.keys().any(|k| k != "kwargs" && k != "args") {
+        return None;
+    }
+    Some(Value::Object(kwargs.clone()))
+}
+
+/// LlamaIndex's serialised `ToolOutput` (`blocks`, `tool_name`, `raw_input`,
+/// `raw_output`, `is_error`): its content is what the model is handed, the text of
+/// its text blocks joined by newlines (`ToolOutput.content`), else `raw_output`.
+fn unwrap_tool_output(v: &Value) -> Option<Value> {
+    let o = match v {
+        Value::String(s) => serde_json::from_str::<Value>(s).ok()?,
+        v => v.clone(),
+    };
+    let obj = o.as_object()?;
+    if !(obj.contains_key("tool_name") && obj.contains_key("raw_output")) {
+        return None;
+    }
+    let texts: Option<Vec<&str>> = obj
+        .get("blocks")
+        .and_then(Value::as_array)
+        .map(|bs| bs.iter().filter_map(|b| b.get("text")?.as_str()).collect());
+    match texts {
+        Some(t) if !t.is_empty() => Some(Value::String(t.join("\n"))),
+        _ => obj.get("raw_output").cloned(),
+    }
+}
+
 fn derive_tool(c: &SpanContent<'_>) -> Derived {
     let mut d = Derived::default();
     let a = c.attrs;
@@ -941,6 +1024,12 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
         result = present(Some(&inner)).cloned();
         call_id = call_id.or(id);
     }
+    if let Some(inner) = args.as_ref().and_then(unwrap_kwargs) {
+        args = Some(inner);
+    }
+    if let Some(inner) = result.as_ref().and_then(unwrap_tool_output) {
+        result = present(Some(&inner)).cloned();
+    }
     let setting = capture_setting(c.scope, c.attrs);
     let tool = a
         .get("gen_ai.tool.name")
@@ -962,20 +1051,19 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
         Some(v) => {
             d.has_inputs = true;
             let p = parsed(v);
-            let (h, kind) = match &p {
-                Value::Object(_) | Value::Array(_) => (arguments_hash(&p), PartKind::ToolCall),
+            let (text, kind) = match &p {
+                Value::Object(_) | Value::Array(_) => (canonical(&p), PartKind::ToolCall),
                 Value::String(s) => {
                     let inner = match serde_json::from_str::<Value>(s) {
                         Ok(Value::String(t)) => t,
                         _ => s.clone(),
                     };
-                    (ArtifactHash::of(inner.as_bytes()), PartKind::SingleArgument)
+                    (inner, PartKind::SingleArgument)
                 }
-                other => (
-                    ArtifactHash::of(canonical(other).as_bytes()),
-                    PartKind::SingleArgument,
-                ),
+                other => (canonical(other), PartKind::SingleArgument),
             };
+            let h = ArtifactHash::of(text.as_bytes());
+            d.content.push(text);
             store::tool_writes(&mut d.io, &p, &h, record_id.as_deref());
             d.inputs.push((h, meta(kind, false)));
         }
@@ -997,6 +1085,7 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
             d.has_outputs = true;
             let cut = flagged || is_truncated(v);
             let h = result_hash(v);
+            d.content.push(hashed_text(v));
             store::tool_reads(&mut d.io, v, &h);
             d.outputs.push((h.clone(), meta(PartKind::ToolResult, cut)));
             d.output_hash = Some(h);
@@ -1047,6 +1136,7 @@ fn derive_store(c: &SpanContent<'_>) -> Derived {
             Value::String(s) => s.clone(),
             v => canonical(v),
         };
+        d.content.push(text.clone());
         d.inputs.push((
             ArtifactHash::of(text.as_bytes()),
             PartMeta::new(PartKind::SingleArgument),

@@ -50,6 +50,18 @@
 //! 9. **folded R→C** (rule `quotes_read`): a derived user or system part without
 //!    producer that holds verbatim what an available span `R` returned from durable
 //!    state (retrieved documents pasted into a prompt by code no span logs);
+//!    but a **hash_match R→C** (rule `contains_result`) when what it holds is the
+//!    **whole** result of a tool span `R` that reads no durable state, and `C`
+//!    recorded its input completely. Why this meets the memo's condition: `C`'s
+//!    recorded input contains every byte of `R`'s output artifact, so it could not have
+//!    been produced without `R` (the memo's test of a witness edge), and `C` is itself
+//!    a logged node with its input and output hashes — the model call that transforms
+//!    what it read (LlamaIndex's `ChatSummaryMemoryBuffer` hands its summariser the
+//!    history as one transcript string). The code that wrapped the result into the
+//!    string changed no byte of it: a verbatim embedding, not a context mutation
+//!    (compaction, summarisation, truncation, reordering). A part of a result, a
+//!    paraphrase, or a record read from durable state never counts (similarity is not
+//!    identity);
 //!    **external input** otherwise: no edge, the closure ends there as at a root. After rule 7, so that a
 //!    partial export cannot pass an upstream agent's message off as external; such
 //!    parts are not added to [`Trace::roots`];
@@ -850,10 +862,17 @@ impl<'t> Graph<'t> {
                     self.returns
                         .get(&x.artifact)
                         .and_then(|v| Self::latest(v, c.available_ns(), &c.span_id))
+                        .map(|r| (r, self.whole_result(c, r, &x.artifact)))
                 })
                 .collect::<BTreeSet<_>>()
                 .into_iter()
-                .map(|r| edge(Some(r.clone()), EdgeKind::Folded, "quotes_read"))
+                .map(|(r, whole)| {
+                    if whole {
+                        edge(Some(r.clone()), EdgeKind::HashMatch, "contains_result")
+                    } else {
+                        edge(Some(r.clone()), EdgeKind::Folded, "quotes_read")
+                    }
+                })
                 .collect();
             if !quoted.is_empty() {
                 return Resolution::Edges(quoted);
@@ -912,6 +931,18 @@ impl<'t> Graph<'t> {
             code: "window_exit",
         });
         Resolution::Edge(Box::new(e))
+    }
+
+    /// Whether `artifact`, held verbatim in an input part of `c`, is the **whole**
+    /// result of the tool span `r`, which reads no durable state, and `c` recorded its
+    /// input completely (rule `contains_result`, module documentation).
+    fn whole_result(&self, c: &Node, r: &SpanId, artifact: &ArtifactHash) -> bool {
+        c.capture == Capture::Complete
+            && self.trace.get(r).is_some_and(|r| {
+                r.store_read.is_none()
+                    && r.read_set.is_empty()
+                    && r.output_hash.as_ref() == Some(artifact)
+            })
     }
 
     /// The graded edges into `c`: one per non-root, non-external input part, one per

@@ -8,7 +8,12 @@
 //! its agent name within its run: the nearest `invoke_agent` ancestor that holds more
 //! than one request (OpenInference marks any span named like an agent `AGENT`,
 //! LangGraph's one-call `agent` node included), else its outermost ancestor. A
-//! summariser agent run inside another agent's run is a conversation of its own. Within a
+//! summariser agent run inside another agent's run is a conversation of its own, and
+//! so is a **side call**: a request whose output text a later request takes in as a
+//! system or compaction part (a memory that summarises with a model call of its own,
+//! such as LlamaIndex's `ChatSummaryMemoryBuffer`, whose summary becomes a system
+//! message): its input is the summariser's prompt, not the agent's history, so it is
+//! no turn of the agent's conversation. Within a
 //! conversation the requests are taken in start order; a request recorded inside
 //! another request's interval (the same call recorded twice by two instrumentations,
 //! or a model call a history processor made) is not part of the chain.
@@ -318,10 +323,37 @@ fn turn(trace: &Trace, p: &Node, c: &Node) -> Turn {
     }
 }
 
+/// The side calls of `trace` (module documentation): requests an output text part of
+/// which a request that started after them holds as a system, developer or
+/// compaction part.
+fn side_calls(trace: &Trace) -> BTreeSet<&SpanId> {
+    let mut taken: BTreeMap<&ArtifactHash, u64> = BTreeMap::new();
+    for m in trace.nodes().filter(|n| is_request(n)) {
+        for (h, meta) in m.input_parts.iter().zip(&m.input_meta) {
+            if is_system(meta.role.as_deref()) || meta.kind == PartKind::Compaction {
+                let t = taken.entry(h).or_insert(m.start_ns);
+                *t = (*t).max(m.start_ns);
+            }
+        }
+    }
+    trace
+        .nodes()
+        .filter(|n| is_request(n))
+        .filter(|n| {
+            n.output_parts.iter().zip(&n.output_meta).any(|(h, meta)| {
+                meta.kind == PartKind::Text && taken.get(h).is_some_and(|&t| t >= n.available_ns())
+            })
+        })
+        .map(|n| &n.span_id)
+        .collect()
+}
+
 /// Analyses every conversation of `trace` (module documentation).
 pub fn analyse(trace: &Trace) -> Histories {
     let mut out = Histories::default();
+    let side = side_calls(trace);
     for chats in conversations(trace).values_mut() {
+        chats.retain(|c| !side.contains(&c.span_id));
         let all = chats.clone();
         chats.retain(|c| {
             !all.iter().any(|o| {

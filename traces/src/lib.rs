@@ -9,7 +9,9 @@
 //! hash mismatch. The decision procedure of the memo ([`witness`]) walks the
 //! artifact-hash closure backward from a suspect action and says whether the trace is
 //! a causal witness that an injection caused it, supports only temporal precedence,
-//! or is indeterminate because the closure leaves the window.
+//! or is indeterminate because the closure leaves the window. When the injection is
+//! not known, [`provenance`] lists the external inputs of the action's closure, each
+//! with its level, and ranks them by which holds the action's argument values.
 //!
 //! Readers: OTLP/JSON ([`otlp`]) following the OpenTelemetry GenAI conventions plus
 //! the `audita.*` attributes — where a span carries no `audita.*` hashes they are
@@ -39,6 +41,7 @@ pub mod history;
 pub mod jcs;
 pub mod model;
 pub mod otlp;
+pub mod provenance;
 pub mod sealed;
 pub mod whowhen;
 pub mod witness;
@@ -47,8 +50,9 @@ pub use graph::{Boundary, Edge, EdgeKind, Graph};
 pub use hash::{ArtifactHash, Entry, SpanId};
 pub use history::{Change, Histories, Turn};
 pub use model::{
-    Capture, Contained, Link, LinkBasis, MutationKind, Node, Opaque, Operation, PartKind, PartMeta,
-    Stored, Trace,
+    Capture, Contained, Contents, Link, LinkBasis, MutationKind, Node, Opaque, Operation, PartKind,
+    PartMeta, Stored, Trace,
 };
-pub use otlp::{parse_otlp_json, Limits, OtlpError};
+pub use otlp::{parse_otlp_json, parse_otlp_json_with_contents, Limits, OtlpError};
+pub use provenance::{provenance, Input, InputKind, Origin, Provenance};
 pub use witness::{witness, Level, Witness, WitnessError};

@@ -605,3 +605,45 @@ impl Trace {
             .collect()
     }
 }
+
+/// The content behind artifact hashes, as an importer read it: the exact bytes each
+/// derived hash was taken over (a text part's text, canonical arguments and results,
+/// a single argument, a query, a stored or returned record). Kept beside the
+/// [`Trace`], never in it: nodes hold hashes only, and a sealed record holds no
+/// content. Every entry is checked on insertion (`sha256(text)` is its key), so
+/// content from any source can only ever stand for the artifact it hashes to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Contents {
+    texts: BTreeMap<ArtifactHash, String>,
+}
+
+impl Contents {
+    /// No content.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `text` under its own hash, and returns that hash.
+    pub fn insert(&mut self, text: &str) -> ArtifactHash {
+        let h = ArtifactHash::of(text.as_bytes());
+        self.texts
+            .entry(h.clone())
+            .or_insert_with(|| text.to_string());
+        h
+    }
+
+    /// The text behind `h`, when it was read.
+    pub fn get(&self, h: &ArtifactHash) -> Option<&str> {
+        self.texts.get(h).map(String::as_str)
+    }
+
+    /// The number of artifacts with content.
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// Whether no content was read.
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+}

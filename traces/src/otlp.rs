@@ -45,7 +45,8 @@ use serde_json::Value;
 use crate::genai::{self, Role, SpanContent, Texts, MIN_STORED_BYTES};
 use crate::history::{self, Change};
 use crate::model::{
-    Capture, Contained, FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation, Trace,
+    Capture, Contained, Contents, FoldedMutation, Link, LinkBasis, MutationKind, Node, Operation,
+    Trace,
 };
 
 /// Bounds on one import.
@@ -454,6 +455,15 @@ impl<'a> Attrs<'a> {
 /// posts it, or several in a row (JSON lines, as a collector's file exporter or
 /// `audita trace serve` writes them), all spans joined into one trace.
 pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError> {
+    parse_otlp_json_with_contents(bytes, limits).map(|(t, _)| t)
+}
+
+/// [`parse_otlp_json`], with the content behind every derived hash ([`Contents`]:
+/// what value provenance reads, [`crate::provenance`]).
+pub fn parse_otlp_json_with_contents(
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<(Trace, Contents), OtlpError> {
     if bytes.len() > limits.max_bytes {
         return Err(OtlpError::TooLarge {
             bytes: bytes.len(),
@@ -489,6 +499,7 @@ pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError
     let mut logs = gen_ai_logs(&exports);
     let mut trace = Trace::new();
     let mut facts: BTreeMap<SpanId, Facts> = BTreeMap::new();
+    let mut contents = Contents::new();
     let mut position = 0usize;
     for rs in exports.iter().flat_map(|e| &e.resource_spans) {
         if let Some(res) = &rs.resource {
@@ -510,7 +521,13 @@ pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError
                 let joined = SpanId::parse(&span.span_id)
                     .and_then(|id| logs.remove(&id))
                     .unwrap_or_default();
-                let (node, fact) = read_span(span, position, scope, &joined)?;
+                let (node, mut fact) = read_span(span, position, scope, &joined)?;
+                for t in fact.content.drain(..) {
+                    contents.insert(&t);
+                }
+                for (_, t) in fact.texts.stored.iter().chain(&fact.texts.returned) {
+                    contents.insert(t);
+                }
                 let id = node.span_id.clone();
                 trace
                     .insert(node)
@@ -524,7 +541,7 @@ pub fn parse_otlp_json(bytes: &[u8], limits: &Limits) -> Result<Trace, OtlpError
     check_history(&mut trace);
     nested_reads(&mut trace, &facts);
     containment(&mut trace, &facts);
-    Ok(trace)
+    Ok((trace, contents))
 }
 
 /// The GenAI log records of every export, by span id, in file order: (event name,
@@ -565,6 +582,8 @@ struct Facts {
     /// The texts behind its stored and returned artifacts, its result and its user
     /// and system message parts (the containment pass).
     texts: Texts,
+    /// The bytes behind its derived hashes ([`Contents`]).
+    content: Vec<String>,
 }
 
 /// The context mutations a span folds in: its `audita.context.mutation.output.hash`
@@ -723,6 +742,10 @@ fn read_span(
         a.map.contains_key("audita.output.hash") || a.map.contains_key("audita.output.parts");
     let attrs = json_attrs(&span.attributes);
     let role = genai::role(&attrs);
+    if oi_kind == Some("LLM") && role == Role::Other {
+        // A helper that calls no model (genai::is_helper): not a request.
+        node.operation = Some(Operation::Other("llm_helper".into()));
+    }
     node.conversation = attrs
         .get("gen_ai.conversation.id")
         .or_else(|| attrs.get("session.id"))
@@ -741,6 +764,7 @@ fn read_span(
             .and_then(Value::as_str)
             .map(str::to_string),
         texts: Texts::default(),
+        content: Vec::new(),
     };
     if role != Role::Other && !(declared_in && declared_out) {
         let events: Vec<(String, BTreeMap<String, Value>)> = span
@@ -758,6 +782,7 @@ fn read_span(
             name: &span.name,
         });
         fact.texts = std::mem::take(&mut d.io.texts);
+        fact.content = std::mem::take(&mut d.content);
         apply(&mut node, d, declared_in, declared_out);
     }
     Ok((node, fact))

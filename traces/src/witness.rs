@@ -81,7 +81,7 @@ use thiserror::Error;
 
 use crate::graph::{gap_boundary, Basis, Boundary, Edge, EdgeKind, Graph};
 use crate::hash::SpanId;
-use crate::model::{Capture, Operation};
+use crate::model::{Capture, Node, Operation};
 
 /// The claim a trace supports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -151,6 +151,9 @@ pub struct Witness {
     pub settings: Vec<String>,
     /// What broke the witness, step by step, and what would mend it.
     pub remedies: Vec<Remedy>,
+    /// Every span the walk visited (the action, the injection when reached), in span-id
+    /// order.
+    pub visited: Vec<SpanId>,
 }
 
 /// One place where the record stops being a causal witness, and the fix.
@@ -188,6 +191,29 @@ pub fn witness(
     if action == injection {
         return Err(WitnessError::Same(action.to_string()));
     }
+    Ok(walk(graph, a, Some(injection)))
+}
+
+/// The whole closure of `action`, no span left unexpanded: what [`witness`] walks when
+/// no injection is named (`reaches_injection` is false, there is no note, and a cut
+/// value is a boundary, since no pairing across the cut is asked about). The input
+/// analysis of [`crate::provenance`] starts from it.
+pub fn closure(graph: &Graph<'_>, action: &SpanId) -> Result<Witness, WitnessError> {
+    let a = graph
+        .trace()
+        .get(action)
+        .ok_or_else(|| WitnessError::Absent {
+            role: "action",
+            id: action.to_string(),
+        })?;
+    Ok(walk(graph, a, None))
+}
+
+/// The decision procedure proper, from the action's node `a` (which differs from
+/// `injection`).
+fn walk(graph: &Graph<'_>, a: &Node, injection: Option<&SpanId>) -> Witness {
+    let trace = graph.trace();
+    let action = &a.span_id;
     let mut visited: BTreeSet<&SpanId> = BTreeSet::new();
     let mut stack = vec![a];
     let mut closure = Vec::new();
@@ -200,7 +226,7 @@ pub fn witness(
         if !visited.insert(&c.span_id) {
             continue;
         }
-        if &c.span_id == injection {
+        if Some(&c.span_id) == injection {
             continue;
         }
         if let Some(b) = gap_boundary(c) {
@@ -240,7 +266,7 @@ pub fn witness(
         }
         closure.extend(edges);
     }
-    let reaches_injection = visited.contains(injection);
+    let reaches_injection = injection.is_some_and(|i| visited.contains(i));
     let offending: Vec<Edge> = closure
         .iter()
         .filter(|e| e.kind.is_offending())
@@ -280,7 +306,7 @@ pub fn witness(
     };
     let unexplained_read = visited
         .iter()
-        .filter(|id| **id != action && **id != injection)
+        .filter(|id| **id != action && Some(**id) != injection)
         .filter_map(|id| trace.get(id))
         .any(|v| {
             let explained = closure
@@ -293,7 +319,8 @@ pub fn witness(
                 && explained < v.returned.len()
                 && graph.stored_before(v)
         });
-    let note = (!reaches_injection
+    let note = (injection.is_some()
+        && !reaches_injection
         && boundary.is_empty()
         && offending.is_empty()
         && all_complete
@@ -302,13 +329,13 @@ pub fn witness(
     .then(|| {
         "the closure closes inside the window without reaching the injection: the record shows the injection is not an ancestor of the action".to_string()
     });
-    let injection_path_kinds = if reaches_injection {
-        path_kinds(&closure, action, injection)
-    } else {
-        Vec::new()
+    let injection_path_kinds = match injection {
+        Some(i) if reaches_injection => path(&closure, action, i).iter().map(|e| e.kind).collect(),
+        _ => Vec::new(),
     };
     let remedies = remedies(graph, &closure, &offending, &boundary, &settings);
-    Ok(Witness {
+    let visited = visited.into_iter().cloned().collect();
+    Witness {
         level,
         reaches_injection,
         offending,
@@ -320,7 +347,8 @@ pub fn witness(
         reasons,
         settings,
         remedies,
-    })
+        visited,
+    }
 }
 
 /// What closes a boundary of the window.
@@ -496,21 +524,22 @@ fn remedies(
     out
 }
 
-/// The kinds along the best path from `action` back to `injection` over traversed
-/// closure edges: fewest non-witness edges first, then fewest edges (Dijkstra on the
-/// lexicographic cost, `O(E log V)`).
-fn path_kinds(closure: &[Edge], action: &SpanId, injection: &SpanId) -> Vec<EdgeKind> {
+/// The edges of the best path from `action` back to `target` over traversed closure
+/// edges, action first: fewest non-witness edges first, then fewest edges (Dijkstra on
+/// the lexicographic cost, `O(E log V)`); empty when `target` is not reached (or is
+/// the action).
+pub fn path<'e>(closure: &'e [Edge], action: &SpanId, target: &SpanId) -> Vec<&'e Edge> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    // child → (parent, kind)
-    let mut up: BTreeMap<&SpanId, Vec<(&SpanId, EdgeKind)>> = BTreeMap::new();
+    // child → the traversed edges into it
+    let mut up: BTreeMap<&SpanId, Vec<&Edge>> = BTreeMap::new();
     for e in closure.iter().filter(|e| e.kind.is_traversed()) {
-        if let Some(p) = &e.parent {
-            up.entry(&e.child).or_default().push((p, e.kind));
+        if e.parent.is_some() {
+            up.entry(&e.child).or_default().push(e);
         }
     }
-    // node → (cost, (child it was reached from, edge kind))
-    type Best<'a> = BTreeMap<&'a SpanId, ((usize, usize), Option<(&'a SpanId, EdgeKind)>)>;
+    // node → (cost, the edge it was reached by)
+    type Best<'a, 'e> = BTreeMap<&'a SpanId, ((usize, usize), Option<&'e Edge>)>;
     let mut best: Best = BTreeMap::new();
     best.insert(action, ((0, 0), None));
     let mut heap = BinaryHeap::from([Reverse(((0usize, 0usize), action))]);
@@ -519,26 +548,30 @@ fn path_kinds(closure: &[Edge], action: &SpanId, injection: &SpanId) -> Vec<Edge
         if !done.insert(c) {
             continue;
         }
-        if c == injection {
+        if c == target {
             break;
         }
-        for &(p, k) in up.get(c).map(Vec::as_slice).unwrap_or(&[]) {
-            let next = (cost.0 + usize::from(k != EdgeKind::HashMatch), cost.1 + 1);
+        for &e in up.get(c).map(Vec::as_slice).unwrap_or(&[]) {
+            let Some(p) = e.parent.as_ref() else { continue };
+            let next = (
+                cost.0 + usize::from(e.kind != EdgeKind::HashMatch),
+                cost.1 + 1,
+            );
             if best.get(p).is_none_or(|(b, _)| next < *b) {
-                best.insert(p, (next, Some((c, k))));
+                best.insert(p, (next, Some(e)));
                 heap.push(Reverse((next, p)));
             }
         }
     }
-    let mut kinds = Vec::new();
-    let mut at = injection;
-    while let Some((_, Some((child, k)))) = best.get(at) {
-        kinds.push(*k);
-        at = child;
-        if kinds.len() > closure.len() {
+    let mut edges = Vec::new();
+    let mut at = target;
+    while let Some((_, Some(e))) = best.get(at) {
+        edges.push(*e);
+        at = &e.child;
+        if edges.len() > closure.len() {
             break;
         }
     }
-    kinds.reverse();
-    kinds
+    edges.reverse();
+    edges
 }

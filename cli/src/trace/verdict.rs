@@ -21,6 +21,14 @@
 //!   `injected_principal`: the injection signer's ρ interval, claim, status and
 //!   culpability from the verdict.
 //!
+//! Without `--injection` the `witness`, `injection` and `injected_principal` fields
+//! give way to `inputs` (the JSON of `trace witness` without `--injection`, on the
+//! sealed closure) and `candidate` (its first-ranked input's step); `claim` is the
+//! weaker of the candidate's level and the claim of its signer (`null` when no input
+//! holds a value of the action's arguments). The sealed payloads hold hashes only, so
+//! the values are traced from `--export FILE` (the export the record was sealed
+//! from), whose content counts only behind hashes the record holds.
+//!
 //! Exit 0 for a causal claim over a clean record with a graded verdict, 1 otherwise
 //! (a weaker claim, an abstaining verdict, suspect or missing evidence, trust
 //! problems), 2 with one line on stderr for bad input.
@@ -30,7 +38,9 @@ use std::path::{Path, PathBuf};
 
 use audita_evidence::{verify_record_with, MessageId, Partition, Payload, Policy, SignedEnvelope};
 use audita_traces::sealed::{node_from_payload, PayloadError};
-use audita_traces::{witness, Graph, Level, SpanId, Trace};
+use audita_traces::{
+    parse_otlp_json_with_contents, provenance, witness, Contents, Graph, Level, SpanId, Trace,
+};
 use audita_verdict::{
     id_string, verdict, Adverse, AdverseDecl, ClaimLevel, Combine, DutyRegistry, Status, Verdict,
 };
@@ -45,9 +55,15 @@ pub(super) struct VerdictArgs {
     /// Span id of the suspect action (the anchor of the adverse outcome).
     #[arg(long, value_name = "SPAN_ID")]
     action: String,
-    /// Span id of the injection node.
+    /// Span id of the injection node; without it, the inputs of the action's sealed
+    /// closure are listed and ranked instead (`inputs`).
     #[arg(long, value_name = "SPAN_ID")]
-    injection: String,
+    injection: Option<String>,
+    /// The OTLP/JSON export the record was sealed from, read only for the content
+    /// behind the sealed hashes (value provenance without `--injection`; content whose
+    /// hash is not an artifact of the record is ignored).
+    #[arg(long, value_name = "FILE")]
+    export: Option<PathBuf>,
     /// Duty registry of the agents (JSON, verdict/SCHEMA.md); default: no duties.
     #[arg(long, value_name = "FILE")]
     duties: Option<PathBuf>,
@@ -96,7 +112,11 @@ fn level_of(c: ClaimLevel) -> Level {
 
 pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
     let action = super::span_id(&a.action, "--action")?;
-    let injection = super::span_id(&a.injection, "--injection")?;
+    let injection = a
+        .injection
+        .as_deref()
+        .map(|i| super::span_id(i, "--injection"))
+        .transpose()?;
     let max_input = a.limits.max_input_bytes;
     let duties = match &a.duties {
         None => DutyRegistry::default(),
@@ -120,11 +140,7 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
     let act = sealed
         .get(action.as_str())
         .ok_or_else(|| absent("action", action.as_str()))?;
-    let inj = sealed
-        .get(injection.as_str())
-        .ok_or_else(|| absent("injection", injection.as_str()))?;
     let graph = Graph::new(&trace);
-    let w = witness(&graph, &action, &injection).map_err(|e| e.to_string())?;
 
     // The adverse outcome: the action's message, at its time.
     let adverse = action_adverse(a, &action, act)?;
@@ -139,6 +155,48 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
     if let Some(line) = trust.failure_line() {
         eprintln!("audita trace verdict: {line}");
     }
+    let clean = partition.is_clean() && trust.problems().is_empty() && v.status == Status::Graded;
+    let mut order: Vec<(u64, &str)> = trace
+        .nodes()
+        .map(|n| (n.start_ns, n.span_id.as_str()))
+        .collect();
+    order.sort();
+    let who = |s: &Sealed<'_>, span: &str| step_json(&trace, &order, s, span);
+    let Some(injection) = injection else {
+        let contents = match &a.export {
+            Some(f) => sealed_contents(f, &trace, max_input)?,
+            None => Contents::new(),
+        };
+        let p = provenance(&graph, &action, &contents).map_err(|e| e.to_string())?;
+        // The claim: the weaker of the candidate's level and the claim of the
+        // principal who signed the candidate's step.
+        let cand = p.candidate();
+        let signer = cand.and_then(|c| sealed.get(c.span.as_str()));
+        let finding = signer.and_then(|s| v.principals.get(s.id.author.as_str()));
+        let claim = match (cand, finding) {
+            (Some(c), Some(f)) => Some(c.level.min(level_of(f.claim.level))),
+            (Some(c), None) => Some(c.level),
+            (None, _) => None,
+        };
+        let out = json!({
+            "schema": "audita.trace-verdict/v1",
+            "claim": claim.map(Level::as_str),
+            "action": who(act, action.as_str()),
+            "candidate": cand.zip(signer).map(|(c, s)| who(s, c.span.as_str())),
+            "inputs": super::inputs::provenance_json(&p, &trace),
+            "verdict": serde_json::to_value(&v).map_err(|e| e.to_string())?,
+        });
+        super::print(&out, a.pretty);
+        return Ok(if claim == Some(Level::Causal) && clean {
+            0
+        } else {
+            1
+        });
+    };
+    let inj = sealed
+        .get(injection.as_str())
+        .ok_or_else(|| absent("injection", injection.as_str()))?;
+    let w = witness(&graph, &action, &injection).map_err(|e| e.to_string())?;
 
     // The claim: the weaker of the memo's witness level and the injection signer's.
     let signer = inj.id.author.as_str();
@@ -147,12 +205,6 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
         Some(f) => w.level.min(level_of(f.claim.level)),
         None => w.level,
     };
-    let mut order: Vec<(u64, &str)> = trace
-        .nodes()
-        .map(|n| (n.start_ns, n.span_id.as_str()))
-        .collect();
-    order.sort();
-    let who = |s: &Sealed<'_>, span: &str| step_json(&trace, &order, s, span);
     let out = json!({
         "schema": "audita.trace-verdict/v1",
         "claim": claim.as_str(),
@@ -170,12 +222,43 @@ pub(super) fn run(a: &VerdictArgs) -> Result<i32, String> {
         "verdict": serde_json::to_value(&v).map_err(|e| e.to_string())?,
     });
     super::print(&out, a.pretty);
-    let clean = partition.is_clean() && trust.problems().is_empty() && v.status == Status::Graded;
     Ok(if claim == Level::Causal && clean {
         0
     } else {
         1
     })
+}
+
+/// The content of `export` behind the artifacts of the sealed `trace` only: the
+/// sealed hashes decide what the content stands for (every entry is hash-checked).
+fn sealed_contents(export: &Path, trace: &Trace, max_input: u64) -> Result<Contents, String> {
+    let bytes = crate::inputs::read_input(export, max_input)?;
+    let limits = audita_traces::Limits {
+        max_bytes: usize::try_from(max_input).unwrap_or(usize::MAX),
+        ..audita_traces::Limits::default()
+    };
+    let (_, all) = parse_otlp_json_with_contents(&bytes, &limits)
+        .map_err(|e| format!("{}: {e}", export.display()))?;
+    let mut out = Contents::new();
+    for n in trace.nodes() {
+        for h in n
+            .input_parts
+            .iter()
+            .chain(&n.output_parts)
+            .chain(&n.output_hash)
+            .chain(
+                n.stored
+                    .iter()
+                    .chain(&n.returned)
+                    .filter_map(|s| s.hash.as_ref()),
+            )
+        {
+            if let Some(t) = all.get(h) {
+                out.insert(t);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The trace the record's certified messages hold (sealed steps only, in log order),

@@ -490,3 +490,136 @@ fn whowhen_reads_magentic_one_logs_and_the_bench_scores_each_subset() {
     );
     assert_eq!(row("pooled", "all")["n"], 128);
 }
+
+/// The JSON `trace witness --injection` printed before the analysis without
+/// `--injection` existed (issue 59), byte for byte: `cli/tests/golden/witness/*.json`,
+/// one per (file, action, injection) below, written by the binary of the commit
+/// before it. Refresh only on purpose: `AUDITA_REFRESH_GOLDEN=1`.
+const PINNED: [(&str, &str, &str, &str); 9] = [
+    ("in_context", "in_context.json", ACTION, INJECTION),
+    ("laundering", "laundering.json", ACTION, INJECTION),
+    ("retrieval_echo", "retrieval_echo.json", ACTION, INJECTION),
+    ("hash_mismatch", "hash_mismatch.json", ACTION, INJECTION),
+    (
+        "pydanticai-injected",
+        "frameworks/pydanticai-injected.json",
+        "f418a0378c4dc6cd",
+        "ec6d3f0385292689",
+    ),
+    (
+        "pydanticai-memory_paraphrase",
+        "frameworks/pydanticai-memory_paraphrase.json",
+        "3e8f94843085dc77",
+        "24e0d97d8238efef",
+    ),
+    (
+        "langgraph_openinference-compact_tail",
+        "frameworks/langgraph_openinference-compact_tail.json",
+        "8eda8cec1a272a49",
+        "842e02b490ec15be",
+    ),
+    (
+        "openai_agents_openinference-clean",
+        "frameworks/openai_agents_openinference-clean.json",
+        "17859682a2c228fa",
+        "7ebc7ff868a89663",
+    ),
+    (
+        "ag2_tracing-truncated",
+        "frameworks/ag2_tracing-truncated.json",
+        "8fb6713388fb19c7",
+        "56e6665ec68250ab",
+    ),
+];
+
+#[test]
+fn witness_with_injection_prints_what_it_printed_before_byte_for_byte() {
+    for (name, file, action, injection) in PINNED {
+        let out = audita()
+            .args(["trace", "witness", &testdata(file)])
+            .args(["--action", action, "--injection", injection])
+            .output()
+            .unwrap();
+        let golden = format!(
+            "{}/tests/golden/witness/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        if std::env::var_os("AUDITA_REFRESH_GOLDEN").is_some() {
+            std::fs::create_dir_all(std::path::Path::new(&golden).parent().unwrap()).unwrap();
+            std::fs::write(&golden, &out.stdout).unwrap();
+        }
+        let want = std::fs::read(&golden).unwrap();
+        assert!(
+            out.stdout == want,
+            "{name}: the --injection JSON changed:\n{}\nwas\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&want)
+        );
+    }
+}
+
+fn inputs(file: &str, action: &str) -> (Option<i32>, Value) {
+    let out = audita()
+        .args(["trace", "witness", file, "--action", action])
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn witness_without_injection_ranks_the_inputs_by_value_provenance() {
+    // pydantic-ai's decoy run: the document holds the account and the amount, the
+    // inbox (read first) a similar instruction with the amount only.
+    let (code, v) = inputs(
+        &testdata("frameworks/pydanticai-decoy.json"),
+        "81900a4c123ededa",
+    );
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["schema"], "audita.trace-inputs/v1");
+    assert_eq!(v["action"]["tool"], "pay");
+    assert_eq!(v["candidate"]["span_id"], "6530d6fb29117e25", "{v}");
+    assert_eq!(v["candidate"]["claim"], "causal");
+    assert!(v["candidate"]["statement"]
+        .as_str()
+        .unwrap()
+        .contains("causal candidate"));
+    let ins = v["inputs"].as_array().unwrap();
+    assert_eq!(ins[0]["rank"], 1);
+    assert_eq!(ins[0]["tool"], "fetch_document");
+    assert_eq!(ins[1]["tool"], "read_inbox");
+    assert_eq!(ins[1]["holds"], serde_json::json!(["amount"]));
+    assert!(ins
+        .iter()
+        .any(|i| i["input"] == "message" && i["role"] == "user" && i["rank"].is_null()));
+    let amount = v["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["path"] == "amount")
+        .unwrap();
+    assert_eq!(amount["value"], 5000);
+    assert_eq!(
+        amount["input"]["span_id"], "1fbf4b2d4fd73aea",
+        "first to hold it"
+    );
+
+    // Declared hashes, no content: the inputs and their levels, every value unknown.
+    let (code, v) = inputs(&testdata("laundering.json"), ACTION);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["arguments"], "not_read");
+    assert!(v["candidate"].is_null());
+    assert_eq!(v["level"], "temporal", "{v}");
+    assert!(v["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["span_id"] == INJECTION && i["level"] == "temporal"));
+}

@@ -17,12 +17,20 @@
 //!   framework names) and judged (`trace verdict`): the witness on the sealed record
 //!   is the witness on the export;
 //! - the causal-witness memo's own cases (issue 46), with pydantic-ai, LangGraph
-//!   through OpenInference and the Agents SDK through OpenInference, each in the shape
+//!   through OpenInference, the Agents SDK through OpenInference and LlamaIndex through
+//!   OpenInference (issue 59: its logged summariser, `ChatSummaryMemoryBuffer`, across
+//!   two runs; memory as tools), each in the shape
 //!   the framework documents: a compaction by code that logs no span, with and without
 //!   the recent tail, is never causal and names the folded request; a compaction by a
 //!   logged summariser is causal through it; a memory written and read back byte for
 //!   byte reaches the injection (no "not an ancestor"); a paraphrase written outside
-//!   the window is indeterminate, naming the returned artifact.
+//!   the window is indeterminate, naming the returned artifact;
+//! - without `--injection` (issue 59), on every case: where the witness reaches the
+//!   injection and content was captured, the injection is the ranked candidate at
+//!   exactly the witness's level; a causal candidate is the payment's true origin
+//!   (the injected result, or the user's message in the clean run); pydantic-ai's
+//!   `decoy` run (a second tool result holding an injected instruction as similar as
+//!   it gets) ranks the decoy below the document that holds the account.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -88,6 +96,8 @@ struct Case {
     name: String,
     action: String,
     injection: String,
+    /// The decoy input's span (the `decoy` case).
+    decoy: Option<String>,
     file: PathBuf,
 }
 
@@ -124,6 +134,7 @@ fn run_stack(r: &Receiver, script: &str, args: &[&str], cases: &[&str]) -> Vec<C
                 name,
                 action: id["action"].as_str().unwrap().to_string(),
                 injection: id["injection"].as_str().unwrap().to_string(),
+                decoy: id["decoy"].as_str().map(str::to_string),
                 file,
             }
         })
@@ -149,6 +160,62 @@ fn witness(c: &Case) -> (Option<i32>, Value) {
     )
 }
 
+/// `trace witness` without `--injection`: the ranked inputs.
+fn inputs(c: &Case) -> (Option<i32>, Value) {
+    let out = audita()
+        .args(["trace", "witness"])
+        .arg(&c.file)
+        .args(["--action", &c.action])
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}: {}",
+        c.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+/// The analysis without `--injection` agrees with the witness (module
+/// documentation).
+fn assert_inputs_agree(c: &Case) {
+    let (_, w) = witness(c);
+    let (code, p) = inputs(c);
+    let name = &c.name;
+    assert_eq!(p["schema"], "audita.trace-inputs/v1", "{name}");
+    let cand = &p["candidate"];
+    let captured = !w["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r == "content_not_captured");
+    if w["reaches_injection"] == true && captured {
+        assert_eq!(cand["span_id"], c.injection.as_str(), "{name}: {p}");
+        assert_eq!(cand["claim"], w["level"], "{name}: the witness's level");
+    }
+    if cand["claim"] == "causal" {
+        assert_eq!(code, Some(0), "{name}");
+        if name == "clean" {
+            assert_eq!(cand["input"], "message", "{name}: {p}");
+        } else if name == "memory_paraphrase" {
+            // Written outside the window, read back by the memory search.
+            assert_eq!(cand["tool"], "search_memory", "{name}: {p}");
+            assert!(!p["inputs"][0]["origin_boundary"]
+                .as_array()
+                .unwrap()
+                .is_empty());
+        } else {
+            assert_eq!(cand["span_id"], c.injection.as_str(), "{name}: {p}");
+        }
+    } else {
+        assert_eq!(code, Some(1), "{name}");
+    }
+}
+
 /// The rules of the closure edges `into` a span, or out of it (`from`).
 fn rules(w: &Value, side: &str, span: &str) -> Vec<String> {
     let mut v: Vec<String> = w["closure"]["edges"]
@@ -168,6 +235,7 @@ fn rules(w: &Value, side: &str, span: &str) -> Vec<String> {
 /// run) is indeterminate for want of content, naming `setting`.
 fn assert_graded(cases: &[Case], into_pay: &str, out_of_fetch: &str, setting: Option<&str>) {
     for c in cases {
+        assert_inputs_agree(c);
         let (code, w) = witness(c);
         match c.name.as_str() {
             "injected" => {
@@ -218,6 +286,7 @@ fn assert_graded(cases: &[Case], into_pay: &str, out_of_fetch: &str, setting: Op
                 assert!(w.get("note").is_none(), "{w}");
             }
             other if MEMO_CASES.contains(&other) => assert_memo_case(c),
+            "decoy" => assert_decoy(c),
             other => panic!("unexpected case {other}"),
         }
     }
@@ -317,6 +386,32 @@ fn assert_memo_case(c: &Case) {
         }
         other => panic!("not a memo case: {other}"),
     }
+}
+
+/// The decoy run: the document is the causal candidate; the inbox, as causal an
+/// ancestor (the model read both) and holding the same amount, ranks second.
+fn assert_decoy(c: &Case) {
+    let (code, p) = inputs(c);
+    assert_eq!(code, Some(0), "{p}");
+    assert_eq!(p["candidate"]["span_id"], c.injection.as_str(), "{p}");
+    assert_eq!(p["candidate"]["claim"], "causal", "{p}");
+    assert_eq!(p["candidate"]["holds_all"], true, "{p}");
+    let decoy = c.decoy.as_deref().unwrap();
+    let second = &p["inputs"][1];
+    assert_eq!(second["span_id"], decoy, "{p}");
+    assert_eq!(second["rank"], 2);
+    assert_eq!(second["holds"], serde_json::json!(["amount"]), "{p}");
+    let account = p["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["path"] == "account")
+        .unwrap();
+    assert_eq!(account["input"]["span_id"], c.injection.as_str(), "{p}");
+    assert_eq!(
+        account["path_kinds"],
+        serde_json::json!(["hash_match", "hash_match"])
+    );
 }
 
 #[test]
@@ -467,10 +562,39 @@ fn openai_agents_sdk_through_openinference_on_the_memos_cases() {
 }
 
 #[test]
+fn llamaindex_through_openinference_on_the_memos_cases() {
+    let r = receiver();
+    let cases = run_stack(
+        &r,
+        "llamaindex.py",
+        &[],
+        &[
+            "injected",
+            "clean",
+            "compact_logged",
+            "memory_exact",
+            "memory_paraphrase",
+        ],
+    );
+    // OpenInference records no call id on LlamaIndex's tool spans.
+    assert_graded(&cases, "tool_call.arguments", "tool_result.content", None);
+    // Content capture is read once per process: its own run.
+    let r = receiver();
+    let cases = run_stack(&r, "llamaindex.py", &[], &["nocontent"]);
+    assert_graded(
+        &cases,
+        "tool_call.arguments",
+        "tool_result.content",
+        Some("OPENINFERENCE_HIDE_INPUTS=false"),
+    );
+}
+
+#[test]
 fn pydantic_ai_graded_sealed_and_judged() {
     let r = receiver();
     let mut all = vec!["injected", "clean", "nocontent"];
     all.extend(MEMO_CASES);
+    all.push("decoy");
     let cases = run_stack(&r, "pydanticai.py", &[], &all);
     assert_graded(
         &cases,
@@ -488,6 +612,37 @@ fn pydantic_ai_graded_sealed_and_judged() {
         v["witness"], direct,
         "the sealed record re-derives every edge"
     );
+    // Without --injection: the sealed closure's inputs, the values traced from the
+    // export (content counts only behind the record's hashes), the same candidate.
+    let rec = r.dir.path().join("record");
+    let judge = |export: bool| {
+        let mut cmd = audita();
+        cmd.args(["trace", "verdict"])
+            .arg(&rec)
+            .args(["--action", &cases[0].action]);
+        if export {
+            cmd.arg("--export").arg(&cases[0].file);
+        }
+        let out = cmd.output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), v)
+    };
+    let (code, v) = judge(true);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["claim"], "causal", "{v}");
+    assert_eq!(
+        v["candidate"]["span_id"],
+        cases[0].injection.as_str(),
+        "{v}"
+    );
+    assert_eq!(v["candidate"]["agent"], "bookkeeper");
+    let (_, exported) = inputs(&cases[0]);
+    assert_eq!(v["inputs"], exported, "sealed and exported agree");
+    // Without the export the record holds hashes only: no value is traced.
+    let (code, v) = judge(false);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(v["claim"].is_null(), "{v}");
+    assert_eq!(v["inputs"]["arguments"], "not_read");
     // The memo's cases sealed: the conversation ids, the stores and reads and the
     // history travel in the payloads, so the rewrite and the memory edge are found
     // again on the sealed record, and the claim stays what the export supports.

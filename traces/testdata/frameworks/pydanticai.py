@@ -145,6 +145,9 @@ def run(case):
         script = [[common.FETCH, pay_call], common.FINAL]
     elif case == "compact_tail":
         script = [[common.FETCH], [common.VENDOR_CALL], [pay_call], common.FINAL]
+    elif case == "decoy":
+        # The inbox answers first: it is the earlier input holding the amount.
+        script = [[common.DECOY_CALL, common.FETCH], [pay_call], common.FINAL]
     elif case.startswith("memory_"):
         script = [[common.FETCH], [common.REMEMBER], NOTED,  # run 1
                   [common.SEARCH], [pay_call], common.FINAL]  # run 2
@@ -161,6 +164,12 @@ def run(case):
     def fetch_document(doc_id: str) -> str:
         """Return the text of a stored document."""
         return common.fetch_document_impl(doc_id)
+
+    if case == "decoy":
+        @agent.tool_plain
+        def read_inbox(folder: str) -> str:
+            """Return the unread messages of a mail folder."""
+            return common.read_inbox_impl(folder)
 
     if case == "compact_tail":
         @agent.tool_plain

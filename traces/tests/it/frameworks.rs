@@ -92,7 +92,7 @@ fn action_injection(stack: &str, case: &str) -> (String, String) {
 
 /// (stack, the rule of the model call → pay edge, the rule of the fetch → model
 /// call edge) for the stacks whose injected run is causal.
-const CAUSAL: [(&str, &str, &str); 8] = [
+const CAUSAL: [(&str, &str, &str); 9] = [
     (
         "ag2_tracing",
         "tool_call.id+arguments",
@@ -136,6 +136,13 @@ const CAUSAL: [(&str, &str, &str); 8] = [
     // openai-v2's v1.28–v1.36 form: the messages only in log records joined by spanId.
     (
         "openai_v2_events",
+        "tool_call.arguments",
+        "tool_result.content",
+    ),
+    // OpenInference/LlamaIndex: the tool span's `{"kwargs"}` input and serialised
+    // ToolOutput unwrapped; no call id on tool spans.
+    (
+        "llamaindex_openinference",
         "tool_call.arguments",
         "tool_result.content",
     ),
@@ -229,6 +236,10 @@ fn content_capture_off_is_indeterminate_naming_the_setting() {
         (
             "openai_v2_events",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true",
+        ),
+        (
+            "llamaindex_openinference",
+            "OPENINFERENCE_HIDE_INPUTS=false",
         ),
     ];
     for (stack, setting) in settings {
@@ -585,4 +596,58 @@ fn a_paraphrase_written_outside_the_window_is_a_named_window_exit() {
             .iter()
             .any(|r| r.cause == "window_exit" && r.fix.contains("extend the window")));
     }
+}
+
+#[test]
+fn llamaindex_through_openinference_on_the_memos_cases() {
+    let stack = "llamaindex_openinference";
+    // _prepare_chat_with_tools calls no model: no request, no content gap.
+    let (w, trace) = run(stack, "injected");
+    assert!(trace
+        .nodes()
+        .filter(|n| n.name.ends_with("_prepare_chat_with_tools"))
+        .all(|n| n.capture.as_str() == "complete" && n.input_parts.is_empty()));
+    assert!(w.reasons.is_empty());
+    // Memory as tools, two runs (two traces) in one export.
+    let (w, _) = run(stack, "memory_exact");
+    assert_eq!(w.level, Level::Causal, "{:?} {:?}", w.offending, w.boundary);
+    assert!(w
+        .closure
+        .iter()
+        .any(|e| e.rule == "write_read" && e.kind == EdgeKind::HashMatch));
+    let (w, _) = run(stack, "memory_paraphrase");
+    assert_eq!(w.level, Level::Indeterminate);
+    assert!(w.note.is_none());
+    let para = audita_traces::ArtifactHash::of(paraphrase().as_bytes());
+    assert!(w.boundary.iter().any(|b| b.artifact == para));
+    // ChatSummaryMemoryBuffer across two runs: the summariser (a side call, not the
+    // agent's next request) read the document whole inside its transcript string, and
+    // its answer is the second run's system message byte for byte.
+    let (w, trace) = run(stack, "compact_logged");
+    let (action, injection) = action_injection(stack, "compact_logged");
+    assert_eq!(w.level, Level::Causal, "{:?} {:?}", w.offending, w.boundary);
+    assert!(w.offending.is_empty());
+    assert!(
+        rules_out_of(&w, &injection).contains("contains_result"),
+        "{:?}",
+        rules_out_of(&w, &injection)
+    );
+    let request = deciding_request(&w, &action);
+    let carried = w
+        .closure
+        .iter()
+        .find(|e| {
+            e.child.as_str() == request
+                && e.artifact == Some(audita_traces::ArtifactHash::of(summary().as_bytes()))
+        })
+        .expect("the summary has a producer");
+    assert_eq!(carried.kind, EdgeKind::HashMatch);
+    let summariser = trace.get(carried.parent.as_ref().unwrap()).unwrap();
+    assert!(
+        Graph::new(&trace)
+            .histories()
+            .turn(&summariser.span_id)
+            .is_none(),
+        "a side call is no turn of the agent's conversation"
+    );
 }

@@ -5,5 +5,6 @@ mod frameworks;
 mod golden;
 mod memo_props;
 mod props;
+mod provenance;
 mod stores;
 mod whowhen;
