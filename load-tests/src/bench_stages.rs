@@ -835,7 +835,7 @@ mod memory_tests {
         assert!(memory_line("no such line").is_none());
         let table = memory_table(&[&json!({"processes": 1, "memory_by_process": [m]})]);
         assert!(
-            table.contains("| 1 | 0 | 2000 | 130 | 41 | 84 | 310 | 1572 |"),
+            table.contains("| 1 | 0 | 2000 | 84 | 41 | 130 | 310 | 1572 |"),
             "{table}"
         );
     }
