@@ -42,6 +42,7 @@
 pub mod client;
 pub mod incident;
 pub mod stage;
+pub mod testing;
 
 pub use client::{Alertmanager, PostError};
 pub use stage::{run, Stats, Topics};

@@ -10,7 +10,7 @@ use audita_bus::Bus;
 use audita_notifier::{run, Alertmanager, Settings, Topics};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -27,30 +27,7 @@ struct Am(Child);
 
 impl Am {
     fn start(port: u16, dir: &Path) -> Am {
-        let config = dir.join("alertmanager.yml");
-        std::fs::write(
-            &config,
-            "route:\n  receiver: \"null\"\n  group_by: [alertname, site]\nreceivers:\n  - name: \"null\"\n",
-        )
-        .unwrap();
-        let child = Command::new("prometheus-alertmanager")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--cluster.listen-address=")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus-alertmanager (Debian's package; .ci/prereqs.sh installs it)");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while ureq::get(&format!("http://127.0.0.1:{port}/-/ready"))
-            .call()
-            .is_err()
-        {
-            assert!(Instant::now() < deadline, "Alertmanager not ready in 20 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Am(child)
+        Am(audita_notifier::testing::start_alertmanager(port, dir))
     }
 }
 

@@ -33,27 +33,7 @@ fn audita() -> Command {
 
 /// The real Alertmanager on `port`, its files in `dir`, ready.
 fn alertmanager(port: u16, dir: &Path) -> Child {
-    let config = dir.join("alertmanager.yml");
-    std::fs::write(
-        &config,
-        "route:\n  receiver: \"null\"\n  group_by: [alertname, site]\nreceivers:\n  - name: \"null\"\n",
-    )
-    .unwrap();
-    let child = Command::new("prometheus-alertmanager")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--cluster.listen-address=")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("prometheus-alertmanager (Debian's package; .ci/prereqs.sh installs it)");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while get(port, "/-/ready").map(|(s, _)| s) != Ok(200) {
-        assert!(Instant::now() < deadline, "Alertmanager not ready in 20 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child
+    audita_notifier::testing::start_alertmanager(port, dir)
 }
 
 /// Alertmanager's active alerts by their `incident` label (empty while it is down).
