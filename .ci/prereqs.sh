@@ -50,8 +50,8 @@ install_prereqs() {
   # OpenTelemetry instrumentation and a scripted model (pydantic-ai, AG2, the OpenAI
   # Agents SDK with the official instrumentation and with OpenInference's, LangGraph with
   # OpenInference and LangMem's summarisation node, LlamaIndex's FunctionAgent with
-  # OpenInference; opentelemetry-util-genai pinned: its newest release breaks the OpenAI
-  # one).
+  # OpenInference, Strands Agents with its own tracing; opentelemetry-util-genai pinned:
+  # its newest release breaks the OpenAI one).
   py_pkgs="pyarrow==26.0.1 duckdb==2.0.1 polars==2.1.0 securesystemslib[crypto]==1.6.0
     opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-json-http==0.66b1
     kubernetes-validate==1.37.0 maturin==1.15.0 pytest==9.2.0
@@ -60,13 +60,15 @@ install_prereqs() {
     langgraph==1.2.22 langchain-core==1.8.1 openinference-instrumentation-langchain==0.1.80
     langmem==0.0.30 langchain==1.5.2 langchain-openai==1.8.1 langchain-anthropic==1.7.10 anthropic==2.17.0
     openinference-instrumentation-openai-agents==2.6.0
-    llama-index-core==0.14.25 openinference-instrumentation-llama-index==4.6.1"
+    llama-index-core==0.14.25 openinference-instrumentation-llama-index==4.6.1
+    strands-agents==1.62.0"
   py_probe='import pyarrow, duckdb, polars, securesystemslib.dsse, cryptography, maturin, pytest
 import opentelemetry.sdk.trace, opentelemetry.exporter.otlp.json.http.trace_exporter
 import kubernetes_validate
 import pydantic_ai, ag2, agents, opentelemetry.instrumentation.openai_agents, langgraph.prebuilt, httpx
 import openinference.instrumentation.langchain, openinference.instrumentation.openai_agents, langmem.short_term
-import llama_index.core.agent.workflow, openinference.instrumentation.llama_index'
+import llama_index.core.agent.workflow, openinference.instrumentation.llama_index
+import strands, strands.memory, strands.vended_memory_stores.test_memory_store'
   if ! python3 -c "$py_probe" 2>/dev/null; then
     python3 -m pip install -q $py_pkgs || python3 -m pip install -q --break-system-packages $py_pkgs
   fi

@@ -75,7 +75,7 @@ use crate::model::{Capture, Opaque, PartKind, PartMeta};
 pub use store::{tool_store_read, Io, Texts, MIN_STORED_BYTES};
 
 /// Values that stand for content an instrumentation withheld.
-pub const REDACTED: [&str; 2] = ["__REDACTED__", "readacted"];
+pub const REDACTED: [&str; 3] = ["__REDACTED__", "readacted", "[REDACTED]"];
 
 /// The suffix AG2 (and others) append to a value they cut.
 pub const TRUNCATION_MARKER: &str = "...[truncated]";
@@ -144,9 +144,10 @@ pub fn role(attrs: &BTreeMap<String, Value>) -> Role {
     match s("gen_ai.operation.name") {
         Some("chat" | "text_completion" | "generate_content") => return Role::Chat,
         Some("execute_tool") => return Role::Tool,
-        Some("search_memory" | "retrieval" | "create_memory" | "update_memory") => {
-            return Role::Store
-        }
+        Some(
+            "search_memory" | "retrieval" | "create_memory" | "update_memory" | "memory.search"
+            | "memory.add",
+        ) => return Role::Store,
         Some(_) => return Role::Other,
         None => {}
     }
@@ -197,19 +198,145 @@ pub fn capture_setting(scope: Option<&str>, attrs: &BTreeMap<String, Value>) -> 
         "TelemetryMiddleware(capture_content=True)".into()
     } else if s.starts_with("opentelemetry.instrumentation.langchain") {
         "TRACELOOP_TRACE_CONTENT=true".into()
+    } else if s.starts_with("strands") {
+        STRANDS_SETTING.into()
     } else {
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true".into()
     }
 }
 
-/// Derives the hashes of one span (see the module documentation).
+/// Strands Agents' switch: it records content unless `OTEL_SEMCONV_STABILITY_OPT_IN`
+/// holds a `gen_ai_unredacted_attributes=<list>` token, which redacts every sensitive
+/// attribute the list does not name (`strands.telemetry.tracer`).
+pub const STRANDS_SETTING: &str = "OTEL_SEMCONV_STABILITY_OPT_IN without its gen_ai_unredacted_attributes= token (Strands Agents redacts every content attribute that token's list does not name)";
+
+/// The attributes an instrumentation may record either on the span or on one of its
+/// events (the GenAI conventions' `gen_ai.client.inference.operation.details` event,
+/// Strands' content events in their default mode).
+const CONTENT_KEYS: [&str; 7] = [
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.memory.records",
+    "gen_ai.retrieval.documents",
+];
+
+/// Derives the hashes of one span (see the module documentation). A content
+/// attribute the span lacks is read from the first of its events that has it.
 pub fn derive(c: &SpanContent<'_>) -> Derived {
+    let missing = |k: &&str| {
+        !c.attrs.contains_key(*k) && c.events.iter().any(|(_, a)| a.contains_key(*k))
+    };
+    if !CONTENT_KEYS.iter().any(missing) {
+        return derive_role(c);
+    }
+    let mut attrs = c.attrs.clone();
+    for k in CONTENT_KEYS {
+        if !attrs.contains_key(k) {
+            if let Some(v) = c.events.iter().find_map(|(_, a)| a.get(k)) {
+                attrs.insert(k.to_string(), v.clone());
+            }
+        }
+    }
+    derive_role(&SpanContent {
+        attrs: &attrs,
+        events: c.events,
+        logs: c.logs,
+        scope: c.scope,
+        error: c.error,
+        name: c.name,
+    })
+}
+
+fn derive_role(c: &SpanContent<'_>) -> Derived {
     match role(c.attrs) {
         Role::Chat => derive_chat(c),
         Role::Tool => derive_tool(c),
         Role::Store => derive_store(c),
         Role::Other => Derived::default(),
     }
+}
+
+/// The keys of Bedrock Converse content blocks (`{"text": …}`, `{"toolUse": …}`, …),
+/// the message format Strands Agents records.
+const CONVERSE_KEYS: [&str; 12] = [
+    "text",
+    "toolUse",
+    "toolResult",
+    "json",
+    "image",
+    "document",
+    "video",
+    "reasoningContent",
+    "citationsContent",
+    "cachePoint",
+    "guardContent",
+    "interruptResponse",
+];
+
+/// A list of Converse content blocks (or a string holding one): every item an object
+/// without `type` that has a Converse block key.
+fn converse_blocks(v: &Value) -> Option<Vec<Value>> {
+    let parsed;
+    let v = match v {
+        Value::String(s) if s.trim_start().starts_with('[') => {
+            parsed = serde_json::from_str::<Value>(s).ok()?;
+            &parsed
+        }
+        v => v,
+    };
+    let items = v.as_array()?;
+    let ok = !items.is_empty()
+        && items.iter().all(|it| {
+            it.as_object().is_some_and(|o| {
+                !o.contains_key("type") && o.keys().any(|k| CONVERSE_KEYS.contains(&k.as_str()))
+            })
+        });
+    ok.then(|| items.clone())
+}
+
+/// What a Converse `toolResult`'s `content` blocks hand the model: the text of its
+/// text blocks joined by newlines when all are text, a single `json` block's value,
+/// else the blocks as they are.
+fn converse_result(blocks: &[Value]) -> Value {
+    let texts: Option<Vec<&str>> = blocks
+        .iter()
+        .map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    match texts {
+        Some(t) if !t.is_empty() => Value::String(t.join("\n")),
+        _ => match blocks {
+            [b] if b.get("json").is_some() => b["json"].clone(),
+            _ => Value::Array(blocks.to_vec()),
+        },
+    }
+}
+
+/// One Converse content block as a part.
+fn converse_part(b: &Value) -> Part {
+    if let Some(t) = b.get("text") {
+        return Part::Text(present(Some(t)).and_then(text_of));
+    }
+    if let Some(u) = b.get("toolUse") {
+        return Part::ToolCall {
+            id: id_of(u.get("toolUseId")),
+            name: u.get("name").and_then(Value::as_str).map(str::to_string),
+            args: present(u.get("input")).cloned(),
+        };
+    }
+    if let Some(r) = b.get("toolResult") {
+        let content = present(r.get("content")).map(|c| match c.as_array() {
+            Some(bs) => converse_result(bs),
+            None => c.clone(),
+        });
+        return Part::ToolResult {
+            id: id_of(r.get("toolUseId")),
+            content,
+        };
+    }
+    Part::Other(b.clone())
 }
 
 // ---------------------------------------------------------------- messages
@@ -311,6 +438,10 @@ fn schema_part(p: &Value) -> Part {
 /// `tool_call_id` (or a log record body's `id`).
 fn chat_parts(obj: &Map<String, Value>, role: &str, parts: &mut Vec<Part>) {
     let content = obj.get("content");
+    if let Some(blocks) = content.and_then(converse_blocks) {
+        parts.extend(blocks.iter().map(converse_part));
+        return;
+    }
     if role == "tool" || obj.contains_key("tool_call_id") {
         parts.push(Part::ToolResult {
             id: id_of(obj.get("tool_call_id").or_else(|| obj.get("id"))),
@@ -581,9 +712,50 @@ fn from_event(c: &SpanContent<'_>, event: &str, key: &'static str) -> Option<Sou
 
 /// Log records joined to the span: the input messages in order, or the choices.
 fn from_logs(c: &SpanContent<'_>, output: bool) -> Option<Source> {
+    messages_from(c.logs.iter().map(|(n, b)| (n.as_str(), b.clone())), output)
+}
+
+/// The same events recorded as span events (Strands Agents' default): attributes
+/// `content` (and `role`, `id`) of a message event, `message` of a `gen_ai.choice`;
+/// a value that is a string holding Converse content blocks is read as those blocks,
+/// one holding a JSON message object as that object, any other string as text.
+fn from_span_events(c: &SpanContent<'_>, output: bool) -> Option<Source> {
+    let value = |v: &Value| -> Value {
+        if let Some(blocks) = converse_blocks(v) {
+            return Value::Array(blocks);
+        }
+        v.clone()
+    };
+    let bodies = c.events.iter().map(|(name, attrs)| {
+        let mut body: Map<String, Value> = attrs
+            .iter()
+            .map(|(k, v)| (k.clone(), if k == "content" { value(v) } else { v.clone() }))
+            .collect();
+        if name == "gen_ai.choice" {
+            let message = match body.remove("message") {
+                Some(Value::String(s)) => match serde_json::from_str::<Value>(&s) {
+                    Ok(Value::Object(o)) if o.contains_key("content") || o.contains_key("role") => {
+                        Value::Object(o)
+                    }
+                    _ => serde_json::json!({"content": value(&Value::String(s))}),
+                },
+                Some(v) => v,
+                None => Value::Null,
+            };
+            body = Map::from_iter([("message".to_string(), message)]);
+        }
+        (name.as_str(), Value::Object(body))
+    });
+    messages_from(bodies, output)
+}
+
+fn messages_from<'a>(
+    items: impl Iterator<Item = (&'a str, Value)>,
+    output: bool,
+) -> Option<Source> {
     let mut msgs = Vec::new();
-    for (name, body) in c.logs {
-        let role = match name.as_str() {
+    for (name, body) in items {
+        let role = match name {
             "gen_ai.system.message" if !output => "system",
             "gen_ai.user.message" if !output => "user",
             "gen_ai.assistant.message" if !output => "assistant",
@@ -610,6 +782,7 @@ fn input_source(c: &SpanContent<'_>) -> Source {
         .or_else(|| openllmetry_messages(c.attrs, "gen_ai.prompt").map(Source::Found))
         .or_else(|| from_event(c, "gen_ai.content.prompt", "gen_ai.prompt"))
         .or_else(|| from_logs(c, false))
+        .or_else(|| from_span_events(c, false))
         .unwrap_or(Source::Absent)
 }
 
@@ -619,6 +792,7 @@ fn output_source(c: &SpanContent<'_>) -> Source {
         .or_else(|| openllmetry_messages(c.attrs, "gen_ai.completion").map(Source::Found))
         .or_else(|| from_event(c, "gen_ai.content.completion", "gen_ai.completion"))
         .or_else(|| from_logs(c, true))
+        .or_else(|| from_span_events(c, true))
         .unwrap_or(Source::Absent)
 }
 
@@ -764,12 +938,31 @@ fn hash_messages(
                     out.push((arguments_hash(a), meta(PartKind::ToolCall, id, false)));
                     if single {
                         if let Value::Object(o) = parsed(a) {
-                            if let (1, Some(Value::String(s))) = (o.len(), o.values().next()) {
+                            // The only argument when it is a string, or each string of
+                            // the only argument when it is a list of strings (a memory
+                            // tool's `entries`): what the model wrote, byte for byte.
+                            let strings: Vec<&String> = match (o.len(), o.values().next()) {
+                                (1, Some(Value::String(s))) => vec![s],
+                                (1, Some(Value::Array(items))) => {
+                                    items
+                                    .iter()
+                                    .filter_map(|v| match v {
+                                        Value::String(s) => Some(s),
+                                        _ => None,
+                                    })
+                                    .collect()
+                                }
+                                _ => Vec::new(),
+                            };
+                            for s in strings {
+                                let h = ArtifactHash::of(s.as_bytes());
+                                if out.iter().any(|(x, m)| {
+                                    *x == h && m.kind == PartKind::SingleArgument
+                                }) {
+                                    continue;
+                                }
                                 content.push(s.clone());
-                                out.push((
-                                    ArtifactHash::of(s.as_bytes()),
-                                    meta(PartKind::SingleArgument, id, false),
-                                ));
+                                out.push((h, meta(PartKind::SingleArgument, id, false)));
                             }
                         }
                     }
@@ -1016,6 +1209,33 @@ fn derive_tool(c: &SpanContent<'_>) -> Derived {
             .or_else(|| a.get("output.value")),
     )
     .cloned();
+    // Strands Agents' default: the arguments on a `gen_ai.tool.message` event, the
+    // result blocks on a `gen_ai.choice` event, each with the call id.
+    let event = |name: &str, key: &str| {
+        c.events
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, e)| e.get(key))
+    };
+    if !a.contains_key("gen_ai.tool.call.arguments") && !a.contains_key("input.value") {
+        if let Some(v) = event("gen_ai.tool.message", "content") {
+            args = present(Some(v)).cloned();
+            call_id = call_id.or_else(|| id_of(event("gen_ai.tool.message", "id")));
+        }
+    }
+    if !a.contains_key("gen_ai.tool.call.result") && !a.contains_key("output.value") {
+        if let Some(v) = event("gen_ai.choice", "message") {
+            result = present(Some(v)).cloned();
+            call_id = call_id.or_else(|| id_of(event("gen_ai.choice", "id")));
+        }
+    }
+    // Strands records a result as its Converse content blocks: the model is handed
+    // their text.
+    if c.scope.is_some_and(|s| s.starts_with("strands")) {
+        if let Some(blocks) = result.as_ref().and_then(converse_blocks) {
+            result = Some(converse_result(&blocks));
+        }
+    }
     if let Some((inner, id)) = args.as_ref().and_then(unwrap_envelope) {
         args = present(Some(&inner)).cloned();
         call_id = call_id.or(id);
@@ -1123,13 +1343,31 @@ fn derive_store(c: &SpanContent<'_>) -> Derived {
         .get("gen_ai.operation.name")
         .and_then(Value::as_str)
         .unwrap_or("retrieval");
+    // Strands Agents' memory spans: `memory.query` / `memory.results` /
+    // `memory.content` events with `content` (or, with `gen_ai_span_attributes_only`,
+    // `content` on the span itself: the query, then overwritten by the results).
+    let strands = op.starts_with("memory.");
+    let event = |name: &str| {
+        c.events
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, e)| present(e.get("content")))
+    };
+    let own = present(a.get("content")).filter(|_| strands);
+    let own_list = own.filter(|v| store::records(v).is_some());
+    let strands_query = match op {
+        "memory.search" => event("memory.query").or(own.filter(|_| own_list.is_none())),
+        "memory.add" => event("memory.content").or(own),
+        _ => None,
+    };
     let query = [
         "gen_ai.memory.query.text",
         "gen_ai.retrieval.query.text",
         "input.value",
     ]
     .iter()
-    .find_map(|k| present(a.get(*k)));
+    .find_map(|k| present(a.get(*k)))
+    .or(strands_query);
     if let Some(q) = query {
         d.has_inputs = true;
         let text = match q {
@@ -1142,11 +1380,17 @@ fn derive_store(c: &SpanContent<'_>) -> Derived {
             PartMeta::new(PartKind::SingleArgument),
         ));
     }
-    let writes = matches!(op, "create_memory" | "update_memory");
+    let writes = matches!(op, "create_memory" | "update_memory" | "memory.add");
     let recs = present(a.get("gen_ai.memory.records"))
         .or_else(|| present(a.get("gen_ai.retrieval.documents")))
         .and_then(store::records)
-        .or_else(|| openinference_documents(a));
+        .or_else(|| openinference_documents(a))
+        .or_else(|| match op {
+            "memory.search" => event("memory.results").or(own_list).and_then(store::records),
+            // What a memory add writes is the content it was handed.
+            "memory.add" => strands_query.map(|q| vec![(Some(q.clone()), None)]),
+            _ => None,
+        });
     match recs {
         Some(recs) => {
             d.has_outputs = true;

@@ -348,10 +348,107 @@ fn side_calls(trace: &Trace) -> BTreeSet<&SpanId> {
         .collect()
 }
 
+/// The index of the first part of `c`'s trailing run of user messages: the turn a new
+/// run starts with (its user's message), not history.
+fn trailing_user(c: &Node) -> usize {
+    let mut at = c.input_parts.len();
+    while at > 0
+        && c.input_meta
+            .get(at - 1)
+            .is_some_and(|m| matches!(m.role.as_deref(), Some("user" | "human")))
+    {
+        at -= 1;
+    }
+    at
+}
+
+/// The part hashes `p`'s history held: its input and output.
+fn known(p: &Node) -> BTreeSet<&ArtifactHash> {
+    p.input_parts
+        .iter()
+        .chain(&p.output_parts)
+        .chain(p.output_hash.iter())
+        .collect()
+}
+
+/// The request of another run that `c`, the first request of its run, continues
+/// (module documentation, "Across runs"): the latest request available before `c`
+/// started, under another outermost span, whose input or output holds one of `c`'s
+/// history parts (a non-system part before its trailing user turn).
+fn continued<'t>(
+    c: &Node,
+    candidates: &[&'t Node],
+    outermost: &BTreeMap<SpanId, SpanId>,
+) -> Option<&'t Node> {
+    if c.conversation.is_some() {
+        return None;
+    }
+    let history: Vec<&ArtifactHash> = c.input_parts[..trailing_user(c)]
+        .iter()
+        .zip(&c.input_meta)
+        .filter(|(_, m)| !is_system(m.role.as_deref()))
+        .map(|(h, _)| h)
+        .collect();
+    if history.is_empty() {
+        return None;
+    }
+    let root = outermost.get(&c.span_id);
+    candidates
+        .iter()
+        .filter(|p| p.available_ns() <= c.start_ns && outermost.get(&p.span_id) != root)
+        .filter(|p| {
+            let k = known(p);
+            history.iter().any(|h| k.contains(h))
+        })
+        .max_by(|a, b| (a.available_ns(), &a.span_id).cmp(&(b.available_ns(), &b.span_id)))
+        .copied()
+}
+
+/// The turn of `c`, the first request of a run, after `p`, the request of an
+/// earlier run it continues: the trailing user turn is the new run's input, not a
+/// rewrite; any other part `p` did not hold (a system message rendered with what a
+/// memory or a summary wrote included) is new, and makes the request rewritten even
+/// when it otherwise extends `p`'s history; without new parts it is an extension or
+/// a drop (a memory that flushed messages), never a logging gap.
+fn continued_turn(trace: &Trace, p: &Node, c: &Node) -> Turn {
+    let k = known(p);
+    let tail = trailing_user(c);
+    let new_parts: BTreeSet<usize> = (0..tail)
+        .filter(|&i| !k.contains(&c.input_parts[i]))
+        .collect();
+    let (pm, cm) = (messages(p), messages(c));
+    let extends = cm.len() >= pm.len() && cm[..pm.len()] == pm[..];
+    let marked = compacted(c);
+    let change = if marked || !new_parts.is_empty() {
+        Change::Rewritten
+    } else if !extends {
+        Change::Dropped
+    } else {
+        Change::Extended
+    };
+    let mut sources: Vec<SpanId> = vec![p.span_id.clone()];
+    sources.extend(answers(trace, p, c.available_ns()).into_iter().cloned());
+    sources.sort();
+    sources.dedup();
+    Turn {
+        previous: Some(p.span_id.clone()),
+        change,
+        new_parts: if change == Change::Rewritten {
+            new_parts
+        } else {
+            BTreeSet::new()
+        },
+        sources,
+        compacted: marked,
+        carried: BTreeMap::new(),
+    }
+}
+
 /// Analyses every conversation of `trace` (module documentation).
 pub fn analyse(trace: &Trace) -> Histories {
     let mut out = Histories::default();
     let side = side_calls(trace);
+    let mut chains: Vec<Vec<&Node>> = Vec::new();
     for chats in conversations(trace).values_mut() {
         chats.retain(|c| !side.contains(&c.span_id));
         let all = chats.clone();
@@ -364,12 +461,36 @@ pub fn analyse(trace: &Trace) -> Histories {
             })
         });
         chats.sort_by(|a, b| (a.start_ns, &a.span_id).cmp(&(b.start_ns, &b.span_id)));
+        if !chats.is_empty() {
+            chains.push(chats.clone());
+        }
+    }
+    // Runs in the order they started, so that a run continued by a later one has its
+    // rewrites recorded first.
+    chains.sort_by(|a, b| (a[0].start_ns, &a[0].span_id).cmp(&(b[0].start_ns, &b[0].span_id)));
+    let outermost = outermost(trace);
+    let all: Vec<&Node> = chains.iter().flatten().copied().collect();
+    // A part first written by a rewrite → the request it was new in, per chain.
+    let mut first_news: Vec<BTreeMap<&ArtifactHash, &SpanId>> = Vec::new();
+    let chain_of: BTreeMap<&SpanId, usize> = chains
+        .iter()
+        .enumerate()
+        .flat_map(|(i, ch)| ch.iter().map(move |n| (&n.span_id, i)))
+        .collect();
+    for chats in &chains {
         let mut previous: Option<&Node> = None;
-        // A part first written by a rewrite → the request it was new in.
         let mut first_new: BTreeMap<&ArtifactHash, &SpanId> = BTreeMap::new();
+        let before = continued(chats[0], &all, &outermost);
+        if let Some(p) = before {
+            // What the continued run's rewrites wrote is carried on from there.
+            if let Some(m) = chain_of.get(&p.span_id).and_then(|&j| first_news.get(j)) {
+                first_new.extend(m.iter().map(|(h, s)| (*h, *s)));
+            }
+        }
         for c in chats.iter() {
-            let t = match previous {
-                None => Turn {
+            let t = match (previous, before) {
+                (None, Some(p)) => continued_turn(trace, p, c),
+                (None, None) => Turn {
                     previous: None,
                     change: Change::First,
                     new_parts: if compacted(c) {
@@ -387,7 +508,7 @@ pub fn analyse(trace: &Trace) -> Histories {
                     compacted: compacted(c),
                     carried: BTreeMap::new(),
                 },
-                Some(p) => turn(trace, p, c),
+                (Some(p), _) => turn(trace, p, c),
             };
             let mut t = t;
             for (i, h) in c.input_parts.iter().enumerate() {
@@ -400,6 +521,7 @@ pub fn analyse(trace: &Trace) -> Histories {
             out.turns.insert(c.span_id.clone(), t);
             previous = Some(c);
         }
+        first_news.push(first_new);
     }
     nest(trace, &mut out);
     out

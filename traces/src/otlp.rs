@@ -770,7 +770,7 @@ fn read_span(
         let events: Vec<(String, BTreeMap<String, Value>)> = span
             .events
             .iter()
-            .filter(|e| e.name.starts_with("gen_ai."))
+            .filter(|e| e.name.starts_with("gen_ai.") || e.name.starts_with("memory."))
             .map(|e| (e.name.clone(), json_attrs(&e.attributes)))
             .collect();
         let mut d = genai::derive(&SpanContent {

@@ -44,12 +44,16 @@ use crate::model::Stored;
 pub const MIN_STORED_BYTES: usize = 16;
 
 /// Keys whose string values are record metadata, not content, in a JSON result.
-const METADATA_KEYS: [&str; 16] = [
+const METADATA_KEYS: [&str; 20] = [
     "id",
     "key",
     "namespace",
     "created_at",
     "updated_at",
+    "createdAt",
+    "updatedAt",
+    "store_name",
+    "storeName",
     "timestamp",
     "time",
     "date",
@@ -205,23 +209,52 @@ pub fn tool_writes(io: &mut Io, args: &Value, whole: &ArtifactHash, record_id: O
     }
 }
 
+/// Keys whose whole value is record metadata (a store's `metadata` object).
+const METADATA_OBJECTS: [&str; 2] = ["metadata", "meta"];
+
+/// The string leaves of a result that can be content: as [`leaves`], without the
+/// subtrees of [`METADATA_OBJECTS`], and reading a string that holds a JSON object or
+/// array (a JSON list inside a text block) as that value, element by element.
+fn content_leaves(v: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, String)>) {
+    match v {
+        Value::String(s) => match structured(v) {
+            Some(j) => content_leaves(&j, key, out),
+            None => out.push((key.map(str::to_string), s.clone())),
+        },
+        Value::Array(items) => {
+            for it in items {
+                content_leaves(it, key, out);
+            }
+        }
+        Value::Object(o) => {
+            for (k, it) in o {
+                if !METADATA_OBJECTS.contains(&k.as_str()) {
+                    content_leaves(it, Some(k), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The reads of a tool call that returned `result` (its whole hash `whole`).
 pub fn tool_reads(io: &mut Io, result: &Value, whole: &ArtifactHash) {
     let (text, _) = text_of(result);
     io.texts.result = Some(text.clone());
     if let Some(j) = structured(result) {
         let mut ls = Vec::new();
-        leaves(&j, None, &mut ls);
-        let content: Vec<&str> = ls
+        content_leaves(&j, None, &mut ls);
+        let content: Vec<String> = ls
             .into_iter()
             .filter(|(k, s)| {
-                s.len() >= MIN_STORED_BYTES && !k.is_some_and(|k| METADATA_KEYS.contains(&k))
+                s.len() >= MIN_STORED_BYTES
+                    && !k.as_deref().is_some_and(|k| METADATA_KEYS.contains(&k))
             })
             .map(|(_, s)| s)
             .collect();
         if !content.is_empty() {
             for s in content {
-                io.give(Some(s), Some(ArtifactHash::of(s.as_bytes())), None);
+                io.give(Some(&s), Some(ArtifactHash::of(s.as_bytes())), None);
             }
             return;
         }
