@@ -12,14 +12,29 @@
 //! writes it), OpenInference's `llm.input_messages.N.message.*` /
 //! `llm.output_messages.N.*`, OpenLLMetry's flattened `gen_ai.prompt.N.*` /
 //! `gen_ai.completion.N.*`, the ≤ v1.27 span events `gen_ai.content.prompt` /
-//! `gen_ai.content.completion`, and the v1.28–v1.36 log records
-//! `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` joined to the span.
+//! `gen_ai.content.completion`, the v1.28–v1.36 log records
+//! `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` joined to the span,
+//! and the same events recorded as **span events** (Strands Agents' default: `content`
+//! or `message` the JSON of the message's Bedrock Converse content blocks, `{"text"}`,
+//! `{"toolUse": {toolUseId, name, input}}`, `{"toolResult": {toolUseId, content}}`).
+//! Every content attribute (`gen_ai.input.messages`, `gen_ai.output.messages`,
+//! `gen_ai.system_instructions`, `gen_ai.tool.call.arguments`/`result`, the memory and
+//! retrieval records) is read from the span's events too when the span itself lacks
+//! it (the conventions' `gen_ai.client.inference.operation.details` event): an
+//! instrumentation may put content in either.
 //! `gen_ai.system_instructions` is one more system message, first, unless an
 //! identical one is present. A tool call's arguments are `gen_ai.tool.call.arguments`
 //! (else OpenInference `input.value`), its result `gen_ai.tool.call.result` (else
 //! `output.value`), its id `gen_ai.tool.call.id`; LangChain's callback envelope
 //! (`input_str` + `inputs` + `kwargs.tool_call_id`) and serialised `ToolMessage`s are
-//! unwrapped.
+//! unwrapped; Strands' tool spans record the arguments on a `gen_ai.tool.message`
+//! event and the result's content blocks on a `gen_ai.choice` event, and a Strands
+//! result's blocks are what the model is handed, their text (a Converse `toolResult`'s
+//! content likewise). Strands' memory spans `memory.add` (a write: event
+//! `memory.content`, the written content, which is also what the span consumed) and
+//! `memory.search` (a read: events `memory.query` and `memory.results`, the JSON list
+//! of entries with `content`) are memory operations like `create_memory` and
+//! `search_memory`.
 //!
 //! **The bytes each hash is taken over** (`sha256:<hex>` of):
 //! - a text part: its content's UTF-8 bytes, as recorded (no normalisation);
@@ -28,8 +43,9 @@
 //!   string as its UTF-8 bytes (so `{"doc_id": "x"}` as a string, as an object and as
 //!   `{"doc_id":"x"}` are one artifact);
 //! - a single argument ([`PartKind::SingleArgument`]): the UTF-8 bytes of the value of
-//!   a tool call's only argument when it is a string, and of a tool span's input when
-//!   it is not a JSON object or array (a JSON string is unquoted first);
+//!   a tool call's only argument when it is a string (of each of its strings when it
+//!   is a list of strings, such as a memory tool's `entries`), and of a tool span's
+//!   input when it is not a JSON object or array (a JSON string is unquoted first);
 //! - a tool result: canonical JSON when it is (or a string holding) a JSON object or
 //!   array, else a string's UTF-8 bytes (a scalar string is never parsed: `"5000"`
 //!   stays text), else the canonical JSON of the scalar;
@@ -59,7 +75,10 @@
 //!   `openinference.span.kind`) `OPENINFERENCE_HIDE_INPUTS/OUTPUTS=false`; pydantic-ai
 //!   `InstrumentationSettings(include_content=True)`; AG2
 //!   `TelemetryMiddleware(capture_content=True)`; OpenLLMetry's LangChain
-//!   instrumentation `TRACELOOP_TRACE_CONTENT=true`; any other
+//!   instrumentation `TRACELOOP_TRACE_CONTENT=true`; Strands Agents (scope
+//!   `strands.*`, which records content unless told to redact it, then writes
+//!   `[REDACTED]`) `OTEL_SEMCONV_STABILITY_OPT_IN` without its
+//!   `gen_ai_unredacted_attributes=` token; any other
 //!   `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
 
 mod store;
@@ -438,7 +457,7 @@ fn schema_part(p: &Value) -> Part {
 /// `tool_call_id` (or a log record body's `id`).
 fn chat_parts(obj: &Map<String, Value>, role: &str, parts: &mut Vec<Part>) {
     let content = obj.get("content");
-    if let Some(blocks) = content.and_then(converse_blocks) {
+    if let Some(blocks) = content.filter(|c| c.is_array()).and_then(converse_blocks) {
         parts.extend(blocks.iter().map(converse_part));
         return;
     }
@@ -941,17 +960,21 @@ fn hash_messages(
                             // The only argument when it is a string, or each string of
                             // the only argument when it is a list of strings (a memory
                             // tool's `entries`): what the model wrote, byte for byte.
+                            if let (1, Some(Value::String(s))) = (o.len(), o.values().next()) {
+                                content.push(s.clone());
+                                out.push((
+                                    ArtifactHash::of(s.as_bytes()),
+                                    meta(PartKind::SingleArgument, id, false),
+                                ));
+                            }
                             let strings: Vec<&String> = match (o.len(), o.values().next()) {
-                                (1, Some(Value::String(s))) => vec![s],
-                                (1, Some(Value::Array(items))) => {
-                                    items
+                                (1, Some(Value::Array(items))) => items
                                     .iter()
                                     .filter_map(|v| match v {
                                         Value::String(s) => Some(s),
                                         _ => None,
                                     })
-                                    .collect()
-                                }
+                                    .collect(),
                                 _ => Vec::new(),
                             };
                             for s in strings {
@@ -1453,6 +1476,212 @@ mod tests {
             error: false,
             name: "test",
         })
+    }
+
+    /// A span with content in its events only, under `scope`.
+    fn with_events(
+        pairs: &[(&str, Value)],
+        events: &[(&str, &[(&str, Value)])],
+        scope: &str,
+    ) -> Derived {
+        let a = attrs(pairs);
+        let ev: Vec<(String, BTreeMap<String, Value>)> = events
+            .iter()
+            .map(|(n, kv)| (n.to_string(), attrs(kv)))
+            .collect();
+        derive(&SpanContent {
+            attrs: &a,
+            events: &ev,
+            logs: &[],
+            scope: Some(scope),
+            error: false,
+            name: "test",
+        })
+    }
+
+    #[test]
+    fn strands_messages_in_span_events_are_read() {
+        let blocks = |v: Value| Value::String(v.to_string());
+        let doc = "the document text, long enough";
+        let chat = with_events(
+            &[("gen_ai.operation.name", json!("chat"))],
+            &[
+                ("gen_ai.system.message", &[("content", blocks(json!([{"text": "S"}])))]),
+                ("gen_ai.user.message", &[("content", blocks(json!([{"text": "U"}])))]),
+                (
+                    "gen_ai.assistant.message",
+                    &[(
+                        "content",
+                        blocks(json!([{"toolUse": {"toolUseId": "c1", "name": "fetch", "input": {"id": "x"}}}])),
+                    )],
+                ),
+                (
+                    "gen_ai.tool.message",
+                    &[(
+                        "content",
+                        blocks(json!([{"toolResult": {"toolUseId": "c1", "status": "success", "content": [{"text": doc}]}}])),
+                    )],
+                ),
+                (
+                    "gen_ai.choice",
+                    &[
+                        ("finish_reason", json!("tool_use")),
+                        (
+                            "message",
+                            blocks(json!([{"toolUse": {"toolUseId": "c2", "name": "pay", "input": {"to": "A"}}}])),
+                        ),
+                    ],
+                ),
+            ],
+            "strands.telemetry.tracer",
+        );
+        assert_eq!(chat.capture, Capture::Complete);
+        let result = chat
+            .inputs
+            .iter()
+            .find(|(_, m)| m.kind == PartKind::ToolResult)
+            .unwrap();
+        assert_eq!(result.0, ArtifactHash::of(doc.as_bytes()));
+        assert_eq!(result.1.call_id.as_deref(), Some("c1"));
+        assert_eq!(
+            hashes(&chat.outputs)[0],
+            (
+                arguments_hash(&json!({"to": "A"})),
+                PartKind::ToolCall,
+                Some("c2".into())
+            )
+        );
+        // The tool span: arguments and result blocks on its events, the same hashes.
+        let tool = with_events(
+            &[
+                ("gen_ai.operation.name", json!("execute_tool")),
+                ("gen_ai.tool.name", json!("fetch")),
+                ("gen_ai.tool.call.id", json!("c1")),
+            ],
+            &[
+                (
+                    "gen_ai.tool.message",
+                    &[("role", json!("tool")), ("content", json!("{\"id\": \"x\"}")), ("id", json!("c1"))],
+                ),
+                (
+                    "gen_ai.choice",
+                    &[("message", blocks(json!([{"text": doc}]))), ("id", json!("c1"))],
+                ),
+            ],
+            "strands.telemetry.tracer",
+        );
+        assert_eq!(tool.output_hash, Some(ArtifactHash::of(doc.as_bytes())));
+        assert_eq!(tool.inputs[0].0, arguments_hash(&json!({"id": "x"})));
+        // Redacted: a content gap naming Strands' switch.
+        let redacted = with_events(
+            &[("gen_ai.operation.name", json!("chat"))],
+            &[
+                ("gen_ai.user.message", &[("content", json!("[REDACTED]"))]),
+                ("gen_ai.choice", &[("message", json!("[REDACTED]"))]),
+            ],
+            "strands.telemetry.tracer",
+        );
+        assert_eq!(
+            redacted.capture,
+            Capture::NotCaptured {
+                setting: STRANDS_SETTING.into()
+            }
+        );
+    }
+
+    #[test]
+    fn content_attributes_on_an_event_are_read_as_the_spans() {
+        // The conventions' operation-details event, as Strands' latest mode writes it.
+        let d = with_events(
+            &[("gen_ai.operation.name", json!("chat"))],
+            &[(
+                "gen_ai.client.inference.operation.details",
+                &[
+                    (
+                        "gen_ai.input.messages",
+                        json!(r#"[{"role":"user","parts":[{"type":"text","content":"U"}]}]"#),
+                    ),
+                    (
+                        "gen_ai.output.messages",
+                        json!(r#"[{"role":"assistant","parts":[{"type":"text","content":"A"}]}]"#),
+                    ),
+                ],
+            )],
+            "strands.telemetry.tracer",
+        );
+        assert_eq!(d.capture, Capture::Complete);
+        assert_eq!(d.inputs[0].0, ArtifactHash::of(b"U"));
+        assert_eq!(d.outputs[0].0, ArtifactHash::of(b"A"));
+    }
+
+    #[test]
+    fn strands_memory_spans_write_and_read() {
+        let memo = "a remembered note, long enough";
+        let add = with_events(
+            &[("gen_ai.operation.name", json!("memory.add"))],
+            &[("memory.content", &[("content", json!(memo))])],
+            "strands.telemetry.tracer",
+        );
+        let h = ArtifactHash::of(memo.as_bytes());
+        assert_eq!(add.io.stored[0].hash, Some(h.clone()));
+        assert_eq!(add.inputs[0].0, h);
+        let search = with_events(
+            &[("gen_ai.operation.name", json!("memory.search"))],
+            &[
+                ("memory.query", &[("content", json!("q"))]),
+                (
+                    "memory.results",
+                    &[(
+                        "content",
+                        json!(json!([{"content": memo, "store_name": "notes", "metadata": {"_relevanceScore": 2}}]).to_string()),
+                    )],
+                ),
+            ],
+            "strands.telemetry.tracer",
+        );
+        assert!(search.io.store_read.is_some());
+        assert_eq!(search.io.returned[0].hash, Some(h.clone()));
+        assert_eq!(search.inputs[0].0, ArtifactHash::of(b"q"));
+        // The search_memory tool's result: the JSON list in one text block, read
+        // element by element.
+        let entries = json!([{"content": memo, "store_name": "notes", "metadata": {"_relevanceScore": 2}}]).to_string();
+        let tool = with_events(
+            &[
+                ("gen_ai.operation.name", json!("execute_tool")),
+                ("gen_ai.tool.name", json!("search_memory")),
+            ],
+            &[
+                ("gen_ai.tool.message", &[("content", json!("{\"query\": \"q\"}"))]),
+                ("gen_ai.choice", &[("message", json!(json!([{"text": entries}]).to_string()))]),
+            ],
+            "strands.telemetry.tracer",
+        );
+        assert_eq!(
+            tool.io.returned.iter().map(|r| r.hash.clone()).collect::<Vec<_>>(),
+            vec![Some(h)]
+        );
+    }
+
+    #[test]
+    fn a_list_of_strings_as_the_only_argument_is_each_a_part() {
+        let d = run(&[
+            ("gen_ai.operation.name", json!("chat")),
+            ("gen_ai.input.messages", json!(r#"[{"role":"user","parts":[{"type":"text","content":"U"}]}]"#)),
+            (
+                "gen_ai.output.messages",
+                json!(r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c","name":"add_memory","arguments":{"entries":["first note","second note"]}}]}]"#),
+            ),
+        ]);
+        let singles: Vec<ArtifactHash> = d
+            .outputs
+            .iter()
+            .filter(|(_, m)| m.kind == PartKind::SingleArgument)
+            .map(|(h, _)| h.clone())
+            .collect();
+        assert_eq!(
+            singles,
+            vec![ArtifactHash::of(b"first note"), ArtifactHash::of(b"second note")]
+        );
     }
 
     fn hashes(v: &[(ArtifactHash, PartMeta)]) -> Vec<(ArtifactHash, PartKind, Option<String>)> {

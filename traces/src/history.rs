@@ -39,6 +39,23 @@
 //! A part that a rewrite wrote stays what it is when later requests carry it on: it is
 //! **carried** from the request it was new in ([`Turn::carried`]).
 //!
+//! **Across runs.** A framework that records each run as a trace of its own, with no
+//! agent span and no conversation id (LlamaIndex's `agent.run`), still continues one
+//! conversation from run to run through what it keeps (a memory, a chat store). The
+//! first request `C` of a run without a conversation id **continues** the latest
+//! request `P` under another outermost span, available before `C` started, whose input
+//! or output holds one of `C`'s history parts (a non-system part before `C`'s trailing
+//! user turn): the record shows `C`'s history repeats what `P` held. Then `P` is `C`'s
+//! predecessor, with these differences: the trailing user turn is the new run's input,
+//! not a rewrite; every other part `P` did not hold is new, system parts included, and
+//! makes `C` rewritten even when its history otherwise extends `P`'s (a system message
+//! that no logged step produced and that differs from the run before is what a memory
+//! or a summary wrote, not outside input: a memory block rendered into the system
+//! message); a history that only lost messages (a memory flush) is dropped, never
+//! unlogged; and a part a rewrite of `P`'s run wrote is carried on. The evidence is
+//! content identity only: a run that holds nothing of an earlier one (a fresh memory)
+//! continues nothing.
+//!
 //! The **sources** of a request are the spans whose outputs its history held just
 //! before it was sent: its predecessor and the tool calls that answered the
 //! predecessor's tool calls (by call id, else by the arguments' hash) and ended before
@@ -641,6 +658,67 @@ mod tests {
         // Request 4 holds nothing of request 3's output, no tool result and nothing
         // new: from the record alone that is a history the instrumentation cut.
         assert_eq!(hs.turn(&sid(4)).unwrap().change, Change::Unlogged);
+    }
+
+    #[test]
+    fn a_run_that_repeats_an_earlier_runs_history_continues_it() {
+        // Three runs, each a trace of its own (a root span, no conversation id).
+        let run = |id: u64, t: u64| {
+            let mut r = Node::new(sid(id), "FunctionAgent.run", t);
+            r.end_ns = t + 50;
+            r
+        };
+        let req = |id: u64, root: u64, t: u64, input: &[(&str, &[&str])], output: &[&str]| {
+            let mut n = request(id, t, input, output);
+            n.conversation = None;
+            n.parent = Some(sid(root));
+            n
+        };
+        let t = trace(vec![
+            run(10, 95),
+            req(1, 10, 100, &[("system", &["S"]), ("user", &["U1"])], &["A1"]),
+            run(20, 195),
+            // The memory kept the first turn and rendered a block into a second
+            // system message; U2 is the new run's own message.
+            req(
+                2,
+                20,
+                200,
+                &[
+                    ("system", &["S"]),
+                    ("system", &["MEMORY"]),
+                    ("user", &["U1"]),
+                    ("assistant", &["A1"]),
+                    ("user", &["U2"]),
+                ],
+                &["A2"],
+            ),
+            run(30, 295),
+            // A fresh memory: nothing of the runs before.
+            req(3, 30, 300, &[("system", &["S"]), ("user", &["U3"])], &["A3"]),
+            run(40, 395),
+            // The memory flushed the second run's first messages and wrote nothing.
+            req(
+                4,
+                40,
+                400,
+                &[("system", &["S"]), ("assistant", &["A2"]), ("user", &["U4"])],
+                &["A4"],
+            ),
+        ]);
+        let hs = analyse(&t);
+        let second = hs.turn(&sid(2)).unwrap();
+        assert_eq!(second.previous, Some(sid(1)));
+        assert_eq!(second.change, Change::Rewritten);
+        // The rendered block is new; the new run's message is not a rewrite.
+        assert_eq!(second.new_parts, BTreeSet::from([1]));
+        assert_eq!(second.sources, vec![sid(1)]);
+        assert_eq!(hs.turn(&sid(3)).unwrap().change, Change::First);
+        let fourth = hs.turn(&sid(4)).unwrap();
+        assert_eq!(fourth.previous, Some(sid(2)));
+        // The block the second run's rewrite wrote is not carried (flushed); what
+        // remains lost messages only: dropped, not a logging gap.
+        assert_eq!(fourth.change, Change::Dropped);
     }
 
     #[test]

@@ -25,6 +25,17 @@
 //!   logged summariser is causal through it; a memory written and read back byte for
 //!   byte reaches the injection (no "not an ancestor"); a paraphrase written outside
 //!   the window is indeterminate, naming the returned artifact;
+//! - Strands Agents with its own tracing (issue 59): every case above in the shapes its
+//!   documentation gives (`SlidingWindowConversationManager`,
+//!   `SummarizingConversationManager` without and with a summarisation agent, a
+//!   conversation manager of the application's, `MemoryManager`'s tools), content read
+//!   from the span events of its default mode, the memory search's JSON list read entry
+//!   by entry (an identity edge), and with redaction on the remedy names Strands'
+//!   switch;
+//! - LlamaIndex runs continued across traces (issue 59): a `Memory` whose flush renders
+//!   the injected turn into the system message (`FactExtractionMemoryBlock`, a block of
+//!   the application's) is temporal, never causal by the kept history; a retriever
+//!   over a vector index (offline embeddings) reads the note back byte for byte;
 //! - without `--injection` (issue 59), on every case: where the witness reaches the
 //!   injection and content was captured, the injection is the ranked candidate at
 //!   exactly the witness's level; a causal candidate is the payment's true origin
@@ -564,7 +575,7 @@ fn openai_agents_sdk_through_openinference_on_the_memos_cases() {
 #[test]
 fn llamaindex_through_openinference_on_the_memos_cases() {
     let r = receiver();
-    let cases = run_stack(
+    let mut cases = run_stack(
         &r,
         "llamaindex.py",
         &[],
@@ -574,10 +585,39 @@ fn llamaindex_through_openinference_on_the_memos_cases() {
             "compact_logged",
             "memory_exact",
             "memory_paraphrase",
+            "memory_blocks",
+            "memory_notes",
+            "retriever",
         ],
     );
+    let continued = cases.split_off(5);
     // OpenInference records no call id on LlamaIndex's tool spans.
     assert_graded(&cases, "tool_call.arguments", "tool_result.content", None);
+    // Continuity across runs (each agent.run a trace of its own): a Memory whose
+    // flush renders the injected turn into a system message, by FactExtractionMemoryBlock
+    // and by a block of the application's; a retriever over a vector index.
+    for c in &continued {
+        assert_inputs_agree(c);
+        let (code, w) = witness(c);
+        let name = c.name.as_str();
+        assert_eq!(w["reaches_injection"], true, "{name}: {w}");
+        assert!(w.get("note").is_none(), "{name}: {w}");
+        if name == "retriever" {
+            assert_eq!(code, Some(0), "{name}: {w}");
+            assert_eq!(w["level"], "causal", "{name}: {w}");
+        } else {
+            assert_eq!(code, Some(1), "{name}: {w}");
+            assert_eq!(w["level"], "temporal", "{name}: never causal: {w}");
+            assert!(
+                w["offending_edges"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["kind"] == "folded" && e["rule"] == "history_rewritten"),
+                "{name}: {w}"
+            );
+        }
+    }
     // Content capture is read once per process: its own run.
     let r = receiver();
     let cases = run_stack(&r, "llamaindex.py", &[], &["nocontent"]);

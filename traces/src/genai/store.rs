@@ -11,8 +11,10 @@
 //!
 //! **Reads** ([`Node::returned`](crate::model::Node::returned)). A tool call returns its
 //! result: the content strings of a JSON result (string values of at least
-//! [`MIN_STORED_BYTES`] bytes under keys that are not record metadata), or the whole
-//! result when it holds none. A `search_memory` span returns the records of
+//! [`MIN_STORED_BYTES`] bytes under keys that are not record metadata, a string that
+//! itself holds JSON read element by element: a
+//! memory search's JSON list of entries inside a text block), or the whole result when
+//! it holds none. A `search_memory` span returns the records of
 //! `gen_ai.memory.records`; a `retrieval` span the documents of
 //! `gen_ai.retrieval.documents`; an OpenInference `RETRIEVER` span those of
 //! `retrieval.documents.N.document.*`. A document with an id and no content is a read
@@ -209,12 +211,9 @@ pub fn tool_writes(io: &mut Io, args: &Value, whole: &ArtifactHash, record_id: O
     }
 }
 
-/// Keys whose whole value is record metadata (a store's `metadata` object).
-const METADATA_OBJECTS: [&str; 2] = ["metadata", "meta"];
-
-/// The string leaves of a result that can be content: as [`leaves`], without the
-/// subtrees of [`METADATA_OBJECTS`], and reading a string that holds a JSON object or
-/// array (a JSON list inside a text block) as that value, element by element.
+/// The string leaves of a result that can be content: as [`leaves`], reading a string
+/// that holds a JSON object or array (a JSON list inside a text block) as that value,
+/// element by element.
 fn content_leaves(v: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, String)>) {
     match v {
         Value::String(s) => match structured(v) {
@@ -228,9 +227,7 @@ fn content_leaves(v: &Value, key: Option<&str>, out: &mut Vec<(Option<String>, S
         }
         Value::Object(o) => {
             for (k, it) in o {
-                if !METADATA_OBJECTS.contains(&k.as_str()) {
-                    content_leaves(it, Some(k), out);
-                }
+                content_leaves(it, Some(k.as_str()), out);
             }
         }
         _ => {}
@@ -254,7 +251,7 @@ pub fn tool_reads(io: &mut Io, result: &Value, whole: &ArtifactHash) {
             .collect();
         if !content.is_empty() {
             for s in content {
-                io.give(Some(&s), Some(ArtifactHash::of(s.as_bytes())), None);
+                io.give(Some(s.as_str()), Some(ArtifactHash::of(s.as_bytes())), None);
             }
             return;
         }

@@ -34,6 +34,7 @@ Versions used for the dumps (Python 3.11, one virtualenv, `pip check` clean):
   openinference-instrumentation-openai-agents==2.6.0
   pydantic-ai-slim==2.68.0 ag2==1.2.1
   llama-index-core==0.14.25 openinference-instrumentation-llama-index==4.6.1
+  strands-agents==1.62.0 (mcp==2.1.1)
 openai_v2_events.py ran in a second virtualenv with the same OpenTelemetry pins plus
   openai-agents==0.24.0 opentelemetry-instrumentation-openai-agents-v2==0.1.0
   opentelemetry-instrumentation-openai-v2==2.4b0 opentelemetry-util-genai==0.4b0
@@ -72,6 +73,16 @@ framework's documentation gives for it (the stack script says which):
   memory_paraphrase  as memory_exact, but the store also holds PARAPHRASE (id
                   PARAPHRASE_ID), written before the run (outside the window), and the
                   search in run 2 returns PARAPHRASE only; run 2 pays.
+
+Runs continued across traces (issue 59; llamaindex.py only):
+  memory_blocks   three runs sharing one Memory: run 1 reads DOC_ID, run 2 checks the
+                  vendor, run 3 (the go-ahead) pays; run 3's message flushes run 1's turn
+                  into a memory block (FactExtractionMemoryBlock, a scripted extraction
+                  call) that renders into a second system message.
+  memory_notes    as memory_blocks with a memory block the application wrote (plain
+                  code: the payment sentences of the flushed tool outputs).
+  retriever       as memory_exact over a VectorStoreIndex (MockEmbedding): run 1 saves
+                  MEMO as a document, run 2 retrieves it with a retriever and pays.
 
 Several external inputs, for the analysis without --injection (issue 59):
   decoy           the agent reads DOC_ID (fetch_document, the injection) and the user's
