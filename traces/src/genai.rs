@@ -192,7 +192,10 @@ pub fn role(attrs: &BTreeMap<String, Value>) -> Role {
 /// is derived from it and it has no content gap: capture is on (the output is
 /// there), and the model call it prepares is its own span. A model call whose
 /// messages are hidden (`OPENINFERENCE_HIDE_INPUT_MESSAGES`) records a response, not
-/// a request, so it keeps its gap.
+/// a request, so it keeps its gap. With only the outputs hidden the helper is known
+/// by its input (`tools` and `chat_history`, what the request is prepared from); with
+/// its input hidden too, nothing says it is a helper and the gap stands (capture is
+/// off).
 pub fn is_helper(attrs: &BTreeMap<String, Value>) -> bool {
     let exchange = attrs.keys().any(|k| {
         k.starts_with("llm.input_messages.")
@@ -202,7 +205,12 @@ pub fn is_helper(attrs: &BTreeMap<String, Value>) -> bool {
     let prepared = present(attrs.get("output.value"))
         .and_then(json_attr)
         .is_some_and(|v| v.get("messages").is_some_and(Value::is_array));
-    !exchange && prepared
+    // Its input, when only the outputs are hidden (`OPENINFERENCE_HIDE_OUTPUTS`): the
+    // tools and the chat history a request is prepared from.
+    let preparing = present(attrs.get("input.value"))
+        .and_then(json_attr)
+        .is_some_and(|v| v.get("tools").is_some() && v.get("chat_history").is_some());
+    !exchange && (prepared || preparing)
 }
 
 /// The switch that turns content capture on, by instrumentation scope (a span with
@@ -1497,6 +1505,26 @@ mod tests {
             error: false,
             name: "test",
         })
+    }
+
+    #[test]
+    fn a_request_helper_with_its_output_hidden_is_still_no_request() {
+        let helper = attrs(&[
+            ("openinference.span.kind", json!("LLM")),
+            (
+                "input.value",
+                json!(r#"{"tools": ["<FunctionTool object>"], "user_msg": null, "chat_history": ["ChatMessage(...)"]}"#),
+            ),
+            ("output.value", json!("__REDACTED__")),
+        ]);
+        assert_eq!(role(&helper), Role::Other);
+        // A model call with its messages hidden keeps its gap.
+        let call = attrs(&[
+            ("openinference.span.kind", json!("LLM")),
+            ("input.value", json!("__REDACTED__")),
+            ("output.value", json!("__REDACTED__")),
+        ]);
+        assert_eq!(role(&call), Role::Chat);
     }
 
     #[test]
