@@ -253,9 +253,8 @@ const CONTENT_KEYS: [&str; 7] = [
 /// Derives the hashes of one span (see the module documentation). A content
 /// attribute the span lacks is read from the first of its events that has it.
 pub fn derive(c: &SpanContent<'_>) -> Derived {
-    let missing = |k: &&str| {
-        !c.attrs.contains_key(*k) && c.events.iter().any(|(_, a)| a.contains_key(*k))
-    };
+    let missing =
+        |k: &&str| !c.attrs.contains_key(*k) && c.events.iter().any(|(_, a)| a.contains_key(*k));
     if !CONTENT_KEYS.iter().any(missing) {
         return derive_role(c);
     }
@@ -987,9 +986,10 @@ fn hash_messages(
                             };
                             for s in strings {
                                 let h = ArtifactHash::of(s.as_bytes());
-                                if out.iter().any(|(x, m)| {
-                                    *x == h && m.kind == PartKind::SingleArgument
-                                }) {
+                                if out
+                                    .iter()
+                                    .any(|(x, m)| *x == h && m.kind == PartKind::SingleArgument)
+                                {
                                     continue;
                                 }
                                 content.push(s.clone());
@@ -1417,7 +1417,9 @@ fn derive_store(c: &SpanContent<'_>) -> Derived {
         .and_then(store::records)
         .or_else(|| openinference_documents(a))
         .or_else(|| match op {
-            "memory.search" => event("memory.results").or(own_list).and_then(store::records),
+            "memory.search" => event("memory.results")
+                .or(own_list)
+                .and_then(store::records),
             // What a memory add writes is the content it was handed.
             "memory.add" => strands_query.map(|q| vec![(Some(q.clone()), None)]),
             _ => None,
@@ -1513,7 +1515,9 @@ mod tests {
             ("openinference.span.kind", json!("LLM")),
             (
                 "input.value",
-                json!(r#"{"tools": ["<FunctionTool object>"], "user_msg": null, "chat_history": ["ChatMessage(...)"]}"#),
+                json!(
+                    r#"{"tools": ["<FunctionTool object>"], "user_msg": null, "chat_history": ["ChatMessage(...)"]}"#
+                ),
             ),
             ("output.value", json!("__REDACTED__")),
         ]);
@@ -1534,20 +1538,30 @@ mod tests {
         let chat = with_events(
             &[("gen_ai.operation.name", json!("chat"))],
             &[
-                ("gen_ai.system.message", &[("content", blocks(json!([{"text": "S"}])))]),
-                ("gen_ai.user.message", &[("content", blocks(json!([{"text": "U"}])))]),
+                (
+                    "gen_ai.system.message",
+                    &[("content", blocks(json!([{"text": "S"}])))],
+                ),
+                (
+                    "gen_ai.user.message",
+                    &[("content", blocks(json!([{"text": "U"}])))],
+                ),
                 (
                     "gen_ai.assistant.message",
                     &[(
                         "content",
-                        blocks(json!([{"toolUse": {"toolUseId": "c1", "name": "fetch", "input": {"id": "x"}}}])),
+                        blocks(
+                            json!([{"toolUse": {"toolUseId": "c1", "name": "fetch", "input": {"id": "x"}}}]),
+                        ),
                     )],
                 ),
                 (
                     "gen_ai.tool.message",
                     &[(
                         "content",
-                        blocks(json!([{"toolResult": {"toolUseId": "c1", "status": "success", "content": [{"text": doc}]}}])),
+                        blocks(
+                            json!([{"toolResult": {"toolUseId": "c1", "status": "success", "content": [{"text": doc}]}}]),
+                        ),
                     )],
                 ),
                 (
@@ -1556,7 +1570,9 @@ mod tests {
                         ("finish_reason", json!("tool_use")),
                         (
                             "message",
-                            blocks(json!([{"toolUse": {"toolUseId": "c2", "name": "pay", "input": {"to": "A"}}}])),
+                            blocks(
+                                json!([{"toolUse": {"toolUseId": "c2", "name": "pay", "input": {"to": "A"}}}]),
+                            ),
                         ),
                     ],
                 ),
@@ -1589,11 +1605,18 @@ mod tests {
             &[
                 (
                     "gen_ai.tool.message",
-                    &[("role", json!("tool")), ("content", json!("{\"id\": \"x\"}")), ("id", json!("c1"))],
+                    &[
+                        ("role", json!("tool")),
+                        ("content", json!("{\"id\": \"x\"}")),
+                        ("id", json!("c1")),
+                    ],
                 ),
                 (
                     "gen_ai.choice",
-                    &[("message", blocks(json!([{"text": doc}]))), ("id", json!("c1"))],
+                    &[
+                        ("message", blocks(json!([{"text": doc}]))),
+                        ("id", json!("c1")),
+                    ],
                 ),
             ],
             "strands.telemetry.tracer",
@@ -1672,20 +1695,32 @@ mod tests {
         assert_eq!(search.inputs[0].0, ArtifactHash::of(b"q"));
         // The search_memory tool's result: the JSON list in one text block, read
         // element by element.
-        let entries = json!([{"content": memo, "store_name": "notes", "metadata": {"_relevanceScore": 2}}]).to_string();
+        let entries =
+            json!([{"content": memo, "store_name": "notes", "metadata": {"_relevanceScore": 2}}])
+                .to_string();
         let tool = with_events(
             &[
                 ("gen_ai.operation.name", json!("execute_tool")),
                 ("gen_ai.tool.name", json!("search_memory")),
             ],
             &[
-                ("gen_ai.tool.message", &[("content", json!("{\"query\": \"q\"}"))]),
-                ("gen_ai.choice", &[("message", json!(json!([{"text": entries}]).to_string()))]),
+                (
+                    "gen_ai.tool.message",
+                    &[("content", json!("{\"query\": \"q\"}"))],
+                ),
+                (
+                    "gen_ai.choice",
+                    &[("message", json!(json!([{"text": entries}]).to_string()))],
+                ),
             ],
             "strands.telemetry.tracer",
         );
         assert_eq!(
-            tool.io.returned.iter().map(|r| r.hash.clone()).collect::<Vec<_>>(),
+            tool.io
+                .returned
+                .iter()
+                .map(|r| r.hash.clone())
+                .collect::<Vec<_>>(),
             vec![Some(h)]
         );
     }
@@ -1694,10 +1729,15 @@ mod tests {
     fn a_list_of_strings_as_the_only_argument_is_each_a_part() {
         let d = run(&[
             ("gen_ai.operation.name", json!("chat")),
-            ("gen_ai.input.messages", json!(r#"[{"role":"user","parts":[{"type":"text","content":"U"}]}]"#)),
+            (
+                "gen_ai.input.messages",
+                json!(r#"[{"role":"user","parts":[{"type":"text","content":"U"}]}]"#),
+            ),
             (
                 "gen_ai.output.messages",
-                json!(r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c","name":"add_memory","arguments":{"entries":["first note","second note"]}}]}]"#),
+                json!(
+                    r#"[{"role":"assistant","parts":[{"type":"tool_call","id":"c","name":"add_memory","arguments":{"entries":["first note","second note"]}}]}]"#
+                ),
             ),
         ]);
         let singles: Vec<ArtifactHash> = d
@@ -1708,7 +1748,10 @@ mod tests {
             .collect();
         assert_eq!(
             singles,
-            vec![ArtifactHash::of(b"first note"), ArtifactHash::of(b"second note")]
+            vec![
+                ArtifactHash::of(b"first note"),
+                ArtifactHash::of(b"second note")
+            ]
         );
     }
 

@@ -676,7 +676,13 @@ mod tests {
         };
         let t = trace(vec![
             run(10, 95),
-            req(1, 10, 100, &[("system", &["S"]), ("user", &["U1"])], &["A1"]),
+            req(
+                1,
+                10,
+                100,
+                &[("system", &["S"]), ("user", &["U1"])],
+                &["A1"],
+            ),
             run(20, 195),
             // The memory kept the first turn and rendered a block into a second
             // system message; U2 is the new run's own message.
@@ -695,14 +701,24 @@ mod tests {
             ),
             run(30, 295),
             // A fresh memory: nothing of the runs before.
-            req(3, 30, 300, &[("system", &["S"]), ("user", &["U3"])], &["A3"]),
+            req(
+                3,
+                30,
+                300,
+                &[("system", &["S"]), ("user", &["U3"])],
+                &["A3"],
+            ),
             run(40, 395),
             // The memory flushed the second run's first messages and wrote nothing.
             req(
                 4,
                 40,
                 400,
-                &[("system", &["S"]), ("assistant", &["A2"]), ("user", &["U4"])],
+                &[
+                    ("system", &["S"]),
+                    ("assistant", &["A2"]),
+                    ("user", &["U4"]),
+                ],
                 &["A4"],
             ),
         ]);

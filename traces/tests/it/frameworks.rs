@@ -688,7 +688,10 @@ fn strands_content_in_span_events_and_its_memory_spans() {
     assert_eq!(add.input_parts, vec![memo.clone()]);
     let search = trace.nodes().find(|n| n.name == "memory.search").unwrap();
     assert!(search.store_read.is_some());
-    assert!(search.returned.iter().any(|s| s.hash.as_ref() == Some(&memo)));
+    assert!(search
+        .returned
+        .iter()
+        .any(|s| s.hash.as_ref() == Some(&memo)));
     let read = w
         .closure
         .iter()
