@@ -322,22 +322,7 @@ fn turn(trace: &Trace, p: &Node, c: &Node) -> Turn {
         } else {
             Change::Extended
         };
-    let mut sources: Vec<SpanId> = vec![p.span_id.clone()];
-    sources.extend(answers(trace, p, c.available_ns()).into_iter().cloned());
-    sources.sort();
-    sources.dedup();
-    Turn {
-        previous: Some(p.span_id.clone()),
-        change,
-        new_parts: if change == Change::Rewritten {
-            new_parts
-        } else {
-            BTreeSet::new()
-        },
-        sources,
-        compacted: marked,
-        carried: BTreeMap::new(),
-    }
+    turn_after(trace, p, c, change, new_parts, marked)
 }
 
 /// The side calls of `trace` (module documentation): requests an output text part of
@@ -443,6 +428,19 @@ fn continued_turn(trace: &Trace, p: &Node, c: &Node) -> Turn {
     } else {
         Change::Extended
     };
+    turn_after(trace, p, c, change, new_parts, marked)
+}
+
+/// The turn from `p` to `c` once its change is known: its sources are `p` and the
+/// answers to `p` available when `c` started; new parts are kept for a rewrite only.
+fn turn_after(
+    trace: &Trace,
+    p: &Node,
+    c: &Node,
+    change: Change,
+    new_parts: BTreeSet<usize>,
+    marked: bool,
+) -> Turn {
     let mut sources: Vec<SpanId> = vec![p.span_id.clone()];
     sources.extend(answers(trace, p, c.available_ns()).into_iter().cloned());
     sources.sort();
